@@ -1,0 +1,51 @@
+"""The runtime node: settings, pools, modules, workers, stats, node RPC and the node process.
+
+Embedded use (a runtime inside another process, e.g. a test)::
+
+    import trio
+    from cluster import load_settings, open_node
+
+    async def main():
+        settings = load_settings("embedded")          # no dashboard unless RT_VIZ_ENABLE=1
+        async with open_node(settings) as node:
+            print(node.runtime.topology())
+
+    trio.run(main)
+"""
+
+from .errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    PeerUnavailable,
+    SettingsError,
+    ValidationFailed,
+)
+from .ids import ADMIN_POOL_ID, PoolId
+from .node import Node, open_node, run_node, serve_node
+from .runtime import FORWARD_TIMEOUT, Runtime, SingleNode
+from .settings import Settings, load_settings
+
+__all__ = [
+    "ADMIN_POOL_ID",
+    "FORWARD_TIMEOUT",
+    "ApiError",
+    "BadRequest",
+    "Conflict",
+    "Forbidden",
+    "Node",
+    "NotFound",
+    "PeerUnavailable",
+    "PoolId",
+    "Runtime",
+    "Settings",
+    "SettingsError",
+    "SingleNode",
+    "ValidationFailed",
+    "load_settings",
+    "open_node",
+    "run_node",
+    "serve_node",
+]

@@ -1,0 +1,74 @@
+"""Per-pool, per-method task-cost model, learned online from measured task costs.
+
+CPU prediction ``a·(x+1)`` and wall prediction ``b·(y+1)`` from a task's size ``x`` (both sizes
+are the task's size here). Both coefficients start at 1.0. After each task, with
+``err = predicted - real``: ``coef -= lr·err/(x+1)``; where the real cost is positive,
+``mape = (1-lr)·mape + lr·|err|/real``. A method is "trained" once a MAPE is non-zero.
+Costs are microseconds; sizes are whatever unit the module chooses (KiB for I/O).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CostModel", "MethodModel"]
+
+
+@dataclass(slots=True)
+class MethodModel:
+    id: int
+    name: str
+    coefficient: float = 1.0
+    mape: float = 0.0
+    wall_coefficient: float = 1.0
+    wall_mape: float = 0.0
+    samples: int = 0
+
+    def predict_cpu(self, size: float) -> float:
+        return self.coefficient * (size + 1)
+
+    def predict_wall(self, size: float) -> float:
+        return self.wall_coefficient * (size + 1)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "coefficient": self.coefficient,
+            "mape": self.mape,
+            "wall_coefficient": self.wall_coefficient,
+            "wall_mape": self.wall_mape,
+        }
+
+
+def _learn(coef: float, mape: float, lr: float, size: float, real: float) -> tuple[float, float]:
+    err = coef * (size + 1) - real
+    coef -= lr * err / (size + 1)
+    if real > 0:
+        mape = (1 - lr) * mape + lr * abs(err) / real
+    return coef, mape
+
+
+class CostModel:
+    """The learned models of one pool's methods."""
+
+    def __init__(self, methods: tuple[str, ...], learning_rate: float = 0.2) -> None:
+        self.learning_rate = learning_rate
+        self.methods = {name: MethodModel(i, name) for i, name in enumerate(methods)}
+
+    def method(self, name: str) -> MethodModel:
+        model = self.methods.get(name)
+        if model is None:
+            model = self.methods[name] = MethodModel(len(self.methods), name)
+        return model
+
+    def observe(self, name: str, size: float, cpu_us: float, wall_us: float) -> None:
+        """Learn from one finished task of method ``name``."""
+        m = self.method(name)
+        lr = self.learning_rate
+        m.coefficient, m.mape = _learn(m.coefficient, m.mape, lr, size, cpu_us)
+        m.wall_coefficient, m.wall_mape = _learn(m.wall_coefficient, m.wall_mape, lr, size, wall_us)
+        m.samples += 1
+
+    def to_json(self) -> list[dict[str, object]]:
+        return [m.to_json() for m in sorted(self.methods.values(), key=lambda m: m.id)]

@@ -1,0 +1,76 @@
+"""Errors the runtime raises, each carrying the HTTP status the dashboard answers with.
+
+    ApiError (500)
+    ├── BadRequest (400)        a malformed node id, pool id or parameter
+    │   └── ValidationFailed    create/compose validation: every failing field at once
+    ├── Forbidden (403)         refused on purpose (the admin pool, a cross-site request)
+    ├── NotFound (404)          no such pool, route or asset
+    ├── Conflict (409)          the action cannot be done in the current state
+    └── PeerUnavailable (503)   the runtime or a peer did not answer in time
+
+The dashboard translates every ApiError once, at its boundary, into ``{"error": message}``
+(or ``{"ok": false, "errors": {...}}`` for ValidationFailed). Nothing else maps to a status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "ApiError",
+    "BadRequest",
+    "Conflict",
+    "Forbidden",
+    "NotFound",
+    "PeerUnavailable",
+    "SettingsError",
+    "ValidationFailed",
+]
+
+
+class ApiError(Exception):
+    """An error with an HTTP status and a message for the ``error`` field."""
+
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def body(self) -> dict[str, object]:
+        return {"error": self.message}
+
+
+class BadRequest(ApiError):
+    status = 400
+
+
+class ValidationFailed(BadRequest):
+    """All failing fields of a create or compose request, reported together."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = dict(errors)
+
+    def body(self) -> dict[str, object]:
+        return {"ok": False, "errors": self.errors}
+
+
+class Forbidden(ApiError):
+    status = 403
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class Conflict(ApiError):
+    status = 409
+
+
+class PeerUnavailable(ApiError):
+    status = 503
+
+
+class SettingsError(Exception):
+    """A configuration file or variable that cannot be used; the message names key and file."""

@@ -1,0 +1,78 @@
+"""The piggyback queue: updates waiting to be gossiped, least-sent first, with a budget.
+
+Rules:
+1. One queued update per subject member: a newer update about a member replaces the older one
+   (the older one can only be stale under the precedence rules).
+2. Each update goes out at most ``retransmit_mult * ceil(log10(N + 1))`` times, then is dropped.
+3. ``take(budget)`` fills a packet: fewest transmissions first, then newest first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["BroadcastQueue", "retransmit_limit"]
+
+
+def retransmit_limit(retransmit_mult: int, n_members: int) -> int:
+    """How many times an update is sent in a cluster of ``n_members``."""
+    return retransmit_mult * max(1, math.ceil(math.log10(n_members + 1)))
+
+
+@dataclass(slots=True)
+class _Item:
+    subject: int
+    part: bytes
+    order: int
+    sent: int = 0
+
+
+class BroadcastQueue:
+    """Encoded updates keyed by subject, each with a transmission count."""
+
+    __slots__ = ("_items", "_order")
+
+    def __init__(self) -> None:
+        self._items: dict[int, _Item] = {}
+        self._order = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def push(self, subject: int, part: bytes) -> None:
+        """Queue an encoded update about ``subject``, replacing any older one about it."""
+        self._order += 1
+        self._items[subject] = _Item(subject, part, self._order)
+
+    def has(self, subject: int) -> bool:
+        return subject in self._items
+
+    def pending(self, subject: int) -> bytes | None:
+        item = self._items.get(subject)
+        return item.part if item else None
+
+    def take(self, budget: int, limit: int, per_part_overhead: int = 5) -> list[bytes]:
+        """Parts that fit in ``budget`` bytes, least-sent first; each counts as sent once.
+
+        Parts sent ``limit`` times are dropped from the queue.
+        """
+        if not self._items or budget <= 0:
+            return []
+        out: list[bytes] = []
+        items = sorted(self._items.values(), key=lambda it: (it.sent, -it.order))
+        for it in items:
+            cost = len(it.part) + per_part_overhead
+            if cost > budget:
+                continue
+            budget -= cost
+            out.append(it.part)
+            it.sent += 1
+            if it.sent >= limit:
+                del self._items[it.subject]
+            if budget < 16:
+                break
+        return out
+
+    def clear(self) -> None:
+        self._items.clear()

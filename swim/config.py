@@ -1,0 +1,135 @@
+"""SwimConfig: every knob of the membership protocol, in seconds where it is a duration.
+
+Rules:
+1. Defaults are hashicorp/memberlist's loopback ("Local") profile; ``SwimConfig.lan()`` gives the
+   LAN profile Serf uses by default, so the two can be compared at equal settings.
+2. ``SwimConfig.from_mapping(d)`` builds a config from the node's ``swim:`` settings section and
+   raises ``ValueError`` naming the key for an unknown key, a wrong type or a value out of range.
+3. The record is frozen: a running machine never sees its settings change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+__all__ = ["SwimConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class SwimConfig:
+    """Settings of one SWIM member (durations in seconds).
+
+    Attributes:
+        probe_interval: protocol period T: one member is probed per period.
+        probe_timeout: how long to wait for the direct ack before asking helpers.
+        indirect_checks: k, the number of helpers asked to ping an unresponsive member.
+        suspicion_mult: scales the minimum suspicion timeout (and gives K = mult - 2
+            independent confirmations that shorten it down to that minimum).
+        suspicion_max_timeout_mult: maximum suspicion timeout as a multiple of the minimum.
+        retransmit_mult: each update is piggybacked retransmit_mult * ceil(log10(N + 1)) times.
+        gossip_interval: period of the gossip tick that sends queued updates.
+        gossip_nodes: members sent to on each gossip tick.
+        pushpull_interval: period of the full-state TCP exchange with one random member
+            (0 disables it; scaled up for clusters above 32 members, as memberlist does).
+        gossip_to_the_dead_time: how long dead members still receive gossip, so they can refute.
+        rejoin_interval: period of the re-join to seeds that are not known alive (heals
+            partitions that outlived gossip_to_the_dead_time; 0 disables it).
+        awareness_max: Lifeguard local health multiplier cap: intervals scale by 1..awareness_max.
+        max_packet_bytes: cap on an outgoing UDP packet and on an accepted incoming one.
+        tcp_timeout: deadline of one TCP join or push/pull exchange.
+        max_frame_bytes: cap on one TCP frame (push/pull state) accepted from a peer.
+        leave_propagate_time: how long ``leave()`` keeps gossiping the departure.
+    """
+
+    probe_interval: float = 1.0
+    probe_timeout: float = 0.2
+    indirect_checks: int = 1
+    suspicion_mult: int = 3
+    suspicion_max_timeout_mult: int = 6
+    retransmit_mult: int = 2
+    gossip_interval: float = 0.1
+    gossip_nodes: int = 3
+    pushpull_interval: float = 15.0
+    gossip_to_the_dead_time: float = 15.0
+    rejoin_interval: float = 20.0
+    awareness_max: int = 8
+    max_packet_bytes: int = 1400
+    tcp_timeout: float = 5.0
+    max_frame_bytes: int = 8 * 1024 * 1024
+    leave_propagate_time: float = 0.5
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check(f.name, getattr(self, f.name), f.type)
+        if self.probe_timeout > self.probe_interval:
+            raise ValueError("swim setting 'probe_timeout' must not exceed 'probe_interval'")
+        if self.suspicion_mult < 1:
+            raise ValueError("swim setting 'suspicion_mult' must be >= 1")
+        if self.suspicion_max_timeout_mult < 1:
+            raise ValueError("swim setting 'suspicion_max_timeout_mult' must be >= 1")
+        if self.awareness_max < 1:
+            raise ValueError("swim setting 'awareness_max' must be >= 1")
+        if self.max_packet_bytes < 512 or self.max_packet_bytes > 65507:
+            raise ValueError("swim setting 'max_packet_bytes' must be in 512..65507")
+
+    @classmethod
+    def local(cls, **overrides: Any) -> SwimConfig:
+        """memberlist's loopback profile (the defaults), with keyword overrides."""
+        return cls(**overrides)
+
+    @classmethod
+    def lan(cls, **overrides: Any) -> SwimConfig:
+        """memberlist's LAN profile (Serf's default), with keyword overrides."""
+        base: dict[str, Any] = {
+            "probe_interval": 1.0,
+            "probe_timeout": 0.5,
+            "indirect_checks": 3,
+            "suspicion_mult": 4,
+            "suspicion_max_timeout_mult": 6,
+            "retransmit_mult": 4,
+            "gossip_interval": 0.2,
+            "gossip_nodes": 3,
+            "pushpull_interval": 30.0,
+            "gossip_to_the_dead_time": 30.0,
+        }
+        base.update(overrides)
+        return cls(**base)
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any]) -> SwimConfig:
+        """Build from a settings mapping; ValueError names an unknown key or a bad value."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"swim settings must be a mapping, not {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        for key in d:
+            if key not in known:
+                raise ValueError(
+                    f"unknown swim setting {key!r} (known: {', '.join(sorted(known))})"
+                )
+        return cls(**dict(d))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a plain mapping (round-trips through ``from_mapping``)."""
+        return dataclasses.asdict(self)
+
+
+def _check(name: str, value: Any, kind: Any) -> None:
+    kind = kind if isinstance(kind, str) else kind.__name__
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"swim setting {name!r} must be an integer, not {value!r}")
+        if value < 0:
+            raise ValueError(f"swim setting {name!r} must be >= 0, not {value}")
+    elif kind == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"swim setting {name!r} must be a number of seconds, not {value!r}")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"swim setting {name!r} must be finite and >= 0, not {value}")
+    if name in {"probe_interval", "probe_timeout", "gossip_interval", "tcp_timeout"} and (
+        value <= 0
+    ):
+        raise ValueError(f"swim setting {name!r} must be > 0, not {value}")

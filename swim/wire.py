@@ -1,0 +1,368 @@
+"""The UDP wire format: a version byte, a type byte, a msgpack body; compound packets.
+
+Packet layout::
+
+    packet   := VERSION:u8  part
+    part     := TYPE:u8  msgpack(body)           one message
+              | COMPOUND:u8  msgpack([bin, ...])  each bin a part that is not itself compound
+
+Rules:
+1. ``decode_untrusted(data)`` raises only ``BadMessage`` (its ``reason`` is a short counter
+   label): every field of every body is checked for type and range before a message is built,
+   so nothing from the network reaches the machine unvalidated.
+2. Bodies are msgpack arrays of plain ints, strings and bools; extension types, floats and maps
+   are rejected. Nothing is ever unpickled.
+3. The push/pull state that travels over TCP is validated here too (``decode_state_untrusted``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from .members import MemberState
+
+__all__ = [
+    "MAX_UDP_BYTES",
+    "VERSION",
+    "Ack",
+    "Alive",
+    "BadMessage",
+    "Dead",
+    "Message",
+    "MsgType",
+    "Nack",
+    "Ping",
+    "PingReq",
+    "StateEntry",
+    "Suspect",
+    "decode_state_untrusted",
+    "decode_untrusted",
+    "encode",
+    "encode_compound",
+    "encode_part",
+    "encode_state",
+]
+
+VERSION = 1
+MAX_UDP_BYTES = 65507
+MAX_PARTS = 255
+_U16, _U32, _U63 = (1 << 16) - 1, (1 << 32) - 1, (1 << 63) - 1
+_MAX_HOST = 255
+
+
+class BadMessage(Exception):
+    """Untrusted bytes that are not a valid message; ``reason`` labels the drop counter."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+class MsgType(enum.IntEnum):
+    PING = 1
+    PING_REQ = 2
+    ACK = 3
+    NACK = 4
+    ALIVE = 5
+    SUSPECT = 6
+    DEAD = 7
+    COMPOUND = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    """Probe of ``target``; the ack goes to the advertised ``src_host:src_port``."""
+
+    seq: int
+    target: int
+    src: int
+    src_host: str
+    src_port: int
+
+
+@dataclass(frozen=True, slots=True)
+class PingReq:
+    """Ask a helper to ping ``target`` for ``src`` and relay the ack (or a nack)."""
+
+    seq: int
+    target: int
+    target_host: str
+    target_port: int
+    nack: bool
+    src: int
+    src_host: str
+    src_port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    seq: int
+    src: int
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    seq: int
+    src: int
+
+
+@dataclass(frozen=True, slots=True)
+class Alive:
+    """``node`` is alive at ``incarnation``, reachable at host:port, booted with ``boot``."""
+
+    incarnation: int
+    node: int
+    host: str
+    port: int
+    boot: int
+
+
+@dataclass(frozen=True, slots=True)
+class Suspect:
+    incarnation: int
+    node: int
+    src: int
+
+
+@dataclass(frozen=True, slots=True)
+class Dead:
+    """``node`` is dead at ``incarnation`` per ``src``; ``src == node`` means it left."""
+
+    incarnation: int
+    node: int
+    src: int
+
+
+Message = Ping | PingReq | Ack | Nack | Alive | Suspect | Dead
+
+
+@dataclass(frozen=True, slots=True)
+class StateEntry:
+    """One member in a push/pull state exchange."""
+
+    node: int
+    host: str
+    port: int
+    incarnation: int
+    state: MemberState
+    boot: int
+
+
+_TYPE_OF: dict[type[Any], MsgType] = {
+    Ping: MsgType.PING,
+    PingReq: MsgType.PING_REQ,
+    Ack: MsgType.ACK,
+    Nack: MsgType.NACK,
+    Alive: MsgType.ALIVE,
+    Suspect: MsgType.SUSPECT,
+    Dead: MsgType.DEAD,
+}
+
+
+def type_name(msg: Message) -> str:
+    """Counter label of a message: ``ping``, ``ping_req``, ``ack``..."""
+    return _TYPE_OF[type(msg)].name.lower()
+
+
+def encode_part(msg: Message) -> bytes:
+    """One message without the version byte (a part of a compound packet)."""
+    body: list[Any]
+    match msg:
+        case Ping():
+            body = [msg.seq, msg.target, msg.src, msg.src_host, msg.src_port]
+        case PingReq():
+            body = [
+                msg.seq, msg.target, msg.target_host, msg.target_port, msg.nack,
+                msg.src, msg.src_host, msg.src_port,
+            ]  # fmt: skip
+        case Ack() | Nack():
+            body = [msg.seq, msg.src]
+        case Alive():
+            body = [msg.incarnation, msg.node, msg.host, msg.port, msg.boot]
+        case Suspect() | Dead():
+            body = [msg.incarnation, msg.node, msg.src]
+    return bytes([_TYPE_OF[type(msg)]]) + msgpack.packb(body, use_bin_type=True)
+
+
+def encode(msg: Message) -> bytes:
+    """A packet holding one message."""
+    return bytes([VERSION]) + encode_part(msg)
+
+
+def encode_compound(parts: Sequence[bytes]) -> bytes:
+    """A packet holding several parts (from ``encode_part``); one part is sent plain."""
+    if len(parts) == 1:
+        return bytes([VERSION]) + parts[0]
+    if not 1 <= len(parts) <= MAX_PARTS:
+        raise ValueError(f"a compound packet holds 1..{MAX_PARTS} parts, not {len(parts)}")
+    return bytes([VERSION, MsgType.COMPOUND]) + msgpack.packb(list(parts), use_bin_type=True)
+
+
+def compound_overhead(n_parts: int) -> int:
+    """Upper bound of the bytes a compound packet adds around its parts."""
+    return 2 + 5 + 5 * n_parts
+
+
+def decode_untrusted(data: bytes, max_bytes: int = MAX_UDP_BYTES) -> list[Message]:
+    """Decode one packet into its messages; raises only ``BadMessage``."""
+    if len(data) > max_bytes:
+        raise BadMessage("oversize", f"{len(data)} bytes")
+    if len(data) < 2:
+        raise BadMessage("truncated", f"{len(data)} bytes")
+    if data[0] != VERSION:
+        raise BadMessage("version", f"version {data[0]}")
+    if data[1] != MsgType.COMPOUND:
+        return [_decode_part(data[1:], max_bytes)]
+    parts = _unpack(data[2:], max_bytes)
+    if not isinstance(parts, list) or not 1 <= len(parts) <= MAX_PARTS:
+        raise BadMessage("malformed", "compound body is not a list of 1..255 parts")
+    out: list[Message] = []
+    for part in parts:
+        if not isinstance(part, bytes) or len(part) < 1:
+            raise BadMessage("malformed", "compound part is not bytes")
+        if part[0] == MsgType.COMPOUND:
+            raise BadMessage("malformed", "nested compound")
+        out.append(_decode_part(part, max_bytes))
+    return out
+
+
+def _unpack(body: bytes, max_bytes: int) -> Any:
+    try:
+        return msgpack.unpackb(
+            body,
+            raw=False,
+            use_list=True,
+            strict_map_key=True,
+            max_buffer_size=max_bytes,
+            max_str_len=max_bytes,
+            max_bin_len=max_bytes,
+            max_array_len=MAX_PARTS,
+            max_map_len=0,
+            max_ext_len=0,
+        )
+    except Exception as exc:  # msgpack raises many types for hostile input; one door out
+        raise BadMessage("malformed", f"msgpack: {type(exc).__name__}") from None
+
+
+def _decode_part(part: bytes, max_bytes: int) -> Message:
+    kind = part[0]
+    body = _unpack(part[1:], max_bytes)
+    if not isinstance(body, list):
+        raise BadMessage("malformed", "body is not a list")
+    try:
+        decoder = _DECODERS[MsgType(kind)]
+    except (ValueError, KeyError):
+        raise BadMessage("unknown_type", f"type {kind}") from None
+    return decoder(body)
+
+
+def _int(v: Any, hi: int, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
+        raise BadMessage("bad_field", f"{what} = {v!r}")
+    return v
+
+
+def _str(v: Any, what: str) -> str:
+    if not isinstance(v, str) or not 0 < len(v) <= _MAX_HOST:
+        raise BadMessage("bad_field", f"{what} = {v!r:.40}")
+    return v
+
+
+def _bool(v: Any, what: str) -> bool:
+    if not isinstance(v, bool):
+        raise BadMessage("bad_field", f"{what} = {v!r}")
+    return v
+
+
+def _arity(body: list[Any], n: int, what: str) -> None:
+    if len(body) != n:
+        raise BadMessage("bad_field", f"{what} has {len(body)} fields, not {n}")
+
+
+def _ping(b: list[Any]) -> Message:
+    _arity(b, 5, "ping")
+    return Ping(
+        _int(b[0], _U32, "seq"), _int(b[1], _U32, "target"), _int(b[2], _U32, "src"),
+        _str(b[3], "src_host"), _int(b[4], _U16, "src_port"),
+    )  # fmt: skip
+
+
+def _ping_req(b: list[Any]) -> Message:
+    _arity(b, 8, "ping_req")
+    return PingReq(
+        _int(b[0], _U32, "seq"), _int(b[1], _U32, "target"), _str(b[2], "target_host"),
+        _int(b[3], _U16, "target_port"), _bool(b[4], "nack"), _int(b[5], _U32, "src"),
+        _str(b[6], "src_host"), _int(b[7], _U16, "src_port"),
+    )  # fmt: skip
+
+
+def _ack(b: list[Any]) -> Message:
+    _arity(b, 2, "ack")
+    return Ack(_int(b[0], _U32, "seq"), _int(b[1], _U32, "src"))
+
+
+def _nack(b: list[Any]) -> Message:
+    _arity(b, 2, "nack")
+    return Nack(_int(b[0], _U32, "seq"), _int(b[1], _U32, "src"))
+
+
+def _alive(b: list[Any]) -> Message:
+    _arity(b, 5, "alive")
+    return Alive(
+        _int(b[0], _U63, "incarnation"), _int(b[1], _U32, "node"), _str(b[2], "host"),
+        _int(b[3], _U16, "port"), _int(b[4], _U63, "boot"),
+    )  # fmt: skip
+
+
+def _suspect(b: list[Any]) -> Message:
+    _arity(b, 3, "suspect")
+    return Suspect(_int(b[0], _U63, "incarnation"), _int(b[1], _U32, "node"), _int(b[2], _U32, "src"))
+
+
+def _dead(b: list[Any]) -> Message:
+    _arity(b, 3, "dead")
+    return Dead(_int(b[0], _U63, "incarnation"), _int(b[1], _U32, "node"), _int(b[2], _U32, "src"))
+
+
+_DECODERS: dict[MsgType, Callable[[list[Any]], Message]] = {
+    MsgType.PING: _ping,
+    MsgType.PING_REQ: _ping_req,
+    MsgType.ACK: _ack,
+    MsgType.NACK: _nack,
+    MsgType.ALIVE: _alive,
+    MsgType.SUSPECT: _suspect,
+    MsgType.DEAD: _dead,
+}
+
+_WIRE_STATES = {s.value: s for s in (MemberState.ALIVE, MemberState.SUSPECTED,
+                                     MemberState.DEAD, MemberState.LEFT)}  # fmt: skip
+
+
+def encode_state(entries: Sequence[StateEntry]) -> list[list[Any]]:
+    """Push/pull state as plain msgpack-able rows."""
+    return [[e.node, e.host, e.port, e.incarnation, e.state.wire.value, e.boot] for e in entries]
+
+
+def decode_state_untrusted(rows: Any, max_entries: int = 1 << 20) -> list[StateEntry]:
+    """Validate push/pull rows from a peer; raises only ``BadMessage``."""
+    if not isinstance(rows, list) or len(rows) > max_entries:
+        raise BadMessage("bad_state", "state is not a list of rows")
+    out: list[StateEntry] = []
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 6:
+            raise BadMessage("bad_state", "state row is not a 6-list")
+        state = _WIRE_STATES.get(row[4]) if isinstance(row[4], str) else None
+        if state is None:
+            raise BadMessage("bad_state", f"state = {row[4]!r:.40}")
+        out.append(
+            StateEntry(
+                _int(row[0], _U32, "node"), _str(row[1], "host"), _int(row[2], _U16, "port"),
+                _int(row[3], _U63, "incarnation"), state, _int(row[5], _U63, "boot"),
+            )  # fmt: skip
+        )
+    return out
