@@ -23,10 +23,25 @@ from .errors import (
     SettingsError,
     ValidationFailed,
 )
+from typing import TYPE_CHECKING, Any
+
 from .ids import ADMIN_POOL_ID, PoolId
-from .node import Node, open_node, run_node, serve_node
 from .runtime import FORWARD_TIMEOUT, Runtime, SingleNode
 from .settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from .node import Node, open_node, run_node, serve_node
+
+_NODE_NAMES = ("Node", "open_node", "run_node", "serve_node")
+
+
+def __getattr__(name: str) -> Any:
+    # The node process pulls in the membership driver; import it only when asked for.
+    if name in _NODE_NAMES:
+        from . import node
+
+        return getattr(node, name)
+    raise AttributeError(name)
 
 __all__ = [
     "ADMIN_POOL_ID",

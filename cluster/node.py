@@ -319,7 +319,7 @@ async def open_node(
             node.runtime.membership = handle
             await nursery.start(node.runtime.workers.serve)
             nursery.start_soon(node.runtime.stats.serve_sampling)
-            await node.runtime.compose("rt_admin", "rt_admin", str(ADMIN_POOL_ID), {})
+            node.runtime.install_admin_pool()
             await startup_compose(node.runtime)
             await _start_dashboard(node, nursery)
             if settings.workload.enabled:

@@ -350,6 +350,12 @@ class Runtime:
         log.info("destroyed pool %s (%s)", container.info.pool_name, pool_id)
         return {"ok": True, "pool_id": str(pool_id), "pool_name": container.info.pool_name}
 
+    def install_admin_pool(self) -> None:
+        """Put the admin pool ``1.0`` (the runtime itself) in the pool table."""
+        if ADMIN_POOL_ID not in self.pools:
+            info = PoolInfo(ADMIN_POOL_ID, "rt_admin", "rt_admin", "local", self.node_id)
+            self.pools.add(self.modules["rt_admin"].make_container(info, {}))
+
     def suggest_pool_id(self, mod_name: str) -> str:
         mod = self.modules.get(mod_name)
         return str(self.pools.suggest(mod.suggest_base if mod else 800))
@@ -387,7 +393,9 @@ class Runtime:
             else:
                 if pid.is_null:
                     errs["pool_id"] = "0.0 is the null pool id"
-                elif pid == ADMIN_POOL_ID or pid in self.pools:
+                elif pid == ADMIN_POOL_ID:
+                    errs["pool_id"] = "1.0 is the admin pool's id"
+                elif pid in self.pools:
                     errs["pool_id"] = f"pool id {pid} is taken by '{self.pools.get(pid).info.pool_name}'"
         if pool_query and pool_query.partition(":")[0] not in ROUTINGS:
             errs["pool_query"] = f"unknown routing '{pool_query}'"
