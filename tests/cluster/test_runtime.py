@@ -1,0 +1,108 @@
+"""The runtime facade: identity, pools, compose validation, destroy, node ids and routing."""
+
+from __future__ import annotations
+
+import pytest
+
+from cluster.errors import BadRequest, Forbidden, NotFound, PeerUnavailable, ValidationFailed
+from cluster.ids import PoolId
+from cluster.runtime import Runtime
+
+
+async def test_health_and_topology_of_a_lone_node(runtime: Runtime) -> None:
+    assert list(runtime.health()) == ["ok", "node_id", "hostname", "ip_address", "is_leader"]
+    topo = runtime.topology()
+    assert topo["self_node_id"] == 0
+    assert topo["leader_node_id"] == 0
+    assert topo["nodes"] == [
+        {"node_id": 0, "ip_address": "127.0.0.1", "state": "alive", "alive": True,
+         "is_leader": True, "is_self": True}
+    ]
+
+
+async def test_the_admin_pool_is_always_there(runtime: Runtime) -> None:
+    pools = runtime.pools_json()["pools"]
+    assert pools[0] == {"pool_id": "1.0", "pool_name": "rt_admin", "mod_name": "rt_admin",
+                        "container_id": 0}
+
+
+async def test_destroying_the_admin_pool_is_refused(runtime: Runtime) -> None:
+    with pytest.raises(Forbidden, match="refusing to destroy the admin pool"):
+        await runtime.destroy("1.0")
+    with pytest.raises(BadRequest, match="bad pool id 'x.y'"):
+        await runtime.destroy("x.y")
+    with pytest.raises(NotFound, match=r"no pool with id 5\.5"):
+        await runtime.destroy("5.5")
+
+
+async def test_compose_reports_every_failing_field_at_once(runtime: Runtime) -> None:
+    with pytest.raises(ValidationFailed) as info:
+        await runtime.compose("rt_nope", " ", "0.0", "- a list", pool_query="sideways")
+    assert set(info.value.errors) == {"mod_name", "pool_name", "pool_id", "pool_query", "config"}
+    assert info.value.body()["ok"] is False
+    with pytest.raises(ValidationFailed) as info:
+        await runtime.compose("rt_admin", "x", "1.0", "a: [")
+    assert "admin pool" in info.value.errors["pool_id"]
+    assert "not valid YAML" in info.value.errors["config"]
+
+
+async def test_validate_only_creates_nothing_then_compose_and_destroy(runtime: Runtime) -> None:
+    assert await runtime.compose("rt_admin", "extra", "800.0", "", validate_only=True) == {"ok": True}
+    assert PoolId(800, 0) not in runtime.pools
+    body = await runtime.compose("rt_admin", "extra", "800.0", "{}")
+    assert body == {"ok": True, "pool_name": "extra", "pool_id": "800.0"}
+    with pytest.raises(ValidationFailed) as info:
+        await runtime.compose("rt_admin", "extra", "800.0", "")
+    assert "exists already" in info.value.errors["pool_name"]
+    assert "taken" in info.value.errors["pool_id"]
+    assert await runtime.destroy("800.0") == {"ok": True, "pool_id": "800.0", "pool_name": "extra"}
+    assert PoolId(800, 0) not in runtime.pools
+
+
+async def test_suggestions_are_free_and_never_repeat(runtime: Runtime) -> None:
+    first = runtime.suggest_pool_id("rt_admin")
+    second = runtime.suggest_pool_id("rt_admin")
+    assert first == "800.0"
+    assert second == "801.0"
+
+
+async def test_node_ids_resolve_or_fail_with_the_reference_message(runtime: Runtime) -> None:
+    assert runtime.resolve_node("local") == 0
+    assert runtime.resolve_node("self") == 0
+    assert runtime.resolve_node("0") == 0
+    for bad in ("7", "-1", "abc", "1.5", ""):
+        with pytest.raises(BadRequest, match="unknown or malformed node id"):
+            runtime.resolve_node(bad)
+
+
+async def test_admin_monitor_queries(runtime: Runtime) -> None:
+    runtime.stats.sample()
+    runtime.stats.sample()
+    body = runtime.admin_monitor("system_stats", {"min_event_id": "1"})
+    assert list(body) == ["node_id", "entries"]
+    assert [e["event_id"] for e in body["entries"]] == [1]
+    with pytest.raises(BadRequest, match="min_event_id"):
+        runtime.admin_monitor("system_stats", {"min_event_id": "soon"})
+    assert runtime.admin_monitor("containers", {})["containers"][0]["learning_rate"] == 0.2
+    assert runtime.admin_monitor("bdevs", {})["devices"] == []
+    with pytest.raises(BadRequest):
+        runtime.admin_monitor("everything", {})
+
+
+async def test_pool_monitor_routing(runtime: Runtime) -> None:
+    body = await runtime.pool_monitor("1.0", "stats", "local")
+    assert list(body) == ["pool_id", "query", "results"]
+    assert body["results"]["0"]["pool_name"] == "rt_admin"
+    body = await runtime.pool_monitor("1.0", "stats", "broadcast")
+    assert list(body["results"]) == ["0"]
+    with pytest.raises(BadRequest, match="missing"):
+        await runtime.pool_monitor("1.0", "", "local")
+    with pytest.raises(BadRequest, match="bad routing"):
+        await runtime.pool_monitor("1.0", "stats", "sideways")
+    with pytest.raises(NotFound):
+        await runtime.pool_monitor("9.9", "stats", "local")
+
+
+async def test_forward_without_rpc_is_unavailable(runtime: Runtime) -> None:
+    with pytest.raises(PeerUnavailable):
+        await runtime.call_peer(0, {"k": "monitor"}, "monitor 'workers'")

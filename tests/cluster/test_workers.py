@@ -1,0 +1,113 @@
+"""Workers execute tasks, keep the reference's counters and teach the cost model."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+
+from cluster.ids import ADMIN_POOL_ID, PoolId
+from cluster.runtime import Runtime
+from cluster.workers import PoolGone
+
+
+def totals(rt: Runtime, key: str) -> int:
+    return sum(row[key] for row in rt.workers.snapshot())
+
+
+async def test_sync_task_result_and_processed_count(runtime: Runtime) -> None:
+    before = totals(runtime, "num_tasks_processed")
+    assert await runtime.workers.run(ADMIN_POOL_ID, "monitor", 1, lambda: 6 * 7) == 42
+    assert totals(runtime, "num_tasks_processed") == before + 1
+    model = runtime.pools.get(ADMIN_POOL_ID).cost.method("monitor")
+    assert model.samples == 1
+    assert model.mape > 0  # trained on a real measured cost
+
+
+async def test_task_exception_reaches_the_caller(runtime: Runtime) -> None:
+    def boom() -> None:
+        raise ValueError("disk on fire")
+
+    with pytest.raises(ValueError, match="disk on fire"):
+        await runtime.workers.run(ADMIN_POOL_ID, "monitor", 0, boom)
+    assert await runtime.workers.run(ADMIN_POOL_ID, "monitor", 0, lambda: "still up") == "still up"
+
+
+async def test_parent_is_blocked_while_its_subtasks_wait(runtime: Runtime) -> None:
+    release = trio.Event()
+    seen_blocked: list[int] = []
+
+    async def child() -> str:
+        await release.wait()
+        return "child"
+
+    async def parent() -> str:
+        return await runtime.workers.run(ADMIN_POOL_ID, "compose", 0, child)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runtime.workers.run, ADMIN_POOL_ID, "compose", 0, parent)
+        while totals(runtime, "num_blocked_tasks") == 0:
+            await trio.sleep(0.001)
+        seen_blocked.append(totals(runtime, "num_blocked_tasks"))
+        release.set()
+    assert seen_blocked == [1]
+    assert totals(runtime, "num_blocked_tasks") == 0
+
+
+async def test_queued_tasks_are_counted(runtime: Runtime) -> None:
+    import time
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(20):
+            nursery.start_soon(
+                runtime.workers.run, ADMIN_POOL_ID, "monitor", 0, lambda: time.sleep(0.002)
+            )
+        await trio.lowlevel.checkpoint()
+        assert totals(runtime, "num_queued_tasks") > 0
+    assert totals(runtime, "num_queued_tasks") == 0
+
+
+async def test_periodic_task_becomes_retry_when_its_pool_is_gone(
+    runtime: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone = False
+    runs = 0
+
+    def tick() -> None:
+        nonlocal runs
+        runs += 1
+        if gone:
+            raise PoolGone("7.0")
+
+    pid = PoolId(7, 0)
+    a = runtime.workers.add_periodic(pid, "scrub", 0.01, tick)
+    b = runtime.workers.add_periodic(pid, "flush", 0.01, tick)
+    while runs < 2:
+        await trio.sleep(0.01)
+    assert totals(runtime, "num_periodic_tasks") == 2
+    assert totals(runtime, "suspend_period_us") <= 2 * 10_000
+    with caplog.at_level(logging.WARNING, logger="cluster.workers"):
+        gone = True
+        while not (a.retrying and b.retrying):
+            await trio.sleep(0.01)
+        start = runs
+        while runs < start + 6:  # keeps retrying
+            await trio.sleep(0.01)
+    assert totals(runtime, "num_retry_tasks") == 2
+    assert totals(runtime, "num_periodic_tasks") == 0
+    retry_lines = [r for r in caplog.records if "keeps retrying" in r.getMessage()]
+    assert len(retry_lines) == 1  # once per pool, not once per retry
+    a.cancel()
+    b.cancel()
+    assert totals(runtime, "num_retry_tasks") == 0
+
+
+async def test_worker_rows_have_the_reference_fields(runtime: Runtime) -> None:
+    row = runtime.workers.snapshot()[0]
+    assert list(row) == [
+        "worker_id", "is_running", "is_active", "idle_iterations", "num_queued_tasks",
+        "num_blocked_tasks", "num_periodic_tasks", "num_retry_tasks", "suspend_period_us",
+        "num_tasks_processed", "load",
+    ]
+    assert len(runtime.workers.snapshot()) == runtime.settings.runtime.workers
