@@ -13,6 +13,8 @@ Embedded use (a runtime inside another process, e.g. a test)::
     trio.run(main)
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ApiError,
     BadRequest,
@@ -23,8 +25,6 @@ from .errors import (
     SettingsError,
     ValidationFailed,
 )
-from typing import TYPE_CHECKING, Any
-
 from .ids import ADMIN_POOL_ID, PoolId
 from .runtime import FORWARD_TIMEOUT, Runtime, SingleNode
 from .settings import Settings, load_settings
@@ -42,6 +42,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(node, name)
     raise AttributeError(name)
+
 
 __all__ = [
     "ADMIN_POOL_ID",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -223,7 +222,8 @@ def _print_monitor(snap: dict[str, Any]) -> None:
     )
     for w in snap["workers"]:
         print(
-            f"{w['worker_id']:>6} {'yes' if w['is_active'] else 'no':>6} {w['num_queued_tasks']:>6} "
+            f"{w['worker_id']:>6} {'yes' if w['is_active'] else 'no':>6} "
+            f"{w['num_queued_tasks']:>6} "
             f"{w['num_blocked_tasks']:>7} {w['num_periodic_tasks']:>8} {w['num_retry_tasks']:>5} "
             f"{w['num_tasks_processed']:>9} {w['load'] or 0:>9.0f}"
         )

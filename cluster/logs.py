@@ -9,8 +9,12 @@ from .settings import Settings
 
 __all__ = ["configure_logging", "set_node_id"]
 
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
-           "error": logging.ERROR}
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+}
 _node_id = "-"
 
 

@@ -31,7 +31,7 @@ from .errors import BadRequest, PeerUnavailable, SettingsError
 from .ids import ADMIN_POOL_ID, PoolId
 from .logs import configure_logging, set_node_id
 from .rpc import RpcServerStats, rpc_call, serve_rpc
-from .runtime import Runtime, SingleNode
+from .runtime import Runtime
 from .settings import Settings
 from .workload import serve_workload, startup_compose
 
@@ -127,7 +127,8 @@ class Node:
         return h
 
     async def _on_monitor(self, msg: dict[str, Any]) -> Any:
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        raw = msg.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         query = str(msg.get("query", ""))
         return await self.runtime.workers.run(
             ADMIN_POOL_ID,
@@ -212,8 +213,10 @@ class Node:
         return {"ok": True, "pool_id": str(pool_id), "to": target}
 
     async def _adopt(self, msg: Mapping[str, Any]) -> dict[str, Any]:
-        state = msg.get("state") if isinstance(msg.get("state"), dict) else {}
-        config = state.get("config") if isinstance(state.get("config"), dict) else {}
+        raw_state = msg.get("state")
+        state: dict[str, Any] = raw_state if isinstance(raw_state, dict) else {}
+        raw_config = state.get("config")
+        config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
         body = await self.runtime.compose(
             str(msg.get("mod_name", "")),
             str(msg.get("pool_name", "")),

@@ -22,7 +22,7 @@ from swim import FrameError, recv_frame, send_frame
 
 from .errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, PeerUnavailable
 
-__all__ = ["MAX_FRAME", "RpcServerStats", "RpcError", "rpc_call", "serve_rpc"]
+__all__ = ["MAX_FRAME", "RpcError", "RpcServerStats", "rpc_call", "serve_rpc"]
 
 log = logging.getLogger(__name__)
 MAX_FRAME = 16 * 1024 * 1024
@@ -73,7 +73,8 @@ async def serve_rpc(
                     return
                 if msg is None:  # clean end of stream
                     return
-                handler = handlers.get(msg.get("k")) if isinstance(msg, dict) else None
+                kind = msg.get("k") if isinstance(msg, dict) else None
+                handler = handlers.get(kind) if isinstance(kind, str) else None
                 if handler is None:
                     stats.malformed += 1
                     return

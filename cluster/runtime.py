@@ -310,7 +310,9 @@ class Runtime:
             "direct_hash:N, range:OFF:CNT or physical:N)"
         )
 
-    async def local_pool_monitor(self, pool_id: PoolId, query: str, params: Mapping[str, str]) -> Any:
+    async def local_pool_monitor(
+        self, pool_id: PoolId, query: str, params: Mapping[str, str]
+    ) -> Any:
         container = self.pools.get(pool_id)
         return await container.monitor(query, params)
 
@@ -377,7 +379,9 @@ class Runtime:
         if not mod_name:
             errs["mod_name"] = "required"
         elif module is None:
-            errs["mod_name"] = f"module '{mod_name}' is not loaded (loaded: {', '.join(self.modules)})"
+            errs["mod_name"] = (
+                f"module '{mod_name}' is not loaded (loaded: {', '.join(self.modules)})"
+            )
         if not pool_name.strip():
             errs["pool_name"] = "required"
         elif (other := self.pools.by_name(pool_name)) is not None:
@@ -396,7 +400,9 @@ class Runtime:
                 elif pid == ADMIN_POOL_ID:
                     errs["pool_id"] = "1.0 is the admin pool's id"
                 elif pid in self.pools:
-                    errs["pool_id"] = f"pool id {pid} is taken by '{self.pools.get(pid).info.pool_name}'"
+                    errs["pool_id"] = (
+                        f"pool id {pid} is taken by '{self.pools.get(pid).info.pool_name}'"
+                    )
         if pool_query and pool_query.partition(":")[0] not in ROUTINGS:
             errs["pool_query"] = f"unknown routing '{pool_query}'"
         cfg: Mapping[str, Any] = {}
@@ -418,7 +424,8 @@ class Runtime:
             raise ValidationFailed(errs)
         if validate_only:
             return {"ok": True}
-        assert module is not None and pid is not None
+        assert module is not None
+        assert pid is not None
         info = PoolInfo(pid, pool_name, mod_name, pool_query or "local", self.node_id)
         container = module.make_container(info, cfg)
         self.pools.add(container)

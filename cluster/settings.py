@@ -180,9 +180,7 @@ def _section(cls: type, data: Any, where: str) -> Any:
     changes = {}
     for key, value in data.items():
         if key not in known:
-            raise SettingsError(
-                f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})"
-            )
+            raise SettingsError(f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})")
         changes[key] = _coerce(value, getattr(defaults, key), f"{where}.{key}")
     return replace(defaults, **changes)
 

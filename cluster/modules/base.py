@@ -187,7 +187,7 @@ class Module:
         return None
 
     def form_to_compose(self, params: Mapping[str, str]) -> tuple[JSON, dict[str, str]]:
-        """Typed-form parameters -> (module config, errors by field). Modules with a form override."""
+        """Typed-form parameters -> (module config, errors by field); form modules override."""
         return {}, {}
 
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:

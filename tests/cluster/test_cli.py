@@ -75,7 +75,9 @@ def test_monitor_and_compose_list_without_a_node_fail_clearly(
     assert capsys.readouterr().err.count("no node is running") == 2
 
 
-def test_refresh_lists_modules_methods_routes_and_assets(capsys: pytest.CaptureFixture[str]) -> None:
+def test_refresh_lists_modules_methods_routes_and_assets(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert cli.main(["repo", "refresh"]) == 0
     out = capsys.readouterr().out
     assert "rt_admin" in out
@@ -109,7 +111,9 @@ def test_bad_config_is_a_clear_error_not_a_traceback(
     assert "Traceback" not in err
 
 
-def test_compose_file_that_is_not_a_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compose_file_that_is_not_a_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("compose: nope\n")
     assert cli.main(["compose", str(f), "--port", str(free_port())]) == 1

@@ -64,7 +64,7 @@ async def test_request_and_reply(server: tuple[int, RpcServerStats]) -> None:
 
 async def test_remote_api_errors_keep_their_status(server: tuple[int, RpcServerStats]) -> None:
     port, _ = server
-    with pytest.raises(NotFound, match="9.9"):
+    with pytest.raises(NotFound, match=r"9\.9"):
         await rpc_call("127.0.0.1", port, {"k": "missing"}, 5)
     with pytest.raises(Exception, match="handler failed: oops"):
         await rpc_call("127.0.0.1", port, {"k": "broken"}, 5)

@@ -5,9 +5,22 @@ from __future__ import annotations
 from cluster.sysstats import RING_SIZE, StatsRing
 
 FIELDS = [
-    "event_id", "timestamp_ns", "wall_time_ns", "ram_total_bytes", "ram_available_bytes",
-    "ram_usage_pct", "cpu_usage_pct", "gpu_count", "gpu_usage_pct", "hbm_usage_pct",
-    "hbm_used_bytes", "hbm_total_bytes", "hostname", "ip_address", "node_id", "is_leader",
+    "event_id",
+    "timestamp_ns",
+    "wall_time_ns",
+    "ram_total_bytes",
+    "ram_available_bytes",
+    "ram_usage_pct",
+    "cpu_usage_pct",
+    "gpu_count",
+    "gpu_usage_pct",
+    "hbm_usage_pct",
+    "hbm_used_bytes",
+    "hbm_total_bytes",
+    "hostname",
+    "ip_address",
+    "node_id",
+    "is_leader",
 ]
 
 

@@ -106,8 +106,16 @@ async def test_periodic_task_becomes_retry_when_its_pool_is_gone(
 async def test_worker_rows_have_the_reference_fields(runtime: Runtime) -> None:
     row = runtime.workers.snapshot()[0]
     assert list(row) == [
-        "worker_id", "is_running", "is_active", "idle_iterations", "num_queued_tasks",
-        "num_blocked_tasks", "num_periodic_tasks", "num_retry_tasks", "suspend_period_us",
-        "num_tasks_processed", "load",
+        "worker_id",
+        "is_running",
+        "is_active",
+        "idle_iterations",
+        "num_queued_tasks",
+        "num_blocked_tasks",
+        "num_periodic_tasks",
+        "num_retry_tasks",
+        "suspend_period_us",
+        "num_tasks_processed",
+        "load",
     ]
     assert len(runtime.workers.snapshot()) == runtime.settings.runtime.workers
