@@ -1,0 +1,13 @@
+"""The dashboard: the HTTP layer of a node (quart-trio on hypercorn), nothing else.
+
+    create_app(runtime, viz_settings) -> QuartTrio     the app, for tests and for serving
+    serve_dashboard(runtime, viz_settings, *, task_status)
+                                                       bind, serve, report (bind, port)
+
+Only ``cluster/node.py`` imports this package, lazily. See ``docs/dashboard.md``.
+"""
+
+from .app import DashboardState, create_app, dashboard_state
+from .serve import serve_dashboard
+
+__all__ = ["DashboardState", "create_app", "dashboard_state", "serve_dashboard"]

@@ -1,0 +1,204 @@
+"""The rt_admin blueprint: node-local, per-node and per-pool routes, ``/metrics`` and ``/``.
+
+Rules:
+1. Handlers are thin: read parameters, call one ``Runtime`` method, return its dict. Errors
+   are ``ApiError``s raised by the runtime and translated once (``dashboard.errors``).
+2. A per-node route is one admin monitor task: answered here for ``local``/``self``/this
+   node's id, else forwarded to the peer by the runtime (5 s bound, then 503). Forwards are
+   timed into ``/metrics``.
+3. Nothing here shuts a node down or deletes data; POST routes stay node-local.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from quart import Blueprint, Response, current_app
+
+from cluster.modules.base import FormField, FormSpec
+from cluster.runtime import Runtime
+
+from .assets import asset_response, mounts
+from .metrics import CONTENT_TYPE, DashboardMetrics
+from .modules import add_module_routes
+from .params import request_params
+
+__all__ = ["ASSET_ENDPOINTS", "admin_blueprint", "route_table"]
+
+JSON = dict[str, Any]
+ADMIN = "rt_admin"
+PER_NODE = ("workers", "system_stats", "containers", "bdevs")
+ASSET_ENDPOINTS = frozenset({f"{ADMIN}.asset", f"{ADMIN}.asset_root"})
+_CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+
+
+def pattern(rule: str) -> str:
+    """``/api/nodes/<node>/workers`` -> ``/api/nodes/{node}/workers``."""
+    return _CONVERTER.sub(r"{\1}", rule)
+
+
+def route_table(runtime: Runtime) -> JSON:
+    """Every route of the running app with its registering module, and every asset mount."""
+    routes = []
+    for rule in current_app.url_map.iter_rules():
+        bp, _, _ = rule.endpoint.rpartition(".")
+        if bp not in runtime.modules or rule.endpoint in ASSET_ENDPOINTS:
+            continue  # retired stubs and asset mounts are not routes
+        doc = (current_app.view_functions[rule.endpoint].__doc__ or "").strip()
+        doc = doc.splitlines()[0] if doc else ""
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            routes.append(
+                {"method": method, "path": pattern(rule.rule), "mod_name": bp, "doc": doc}
+            )
+    routes.sort(key=lambda r: (r["path"], r["method"]))
+    return {
+        "routes": routes,
+        "mounts": [
+            {"mod_name": mod, "url_prefix": f"/viz/{mod}", "dir": folder}
+            for mod, folder in sorted(mounts(runtime).items())
+        ],
+    }
+
+
+def _compose_form(runtime: Runtime, mod_name: str) -> JSON:
+    mods = tuple(runtime.modules)
+    return FormSpec(
+        mod_name=mod_name,
+        title="Compose a pool",
+        fields=(
+            FormField("mod_name", "Module", "select", True, mod_name, mods),
+            FormField("pool_name", "Pool name", required=True, placeholder="my_pool"),
+            FormField(
+                "pool_id",
+                "Pool id",
+                required=True,
+                default=runtime.suggest_pool_id(mod_name),
+                help="<major>.<minor>; a free id is suggested",
+            ),
+            FormField("pool_query", "Routing", default="local"),
+            FormField("config", "Module parameters (YAML)", "textarea"),
+        ),
+        note="The same path as rt_run compose; action=validate checks without creating.",
+    ).to_json()
+
+
+def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
+    bp = Blueprint(ADMIN, __name__)
+    route = bp.route
+
+    @route("/api/health", methods=["GET"])
+    async def health() -> JSON:
+        """liveness and this node's identity"""
+        return runtime.health()
+
+    @route("/api/topology", methods=["GET"])
+    async def topology() -> JSON:
+        """cluster membership and SWIM state from the local host table"""
+        return runtime.topology()
+
+    @route("/api/pools", methods=["GET"])
+    async def pools() -> JSON:
+        """pools composed on this node"""
+        return runtime.pools_json()
+
+    @route("/api/config", methods=["GET"])
+    async def config() -> JSON:
+        """settings the node came up with"""
+        return runtime.config_json()
+
+    @route("/api/routes", methods=["GET"])
+    async def routes() -> JSON:
+        """every route and asset mount, per module"""
+        return route_table(runtime)
+
+    @route("/api/chimods", methods=["GET"])
+    async def chimods() -> JSON:
+        """loaded modules, with create form and pages flags"""
+        return runtime.chimods()
+
+    def per_node(query: str) -> Callable[..., Any]:
+        async def view(node: str) -> JSON:
+            params = await request_params()
+            args = {}
+            if query == "system_stats" and "min_event_id" in params:
+                args["min_event_id"] = params["min_event_id"]
+            if runtime.resolve_node(node) == runtime.node_id:
+                return await runtime.node_monitor(node, query, args)
+            started, outcome = time.perf_counter(), "error"
+            try:
+                body = await runtime.node_monitor(node, query, args)
+                outcome = "ok"
+                return body
+            finally:
+                metrics.forward_seconds.labels(query, outcome).observe(
+                    time.perf_counter() - started
+                )
+
+        view.__doc__ = f"{query} of a node (local, or forwarded to a peer)"
+        return view
+
+    for query in PER_NODE:
+        bp.add_url_rule(
+            f"/api/nodes/<node>/{query}", f"node_{query}", per_node(query), methods=["GET"]
+        )
+
+    @route("/api/pools/<pool>/monitor", methods=["GET"])
+    async def pool_monitor(pool: str) -> JSON:
+        """a pool's monitor answer (query=..., routing=local|broadcast|...)"""
+        params = await request_params()
+        return await runtime.pool_monitor(
+            pool, params.get("query", ""), params.get("routing", "") or "local"
+        )
+
+    @route("/api/pools/<pool>/destroy", methods=["POST"])
+    async def destroy(pool: str) -> JSON:
+        """shut a pool down (refused for the admin pool)"""
+        return await runtime.destroy(pool)
+
+    @route("/api/pools/compose", methods=["GET"])
+    async def compose_form() -> JSON:
+        """the generic compose form spec, with a free pool id suggested"""
+        params = await request_params()
+        return _compose_form(runtime, params.get("mod_name", ""))
+
+    @route("/api/pools/compose", methods=["POST"])
+    async def compose() -> JSON:
+        """compose a pool from mod_name, pool_name, pool_id, pool_query, config (YAML)"""
+        p = await request_params()
+        action = p.get("action", "")
+        errors = {}
+        if action not in ("", "validate", "create"):
+            errors["action"] = f"unknown action '{action}' (use validate, or leave it out)"
+        return await runtime.compose(
+            p.get("mod_name", ""),
+            p.get("pool_name", ""),
+            p.get("pool_id", ""),
+            p.get("config", ""),
+            pool_query=p.get("pool_query", "") or "local",
+            validate_only=action == "validate",
+            errors=errors,
+        )
+
+    @route("/metrics", methods=["GET"])
+    async def prometheus() -> Response:
+        """Prometheus text: membership, SWIM, HTTP, forwards, workers"""
+        return Response(metrics.render(), content_type=CONTENT_TYPE)
+
+    @route("/", methods=["GET"])
+    async def cluster_page() -> Response:
+        """the Cluster page (viz/rt_admin/index.html)"""
+        return await asset_response(runtime, ADMIN, "index.html")
+
+    @route("/viz/<mod>/", methods=["GET"], endpoint="asset_root")
+    @route("/viz/<mod>/<path:rest>", methods=["GET"], endpoint="asset")
+    async def asset(mod: str, rest: str = "") -> Response:
+        """page assets of a module"""
+        return await asset_response(runtime, mod, rest)
+
+    admin_module = runtime.modules.get(ADMIN)
+    if admin_module is not None:
+        add_module_routes(bp, runtime, admin_module)
+    return bp

@@ -1,0 +1,73 @@
+"""Admission: the spec's HTTP thread pool, as a bound on requests handled at once.
+
+Rules:
+1. At most ``max_threads`` requests are inside the app at a time (a ``trio.Semaphore`` around each
+   ASGI call, held until the response is sent); more wait their turn.
+2. Requests that forward to a peer (``/api/nodes/<peer>/...``, and a pool monitor with a
+   non-local routing) first take a slot of a smaller forward limiter, so forwards can hold at
+   most ``max_threads - reserve`` slots: however many forwards to a dead or paused peer are in
+   flight (each bounded by the 5 s forward timeout), node-local routes such as ``/api/health``
+   keep ``reserve`` slots and keep answering.
+3. Classifying a request looks at its path only; it never reads the body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+__all__ = ["Admission", "is_forward"]
+
+Scope = Any  # an ASGI scope mapping
+Asgi = Callable[..., Any]
+
+
+def is_forward(path: str, query: bytes, own_id: int) -> bool:
+    """Whether a request will be forwarded to a peer (decided from its path and query)."""
+    if not path.startswith("/api/"):
+        return False
+    parts = path.strip("/").split("/")
+    if len(parts) >= 4 and parts[1] == "nodes":
+        return parts[2] not in ("local", "self", str(own_id))
+    if len(parts) == 4 and parts[1] == "pools" and parts[3] == "monitor":
+        for pair in query.split(b"&"):
+            if pair.startswith(b"routing="):
+                kind = pair[8:].split(b"%3A")[0].split(b":")[0]
+                return kind not in (b"", b"local", b"dynamic")
+    return False
+
+
+class Admission:
+    """ASGI middleware applying the rules above to ``app``."""
+
+    def __init__(self, app: Asgi, max_threads: int, own_id: Callable[[], int]) -> None:
+        self.app = app
+        self.max_threads = max(1, max_threads)
+        reserve = max(1, self.max_threads // 4) if self.max_threads > 1 else 0
+        # Semaphores, not CapacityLimiters: a slot is owned by the request, not by a task.
+        self.requests = trio.Semaphore(self.max_threads, max_value=self.max_threads)
+        self.forward_slots = max(1, self.max_threads - reserve)
+        self.forwards = trio.Semaphore(self.forward_slots, max_value=self.forward_slots)
+        self._own_id = own_id
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if is_forward(scope.get("path", ""), scope.get("query_string", b""), self._own_id()):
+            async with self.forwards, self.requests:
+                await self.app(scope, receive, send)
+        else:
+            async with self.requests:
+                await self.app(scope, receive, send)
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "max_threads": self.max_threads,
+            "requests_in_flight": self.max_threads - self.requests.value,
+            "requests_waiting": self.requests.statistics().tasks_waiting,
+            "forwards_in_flight": self.forward_slots - self.forwards.value,
+            "forward_slots": self.forward_slots,
+        }

@@ -1,0 +1,113 @@
+"""The app factory: ``create_app(runtime, viz_settings)`` builds one dashboard app, no globals.
+
+Rules:
+1. Blueprints: ``rt_admin`` (node, pool and page routes), one per other loaded module (its
+   ``/api/mod/<mod_name>/`` routes), and the retired-route stubs. Order of matching: registered
+   routes, then assets (``/viz/<mod>/...``), then ``/``, else the JSON 404.
+2. Before any handler: the Host, cross-site and body-size rules of ``dashboard.safety``.
+3. Around every request: admission (``max_threads`` slots, ``dashboard.admission``).
+4. After every request: counted in ``/metrics``; security headers; never a CORS header.
+5. Every body is JSON (``dashboard.jsonio``) except pages and ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from quart import Response, request
+from quart_trio import QuartTrio
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from cluster.runtime import Runtime
+from cluster.settings import VizSettings
+
+from .admin import ADMIN, admin_blueprint
+from .admission import Admission
+from .assets import mounts
+from .errors import MAX_BODY, install_error_handlers
+from .jsonio import JsonProvider
+from .metrics import DashboardMetrics
+from .modules import module_blueprint
+from .retired import retired_blueprint
+from .safety import SitePolicy
+
+__all__ = ["DashboardState", "create_app", "dashboard_state"]
+
+log = logging.getLogger(__name__)
+EXTENSION = "rtsim"
+_CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+_SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",  # no clickjacking of the destroy buttons
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "Referrer-Policy": "same-origin",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardState:
+    """What one app holds: the runtime it serves and its own policy, metrics, admission."""
+
+    runtime: Runtime
+    viz: VizSettings
+    policy: SitePolicy
+    metrics: DashboardMetrics
+    admission: Admission
+
+
+def dashboard_state(app: QuartTrio) -> DashboardState:
+    state: DashboardState = app.extensions[EXTENSION]
+    return state
+
+
+def create_app(runtime: Runtime, viz_settings: VizSettings) -> QuartTrio:
+    """A QuartTrio app serving ``runtime``; ``viz_settings.port`` is the bound port."""
+    app = QuartTrio("dashboard", static_folder=None, template_folder=None)
+    app.json = JsonProvider(app)
+    app.config.update(
+        MAX_CONTENT_LENGTH=MAX_BODY,
+        BODY_TIMEOUT=10,  # seconds a client may take to send a body while holding a slot
+        PROVIDE_AUTOMATIC_OPTIONS=True,
+    )
+    app.url_map.strict_slashes = False  # a trailing slash is ignored
+    app.url_map.merge_slashes = False  # "//" is not redirected; assets refuse it instead
+
+    admission = Admission(app.asgi_app, viz_settings.max_threads, lambda: runtime.node_id)
+    app.asgi_app = admission  # type: ignore[method-assign,assignment]
+    metrics = DashboardMetrics(runtime, admission.statistics)
+    policy = SitePolicy.for_bind(viz_settings.bind, viz_settings.port, viz_settings.allowed_hosts)
+    app.extensions[EXTENSION] = DashboardState(runtime, viz_settings, policy, metrics, admission)
+
+    install_error_handlers(app)
+    patterns: dict[str, str] = {}
+
+    @app.before_request
+    async def guard() -> None:
+        policy.check()
+        length = request.content_length
+        if length is not None and length > MAX_BODY:
+            raise RequestEntityTooLarge()
+
+    @app.after_request
+    async def finish(response: Response) -> Response:
+        rule = request.url_rule
+        if rule is None:
+            route = "<unmatched>"
+        else:
+            route = patterns.get(rule.rule) or patterns.setdefault(
+                rule.rule, _CONVERTER.sub(r"{\1}", rule.rule)
+            )
+        metrics.requests.labels(route, request.method, str(response.status_code)).inc()
+        response.headers.update(_SECURITY_HEADERS)
+        return response
+
+    app.register_blueprint(admin_blueprint(runtime, metrics))
+    for name, module in runtime.modules.items():
+        if name != ADMIN:
+            app.register_blueprint(module_blueprint(runtime, module))
+    app.register_blueprint(retired_blueprint())
+    for mod, folder in sorted(mounts(runtime).items()):
+        log.info("Viz: mounted %s assets at /viz/%s (from %s)", mod, mod, folder)
+    return app

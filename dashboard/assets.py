@@ -1,0 +1,86 @@
+"""Page assets: ``/viz/<mod_name>/...`` from each module's asset folder, and ``/``.
+
+Rules (the reference's):
+1. ``/viz/<mod>/`` maps to the module's folder (``runtime.assets``, looked up per request so
+   ``rt_run refresh`` is seen) and ``/viz/common/`` to the shared js/css folder.
+2. An empty path or a folder gives its ``index.html``.
+3. ``..``, NUL, a backslash, ``:`` or a leading ``/`` in the rest of the path is refused with
+   404; so is anything whose real path leaves the folder (a symlink pointing out).
+4. ``Cache-Control: no-cache``; the MIME type comes from the extension, case-insensitively.
+5. GET and HEAD only; ``/`` is the Cluster page, ``viz/rt_admin/index.html``.
+"""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+from pathlib import Path
+
+import trio
+from quart import Response, request
+
+from cluster.assets import find_assets
+from cluster.errors import NotFound
+from cluster.runtime import Runtime
+
+__all__ = ["COMMON", "asset_response", "mounts"]
+
+log = logging.getLogger(__name__)
+COMMON = "common"  # viz/common: js and css shared by every module's pages
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".htm": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".txt": "text/plain; charset=utf-8",
+    ".woff2": "font/woff2",
+}
+_REFUSED = ("..", "\x00", "\\", ":")
+
+
+def mime_type(name: str) -> str:
+    suffix = Path(name.lower()).suffix
+    if suffix in _TYPES:
+        return _TYPES[suffix]
+    guessed, _ = mimetypes.guess_type(name.lower())
+    return guessed or "application/octet-stream"
+
+
+def mounts(runtime: Runtime) -> dict[str, str]:
+    """``mod_name -> folder`` for every mount, the shared ``common`` folder included."""
+    found = dict(runtime.assets)
+    if COMMON not in found:
+        common = find_assets(COMMON, runtime.settings.viz.path)
+        if common is not None:
+            found[COMMON] = str(common)
+    return found
+
+
+def _resolve(folder: str, rest: str) -> Path | None:
+    if rest.startswith("/") or any(bad in rest for bad in _REFUSED):
+        return None
+    root = Path(folder).resolve()
+    target = (root / rest).resolve() if rest else root
+    if not target.is_relative_to(root):
+        return None
+    if target.is_dir():
+        target = target / "index.html"
+    return target if target.is_file() else None
+
+
+async def asset_response(runtime: Runtime, mod_name: str, rest: str) -> Response:
+    """The file ``rest`` of ``mod_name``'s folder, or NotFound (the unknown-route message)."""
+    folder = mounts(runtime).get(mod_name)
+    target = _resolve(folder, rest) if folder is not None else None
+    if target is None:
+        raise NotFound(f"no route or asset for {request.path}")
+    data = await trio.Path(target).read_bytes()
+    response = Response(data, status=200, content_type=mime_type(target.name))
+    response.headers["Cache-Control"] = "no-cache"
+    return response

@@ -1,0 +1,147 @@
+"""Safe by default: what the dashboard refuses before any handler runs.
+
+The spec has no authentication (anyone who reaches the port may call everything) and binds to
+loopback. That still leaves two browser attacks on a loopback dashboard, which these rules stop:
+
+1. DNS rebinding: a page on ``evil.example`` whose name re-resolves to 127.0.0.1 can read this
+   API as same-origin. Refused by the Host check: the ``Host`` header must name an address or
+   name this node serves (its bind address; localhost, 127.0.0.1 and [::1] when bound to
+   loopback; any address literal and the machine's own names when bound to a wildcard; plus
+   ``viz.allowed_hosts``) and, when it carries a port, the bound port. Else 403.
+2. Cross-site request forgery: any page can make a browser POST a form here (destroying a
+   pool). Refused for every method but GET/HEAD/OPTIONS when the browser marks the request
+   ``Sec-Fetch-Site: cross-site`` or ``same-site``, or sends an ``Origin`` that is not this
+   node's own (``http://`` + the Host header). Else 403. Clients that send neither header
+   (curl, scripts, ``rt_run``) are not browsers and pass.
+3. Request bodies are capped at 1 MiB (413); no CORS headers are ever sent, so other origins
+   cannot read answers.
+
+``allowed_hosts`` entries are ``name`` (any port) or ``name:port``; ``*`` turns the Host check
+off (behind a reverse proxy that rewrites Host and enforces access itself).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from quart import request
+
+from cluster.errors import Forbidden
+
+__all__ = ["SitePolicy", "split_host"]
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def split_host(value: str) -> tuple[str, int | None]:
+    """``"[::1]:8080"`` -> ``("::1", 8080)``; ``"Example.org."`` -> ``("example.org", None)``.
+
+    Raises ValueError for a port that is not a number.
+    """
+    value = value.strip().lower()
+    port: int | None = None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            raise ValueError("unbalanced [")
+        name, rest = value[1:end], value[end + 1 :]
+        if rest:
+            if not rest.startswith(":") or not rest[1:].isdigit():
+                raise ValueError("bad port")
+            port = int(rest[1:])
+    elif value.count(":") == 1:
+        name, _, raw = value.partition(":")
+        if not raw.isdigit():
+            raise ValueError("bad port")
+        port = int(raw)
+    else:
+        name = value  # a bare name, or an unbracketed IPv6 literal
+    return name.rstrip("."), port
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_loopback(name: str) -> bool:
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class SitePolicy:
+    """Which ``Host`` values this dashboard answers; see the module docstring."""
+
+    port: int
+    names: frozenset[str]
+    any_address: bool  # bound to a wildcard: every address literal is one of ours
+    extra: frozenset[tuple[str, int | None]]  # from viz.allowed_hosts
+    check_host: bool = True
+
+    @classmethod
+    def for_bind(cls, bind: str, port: int, allowed_hosts: Iterable[str] = ()) -> SitePolicy:
+        bind = bind.strip().strip("[]").lower()
+        names = {bind}
+        wildcard = bind in WILDCARDS
+        if wildcard or _is_loopback(bind):
+            names.update(LOOPBACK_NAMES)
+        if wildcard:
+            names.update(n.lower() for n in (socket.gethostname(), socket.getfqdn()) if n)
+        extra: set[tuple[str, int | None]] = set()
+        check = True
+        for entry in allowed_hosts:
+            if entry.strip() == "*":
+                check = False
+                continue
+            try:
+                extra.add(split_host(entry))
+            except ValueError:
+                continue
+        return cls(port, frozenset(names - {""}), wildcard, frozenset(extra), check)
+
+    def host_ok(self, host: str) -> bool:
+        try:
+            name, port = split_host(host)
+        except ValueError:
+            return False
+        if (name, port) in self.extra or (name, None) in self.extra:
+            return True
+        if port is not None and port != self.port:
+            return False
+        return name in self.names or (self.any_address and _is_ip(name))
+
+    def check(self) -> None:
+        """Refuse the current request (Forbidden) when a rule above says so."""
+        headers = request.headers
+        host = headers.get("host")
+        if self.check_host and host is not None and not self.host_ok(host):
+            raise Forbidden(
+                f"refusing request for host '{host}': not an address this dashboard serves "
+                "(add it to viz.allowed_hosts to allow it)"
+            )
+        if request.method in SAFE_METHODS:
+            return
+        site = headers.get("sec-fetch-site", "").lower()
+        if site in ("cross-site", "same-site"):
+            raise Forbidden(
+                f"refusing {site} {request.method}: state-changing requests must come from "
+                "this dashboard's own pages"
+            )
+        origin = headers.get("origin")
+        if origin is not None and (host is None or origin.lower() != f"http://{host.lower()}"):
+            raise Forbidden(
+                f"refusing {request.method} from origin '{origin}': not this dashboard's origin"
+            )
