@@ -52,10 +52,17 @@ class BroadcastQueue:
         item = self._items.get(subject)
         return item.part if item else None
 
-    def take(self, budget: int, limit: int, per_part_overhead: int = 5) -> list[bytes]:
+    def take(
+        self,
+        budget: int,
+        limit: int,
+        per_part_overhead: int = 5,
+        skip: frozenset[bytes] = frozenset(),
+    ) -> list[bytes]:
         """Parts that fit in ``budget`` bytes, least-sent first; each counts as sent once.
 
-        Parts sent ``limit`` times are dropped from the queue.
+        Parts sent ``limit`` times are dropped from the queue; parts in ``skip`` (already in
+        the packet) are left alone.
         """
         if not self._items or budget <= 0:
             return []
@@ -63,7 +70,7 @@ class BroadcastQueue:
         items = sorted(self._items.values(), key=lambda it: (it.sent, -it.order))
         for it in items:
             cost = len(it.part) + per_part_overhead
-            if cost > budget:
+            if cost > budget or it.part in skip:
                 continue
             budget -= cost
             out.append(it.part)

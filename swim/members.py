@@ -79,9 +79,7 @@ class MemberEvent:
         }
 
 
-def overrides(
-    new_state: MemberState, new_inc: int, old_state: MemberState, old_inc: int
-) -> bool:
+def overrides(new_state: MemberState, new_inc: int, old_state: MemberState, old_inc: int) -> bool:
     """Does gossip ``new_state(new_inc)`` replace what we hold, ``old_state(old_inc)``?
 
     alive(i) beats alive/suspect(j) iff i > j; suspect(i) beats alive(j) iff i >= j and

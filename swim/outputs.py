@@ -1,0 +1,141 @@
+"""What a machine asks its driver to do, and the counters it keeps while doing its part.
+
+Rules:
+1. ``Output`` is the whole answer of one machine call: datagrams to send, TCP state exchanges
+   to start, membership events to record. The driver (or the simulated network) carries it out.
+2. ``Counters`` is mutable and owned by one machine; ``SwimStatistics`` is its frozen snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from .members import MemberEvent
+
+__all__ = ["Counters", "Datagram", "Output", "SwimStatistics", "SyncRequest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Datagram:
+    """A UDP packet for ``addr``; ``dest`` is the member id when known, ``kind`` its label."""
+
+    addr: tuple[str, int]
+    data: bytes
+    dest: int | None
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    """Start a TCP push/pull with host:port (``join``: it is a join or re-join to a seed)."""
+
+    host: str
+    port: int
+    dest: int | None
+    join: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    datagrams: tuple[Datagram, ...] = ()
+    syncs: tuple[SyncRequest, ...] = ()
+    events: tuple[MemberEvent, ...] = ()
+
+
+@dataclass(slots=True)
+class Counters:
+    """Running totals of one machine (and its driver's drops)."""
+
+    sent_packets: Counter[str] = field(default_factory=Counter)
+    sent_bytes: Counter[str] = field(default_factory=Counter)
+    recv_packets: Counter[str] = field(default_factory=Counter)
+    recv_bytes: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)
+    probes: int = 0
+    probe_failures: int = 0
+    suspicions: int = 0
+    refutations: int = 0
+    pushpulls: int = 0
+
+    def sent(self, kind: str, size: int) -> None:
+        self.sent_packets[kind] += 1
+        self.sent_bytes[kind] += size
+
+    def received(self, kind: str, size: int) -> None:
+        self.recv_packets[kind] += 1
+        self.recv_bytes[kind] += size
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] += 1
+
+
+def _frozen(c: Counter[str]) -> Mapping[str, int]:
+    return MappingProxyType(dict(sorted(c.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class SwimStatistics:
+    """Snapshot of a member's counters; packet kinds label a packet by its first message."""
+
+    node_id: int
+    members_up: int
+    members_total: int
+    incarnation: int
+    health_score: int
+    sent_packets: Mapping[str, int]
+    sent_bytes: Mapping[str, int]
+    recv_packets: Mapping[str, int]
+    recv_bytes: Mapping[str, int]
+    dropped: Mapping[str, int]
+    probes: int
+    probe_failures: int
+    suspicions: int
+    refutations: int
+    pushpulls: int
+    loop_lag: float = 0.0
+    loop_lag_max: float = 0.0
+
+    @classmethod
+    def build(
+        cls,
+        c: Counters,
+        *,
+        node_id: int,
+        up: int,
+        total: int,
+        incarnation: int,
+        health: int,
+        loop_lag: float = 0.0,
+        loop_lag_max: float = 0.0,
+    ) -> SwimStatistics:
+        return cls(
+            node_id=node_id,
+            members_up=up,
+            members_total=total,
+            incarnation=incarnation,
+            health_score=health,
+            sent_packets=_frozen(c.sent_packets),
+            sent_bytes=_frozen(c.sent_bytes),
+            recv_packets=_frozen(c.recv_packets),
+            recv_bytes=_frozen(c.recv_bytes),
+            dropped=_frozen(c.dropped),
+            probes=c.probes,
+            probe_failures=c.probe_failures,
+            suspicions=c.suspicions,
+            refutations=c.refutations,
+            pushpulls=c.pushpulls,
+            loop_lag=loop_lag,
+            loop_lag_max=loop_lag_max,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able mapping (for the node's stats and the dashboard)."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            v = getattr(self, name)
+            out[name] = dict(v) if isinstance(v, Mapping) else v
+        return out

@@ -1,0 +1,324 @@
+"""SimNetwork: N SwimMachines on a deterministic, seeded network in virtual time.
+
+Usage::
+
+    net = SimNetwork(5, config=SwimConfig(), seed=0, loss=0.0, delay=(0.001, 0.005), dup=0.0)
+    net.run_for(5.0)                 # advance virtual time by 5 s
+    net.kill(3)
+    net.until(lambda: all(net.state(i, 3) == "dead" for i in net.live_ids()), timeout=60)
+    net.events[-1]                   # {"mono", "wall", "observer", "subject", "old", "new", ...}
+
+Units: virtual time and ``delay`` in seconds; ``loss`` and ``dup`` in percent (0..100);
+``set_delay(i, ms)`` in milliseconds (as ``SwimHandle.faults``).
+
+Controls: ``kill(i)`` (crash: silent from now on), ``pause(i, dur=None)`` (a stopped process:
+packets queue up and are handled on ``resume(i)``), ``restart(i)`` (a fresh machine with the same
+id and address, a new boot nonce, joining through the seeds), ``add() -> id``, ``leave(i)``
+(graceful: gossips its departure for ``leave_propagate_time``, then stops), ``partition(groups)``
+and ``heal()``, ``set_loss(i, pct)``, ``set_delay(i, ms)``, ``block(i, peers)``.
+Views: ``members(i)``, ``leader(i)``, ``state(i, j)``, ``live_ids()``, ``now``, ``events``,
+``machine(i)``. Time: ``run_until(t)``, ``run_for(dt)``, ``until(pred, timeout)``.
+
+Rules:
+1. One seeded ``random.Random`` drives everything (the network and every machine), and ties in
+   the event queue break by insertion order, so a run is a pure function of its arguments.
+2. TCP push/pull is modelled as a reliable request and reply, each delayed like a packet; it
+   fails when the two sides are partitioned, blocked, killed or paused.
+3. ``bootstrap=True`` starts every machine knowing every other (no join traffic, no events);
+   ``False`` makes each machine join through the seeds, as real nodes do.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import SwimConfig
+from .faults import Faults
+from .machine import SwimMachine
+from .members import Member, MemberState
+from .outputs import Output
+from .wire import StateEntry
+
+__all__ = ["SimNetwork"]
+
+_TICK, _PACKET, _SYNC, _REPLY, _RESUME, _STOP = range(6)
+_QUEUE_CAP = 4096  # packets kept for a paused node (a socket buffer)
+
+
+@dataclass(slots=True)
+class _Node:
+    node_id: int
+    machine: SwimMachine
+    gen: int
+    faults: Faults = field(default_factory=Faults)
+    running: bool = True
+    paused: bool = False
+    queued: list[tuple[bytes, tuple[str, int]]] = field(default_factory=list)
+    tick_at: float = float("inf")
+
+
+class SimNetwork:
+    """A deterministic virtual network of SWIM machines (see the module docstring)."""
+
+    def __init__(
+        self,
+        n: int,
+        config: SwimConfig | None = None,
+        *,
+        seed: int = 0,
+        loss: float = 0.0,
+        delay: tuple[float, float] = (0.001, 0.005),
+        dup: float = 0.0,
+        bootstrap: bool = True,
+        seeds: Sequence[int] = (0, 1, 2),
+        record_events: bool = True,
+    ) -> None:
+        if n < 1:
+            raise ValueError("a simulated network needs at least one node")
+        self.config = config or SwimConfig()
+        self.rng = random.Random(seed)
+        self.loss, self.dup = float(loss), float(dup)
+        self.delay = (float(delay[0]), float(max(delay)))
+        self.now = 0.0
+        self.events: list[dict[str, Any]] = []
+        self.record_events = record_events
+        self.on_event: Callable[[dict[str, Any]], None] | None = None
+        self.packets = 0
+        self._seed_ids = [s for s in seeds if 0 <= s < n] or [0]
+        self._heap: list[tuple[float, int, int, int, int, Any]] = []
+        self._seq = 0
+        self._nodes: dict[int, _Node] = {}
+        self._addr: dict[tuple[str, int], int] = {}
+        self._groups: dict[int, int] | None = None
+        for i in range(n):
+            self._nodes[i] = self._new_node(i, gen=0)
+        if bootstrap:
+            rows = [self._row(node) for node in self._nodes.values()]
+            for node in self._nodes.values():
+                node.machine.preload(rows)
+                self._schedule_tick(node)
+        else:
+            for node in self._nodes.values():
+                self._apply(node, node.machine.join(self.now))
+
+    # ---- topology -------------------------------------------------------------------------
+
+    @staticmethod
+    def address(i: int) -> tuple[str, int]:
+        return (f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}", 7946)
+
+    def _new_node(self, i: int, gen: int) -> _Node:
+        seeds = [self.address(s) for s in self._seed_ids if s != i]
+        m = SwimMachine(
+            self.config,
+            i,
+            *self.address(i),
+            rng=random.Random(self.rng.getrandbits(64)),
+            now=self.now,
+            seeds=seeds,
+        )
+        self._addr[self.address(i)] = i
+        return _Node(i, m, gen)
+
+    @staticmethod
+    def _row(node: _Node) -> StateEntry:
+        m = node.machine
+        return StateEntry(m.node_id, m.me.host, m.me.port, 0, MemberState.ALIVE, m.boot)
+
+    def ids(self) -> list[int]:
+        return sorted(self._nodes)
+
+    def live_ids(self) -> list[int]:
+        """Nodes running (not killed, not left), paused ones included."""
+        return [i for i in sorted(self._nodes) if self._nodes[i].running]
+
+    def machine(self, i: int) -> SwimMachine:
+        return self._nodes[i].machine
+
+    def members(self, i: int) -> list[Member]:
+        return self._nodes[i].machine.members()
+
+    def leader(self, i: int) -> int | None:
+        return self._nodes[i].machine.leader_id()
+
+    def state(self, i: int, j: int) -> str | None:
+        """What node i believes about node j (None if unknown)."""
+        e = self._nodes[i].machine.table.get(j)
+        return None if e is None else e.state.value
+
+    # ---- controls -------------------------------------------------------------------------
+
+    def kill(self, i: int) -> None:
+        """Crash node i: it stops at once, silently."""
+        self._nodes[i].running = False
+
+    def pause(self, i: int, dur: float | None = None) -> None:
+        """Freeze node i (no ticks; packets queue), for ``dur`` seconds or until ``resume``."""
+        self._nodes[i].paused = True
+        if dur is not None:
+            self._push(self.now + dur, _RESUME, i, self._nodes[i].gen, None)
+
+    def resume(self, i: int) -> None:
+        node = self._nodes[i]
+        if not node.paused:
+            return
+        node.paused = False
+        queued, node.queued = node.queued, []
+        for data, src in queued:
+            if node.running:
+                self._apply(node, node.machine.receive(data, src, self.now))
+        node.tick_at = float("inf")
+        self._schedule_tick(node)
+
+    def restart(self, i: int) -> None:
+        """Replace node i by a fresh machine (same id and address, new boot) that joins."""
+        old = self._nodes[i]
+        node = self._new_node(i, old.gen + 1)
+        node.faults = old.faults
+        self._nodes[i] = node
+        self._apply(node, node.machine.join(self.now))
+
+    def add(self) -> int:
+        """Start a new node with the next id; it joins through the seeds. Returns its id."""
+        i = max(self._nodes) + 1
+        self._nodes[i] = node = self._new_node(i, 0)
+        self._apply(node, node.machine.join(self.now))
+        return i
+
+    def leave(self, i: int) -> None:
+        """Node i leaves gracefully, then stops after ``leave_propagate_time``."""
+        node = self._nodes[i]
+        self._apply(node, node.machine.leave(self.now))
+        self._push(self.now + self.config.leave_propagate_time, _STOP, i, node.gen, None)
+
+    def partition(self, groups: Iterable[Iterable[int]]) -> None:
+        """Split the network: traffic flows only inside a group (unlisted nodes: own group)."""
+        self._groups = {i: g for g, members in enumerate(groups) for i in members}
+
+    def heal(self) -> None:
+        """Remove the partition and every node's faults."""
+        self._groups = None
+        for node in self._nodes.values():
+            node.faults.heal()
+
+    def set_loss(self, i: int, pct: float) -> None:
+        self._nodes[i].faults.set_loss(None, pct)
+
+    def set_delay(self, i: int, ms: float) -> None:
+        self._nodes[i].faults.set_delay(None, ms)
+
+    def block(self, i: int, peers: Iterable[int]) -> None:
+        self._nodes[i].faults.block(peers)
+
+    # ---- time -----------------------------------------------------------------------------
+
+    def run_until(self, t: float) -> None:
+        """Process every event up to virtual time ``t`` (seconds)."""
+        heap = self._heap
+        while heap and heap[0][0] <= t:
+            when, _, kind, i, gen, payload = heapq.heappop(heap)
+            self.now = when
+            node = self._nodes.get(i)
+            if node is None or node.gen != gen or not node.running:
+                continue
+            self._dispatch(node, kind, when, payload)
+        self.now = max(self.now, t)
+
+    def run_for(self, dt: float) -> None:
+        self.run_until(self.now + dt)
+
+    def until(self, pred: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
+        """Run until ``pred()`` holds (checked every ``step`` s) or ``timeout`` s pass."""
+        end = self.now + timeout
+        while not pred():
+            if self.now >= end:
+                return False
+            self.run_until(min(end, self.now + step))
+        return True
+
+    def _dispatch(self, node: _Node, kind: int, when: float, payload: Any) -> None:
+        m = node.machine
+        if kind == _RESUME:
+            self.resume(node.node_id)
+        elif kind == _STOP:
+            node.running = False
+        elif node.paused:
+            if kind == _PACKET and len(node.queued) < _QUEUE_CAP:
+                node.queued.append(payload)
+        elif kind == _TICK:
+            if when == node.tick_at:
+                node.tick_at = float("inf")
+                self._apply(node, m.tick(when))
+        elif kind == _PACKET:
+            self._apply(node, m.receive(payload[0], payload[1], when))
+        elif kind == _SYNC:
+            src_id, src_gen, state = payload
+            reply = m.local_state()
+            self._apply(node, m.merge_state(state, when, peer=src_id))
+            self._push(when + self._latency(), _REPLY, src_id, src_gen, (node.node_id, reply))
+        elif kind == _REPLY:
+            self._apply(node, m.merge_state(payload[1], when, peer=payload[0]))
+
+    # ---- carrying out a machine's output --------------------------------------------------
+
+    def _apply(self, node: _Node, out: Output) -> None:
+        i = node.node_id
+        for ev in out.events:
+            if self.record_events:
+                d = ev.as_dict()
+                self.events.append(d)
+                if self.on_event is not None:
+                    self.on_event(d)
+        for dg in out.datagrams:
+            j = self._addr.get(dg.addr)
+            if j is None or self._cut(i, j):
+                continue
+            self.packets += 1
+            if self.loss and self.rng.random() * 100.0 < self.loss:
+                continue
+            t = self.now + self._latency(i, j)
+            self._push(t, _PACKET, j, self._nodes[j].gen, (dg.data, node.machine.address))
+            if self.dup and self.rng.random() * 100.0 < self.dup:
+                t2 = self.now + self._latency(i, j)
+                self._push(t2, _PACKET, j, self._nodes[j].gen, (dg.data, node.machine.address))
+        for sync in out.syncs:
+            j = self._addr.get((sync.host, sync.port))
+            if j is None or self._cut(i, j, tcp=True):
+                continue
+            state = node.machine.local_state()
+            self._push(
+                self.now + self._latency(i, j), _SYNC, j, self._nodes[j].gen, (i, node.gen, state)
+            )
+        self._schedule_tick(node)
+
+    def _cut(self, i: int, j: int, tcp: bool = False) -> bool:
+        """Is traffic from i to j dropped by a partition, a block, a crash or loss?"""
+        a, b = self._nodes[i], self._nodes.get(j)
+        if b is None or not b.running or (tcp and b.paused):
+            return True
+        if self._groups is not None and self._groups.get(i, -1 - i) != self._groups.get(j, -1 - j):
+            return True
+        return (
+            a.faults.verdict(j, self.rng) is not None or b.faults.verdict(i, self.rng) is not None
+        )
+
+    def _latency(self, i: int | None = None, j: int | None = None) -> float:
+        lo, hi = self.delay
+        t = lo if hi <= lo else self.rng.uniform(lo, hi)
+        if i is not None and j is not None:
+            t += self._nodes[i].faults.delay(j) + self._nodes[j].faults.delay(i)
+        return t
+
+    def _schedule_tick(self, node: _Node) -> None:
+        t = max(node.machine.next_deadline(), self.now)
+        if t < node.tick_at and t != float("inf"):
+            node.tick_at = t
+            self._push(t, _TICK, node.node_id, node.gen, None)
+
+    def _push(self, t: float, kind: int, i: int, gen: int, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, i, gen, payload))
