@@ -1,0 +1,245 @@
+"""rt_bdev: block devices that really hold bytes (``ram``, ``file``, ``noop``; ``hbm`` and
+``pinned`` behave as ``ram``).
+
+Rules:
+1. Every allocation, read and write is a task of the device's pool on the node's workers
+   (``runtime.workers.run``), so the pool's cost model learns from real work; task sizes are KiB.
+2. The ``stats`` monitor answers the reference's keys in its order, from measured figures.
+3. Other modules use the device through the ``BlockStore`` interface (allocate/free/read/write).
+4. A ``file`` device is a sparse file in the node's data folder, named after its pool id.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import psutil
+
+from ..errors import BadRequest
+from ..storage.alloc import Allocator, Extent, NoSpace
+from ..storage.backends import Store, export_chunks, import_chunks, open_store
+from ..storage.blockdev import BlockStore
+from ..storage.iometer import IoMeter, IoSnapshot
+from ..storage.modroutes import FormModule, pool_id_field, pool_name_field
+from ..storage.sizes import parse_size
+from .base import Container, FormField, FormSpec
+
+__all__ = ["BDEV_TYPES", "BdevContainer", "BdevModule", "bdev_config_errors"]
+
+log = logging.getLogger(__name__)
+JSON = dict[str, Any]
+BDEV_TYPES = ("ram", "file", "hbm", "pinned", "noop")
+BLOCK = 4096  # allocation unit, bytes
+
+
+def bdev_config_errors(
+    config: Mapping[str, Any], types: tuple[str, ...] = BDEV_TYPES
+) -> dict[str, str]:
+    """Errors by field for ``bdev_type`` and ``capacity`` (shared with the modules that create
+    devices for their members and targets)."""
+    errors: dict[str, str] = {}
+    bdev_type = str(config.get("bdev_type", "ram") or "ram")
+    if bdev_type not in types:
+        errors["bdev_type"] = f"unknown type '{bdev_type}' (use one of: {', '.join(types)})"
+    raw = config.get("capacity", "")
+    if raw in ("", None):
+        errors["capacity"] = "required (a size such as 16M, 512MB or 1GiB)"
+        return errors
+    try:
+        capacity = parse_size(raw)
+    except ValueError as exc:
+        errors["capacity"] = str(exc)
+        return errors
+    if capacity <= 0:
+        errors["capacity"] = "must be > 0"
+    elif capacity < BLOCK:
+        errors["capacity"] = f"must be at least {BLOCK} bytes (one block)"
+    elif bdev_type in ("ram", "hbm", "pinned") and capacity > psutil.virtual_memory().total:
+        errors["capacity"] = f"exceeds this host's memory ({psutil.virtual_memory().total} bytes)"
+    return errors
+
+
+class BdevContainer(Container, BlockStore):
+    """One block device: its store, its allocator and its measured I/O."""
+
+    methods = ("allocate", "free", "read", "write")
+    is_block_device = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.bdev_type = str(self.config.get("bdev_type", "ram") or "ram")
+        self._capacity = parse_size(self.config.get("capacity", 0))
+        self.allocator = Allocator(self._capacity, BLOCK)
+        self.meter = IoMeter()
+        self.store: Store | None = None
+
+    async def start(self) -> None:
+        path = self.runtime.settings.data_dir / f"bdev-{self.info.pool_id}.img"
+        self.store = open_store(self.bdev_type, self._capacity, path)
+
+    async def close(self) -> None:
+        await super().close()
+        if self.store is not None:
+            self.store.close()
+
+    # -- BlockStore -------------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def remaining_capacity(self) -> int:
+        return self.allocator.remaining
+
+    @property
+    def largest_free(self) -> int:
+        return self.allocator.largest_free
+
+    def io_snapshot(self) -> IoSnapshot:
+        return self.meter.snapshot()
+
+    def _open_store(self) -> Store:
+        self.ensure_open()
+        if self.store is None:
+            raise BadRequest(f"block device {self.info.pool_id} is not started")
+        return self.store
+
+    def _check_range(self, offset: int, size: int) -> None:
+        if offset < 0 or size < 0 or offset + size > self._capacity:
+            raise BadRequest(
+                f"{size} bytes at offset {offset} are outside block device {self.info.pool_id} "
+                f"(capacity {self._capacity})"
+            )
+
+    async def allocate(self, size: int) -> Extent:
+        def task() -> Extent:
+            self.ensure_open()
+            return self.allocator.allocate(size)
+
+        return await self.runtime.workers.run(self.info.pool_id, "allocate", size / 1024, task)
+
+    async def free(self, extent: Extent) -> None:
+        def task() -> None:
+            self.ensure_open()
+            self.allocator.free(extent)
+
+        await self.runtime.workers.run(self.info.pool_id, "free", extent.size / 1024, task)
+
+    async def read(self, offset: int, size: int) -> bytes:
+        self._check_range(offset, size)
+
+        def task() -> bytes:
+            store = self._open_store()
+            t0 = time.perf_counter()
+            data = store.read(offset, size)
+            self.meter.record("read", size, time.perf_counter() - t0)
+            return data
+
+        return await self.runtime.workers.run(self.info.pool_id, "read", size / 1024, task)
+
+    async def write(self, offset: int, data: bytes) -> None:
+        self._check_range(offset, len(data))
+
+        def task() -> None:
+            store = self._open_store()
+            t0 = time.perf_counter()
+            store.write(offset, data)
+            self.meter.record("write", len(data), time.perf_counter() - t0)
+
+        await self.runtime.workers.run(self.info.pool_id, "write", len(data) / 1024, task)
+
+    # -- monitor, workload, migration -------------------------------------------------------
+
+    def stats(self) -> JSON:
+        return {
+            "pool_name": self.info.pool_name,
+            "bdev_type": self.bdev_type,
+            "total_capacity": self._capacity,
+            "remaining_capacity": self.allocator.remaining,
+            **self.meter.snapshot().to_json(),
+        }
+
+    async def workload_step(self, rng: random.Random, io_size: int) -> None:
+        """Allocate, write, read back and free a scratch extent; read only when full."""
+        size = max(1, min(io_size, self._capacity))
+        try:
+            extent = await self.allocate(size)
+        except NoSpace:
+            offset = rng.randrange(0, self._capacity - size + 1) // BLOCK * BLOCK
+            await self.read(offset, size)
+            return
+        try:
+            await self.write(extent.offset, rng.randbytes(size))
+            await self.read(extent.offset, size)
+        finally:
+            await self.free(extent)
+
+    def export_state(self) -> JSON:
+        state: JSON = {"config": dict(self.config), "free_runs": self.allocator.free_runs()}
+        if self.store is not None and self.bdev_type != "noop":
+            state["chunks"] = [[o, c] for o, c in export_chunks(self.store)]
+        return state
+
+    async def import_state(self, state: Mapping[str, Any]) -> None:
+        runs = state.get("free_runs")
+        if isinstance(runs, list):
+            self.allocator.load_free_runs((int(o), int(s)) for o, s in runs)
+        chunks = state.get("chunks")
+        if self.store is not None and isinstance(chunks, list):
+            import_chunks(self.store, ((int(o), bytes(c)) for o, c in chunks))
+
+
+class BdevModule(FormModule):
+    mod_name = "rt_bdev"
+    title = "Block device"
+    container_class = BdevContainer
+    suggest_base = 800
+
+    def create_form(self) -> FormSpec:
+        return FormSpec(
+            self.mod_name,
+            self.title,
+            (
+                pool_name_field(),
+                pool_id_field(self.suggestion()),
+                FormField(
+                    "bdev_type",
+                    "Type",
+                    "select",
+                    True,
+                    "ram",
+                    BDEV_TYPES,
+                    help="ram, hbm and pinned hold bytes in memory; file a sparse file in the "
+                    "node's data folder; noop discards writes",
+                ),
+                FormField(
+                    "capacity",
+                    "Capacity",
+                    required=True,
+                    placeholder="16M",
+                    help="number with optional K/M/G/T/P suffix (powers of 1024), e.g. 512MB, 1GiB",
+                ),
+            ),
+        )
+
+    def form_to_compose(self, params: Mapping[str, str]) -> tuple[JSON, dict[str, str]]:
+        return {
+            "bdev_type": params.get("bdev_type", "") or "ram",
+            "capacity": params.get("capacity", ""),
+        }, {}
+
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
+        return bdev_config_errors(config)
+
+    def demo_entries(self) -> list[JSON]:
+        entry = {"mod_name": self.mod_name, "bdev_type": "ram"}
+        return [
+            {**entry, "pool_name": "demo_ram", "capacity": "2M"},
+            {**entry, "pool_name": "demo_file", "bdev_type": "file", "capacity": "2M"},
+            *({**entry, "pool_name": f"demo_m{i}", "capacity": "512K"} for i in range(4)),
+        ]

@@ -1,0 +1,373 @@
+"""The data path of an erasure-coded array: stripes over member devices, reads that
+reconstruct around unusable members, recovery onto fresh members, parity checks.
+
+Rules:
+1. Geometry: ``k`` data and ``m`` parity positions; every member holds ``slots`` chunks of
+   ``chunk`` bytes from its ``base`` offset. Slot ``s`` is one stripe: chunk ``s`` of every
+   member. Logical byte ``L`` lives in slot ``L // (k·chunk)`` on data member ``(L // chunk) % k``.
+2. A position is readable when its member is ``active``; it is written when ``active`` or
+   ``recovering``; ``faulty`` and ``removed`` positions are skipped. A member whose device
+   fails an I/O is marked ``faulty`` on the spot.
+3. Slots never written read as zeros without I/O; the first write of a slot writes every
+   position, so stale bytes on a member never leak into the array.
+4. One slot is changed by one task at a time (a per-slot lock), so a read-modify-write, a
+   rebuild and a parity check of the same slot never interleave.
+5. ``dirty`` slots are those whose redundancy is not current: written while a position was out
+   of service, or found inconsistent by a check. A finished recovery leaves none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+import trio
+
+from ..errors import ApiError, Conflict
+from ..ids import PoolId
+from ..workers import PoolGone
+from .blockdev import BlockStore
+from .erasure import Codec
+
+__all__ = ["ArrayMember", "MemberState", "RecoveryProgress", "StripeArray", "Unreadable"]
+
+log = logging.getLogger(__name__)
+RunOp = Callable[[str, float, Callable[[], Awaitable[Any]]], Awaitable[Any]]
+MEMBER_ERRORS = (ApiError, PoolGone, OSError)
+PARALLEL_SLOTS = 8
+
+
+class Unreadable(Conflict):
+    """A slot with fewer readable blocks than data members."""
+
+
+class MemberState(StrEnum):
+    ACTIVE = "active"
+    FAULTY = "faulty"
+    REMOVED = "removed"
+    RECOVERING = "recovering"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayMember:
+    pool_name: str
+    pool_id: PoolId
+    base: int  # byte offset of the array's region on the member device
+    state: MemberState = MemberState.ACTIVE
+
+
+@dataclass(slots=True)
+class RecoveryProgress:
+    active: bool = False
+    total: int = 0  # slots to rebuild in the current run
+    completed: int = 0
+    in_flight: int = 0
+    generation: int = 0  # bumped whenever a member starts recovering
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.total - self.completed)
+
+
+class StripeArray:
+    """Stripes over members; ``open_member`` finds a member's device, ``run_op`` runs a task."""
+
+    def __init__(
+        self,
+        name: str,
+        chunk: int,
+        slots: int,
+        data: Sequence[ArrayMember],
+        parity: Sequence[ArrayMember],
+        open_member: Callable[[PoolId], BlockStore | None],
+        run_op: RunOp,
+    ) -> None:
+        self.name, self.chunk, self.slots = name, chunk, slots
+        self.data, self.parity = list(data), list(parity)
+        self.codec = Codec(len(self.data), len(self.parity))
+        self._open_member, self._run_op = open_member, run_op
+        self.written: set[int] = set()
+        self.dirty: set[int] = set()
+        self.recovery = RecoveryProgress()
+        self._locks: dict[int, list[Any]] = {}
+        self._zero = bytes(chunk)
+
+    # -- geometry and roster ----------------------------------------------------------------
+
+    @property
+    def k(self) -> int:
+        return len(self.data)
+
+    @property
+    def m(self) -> int:
+        return len(self.parity)
+
+    @property
+    def stripe_bytes(self) -> int:
+        return self.k * self.chunk
+
+    @property
+    def capacity(self) -> int:
+        return self.slots * self.stripe_bytes
+
+    def member(self, position: int) -> ArrayMember:
+        return self.data[position] if position < self.k else self.parity[position - self.k]
+
+    def set_member(self, position: int, member: ArrayMember) -> None:
+        if position < self.k:
+            self.data[position] = member
+        else:
+            self.parity[position - self.k] = member
+
+    def positions(self) -> range:
+        return range(self.k + self.m)
+
+    def position_of(self, pool_id: PoolId) -> int | None:
+        return next((p for p in self.positions() if self.member(p).pool_id == pool_id), None)
+
+    def out_of_service(self) -> int:
+        """Positions not ``active`` (faulty, removed or still recovering)."""
+        return sum(self.member(p).state != MemberState.ACTIVE for p in self.positions())
+
+    def set_state(self, position: int, state: MemberState) -> None:
+        self.set_member(position, replace(self.member(position), state=state))
+
+    def add_parity(self, member: ArrayMember) -> None:
+        """Raise the parity level; the new member recovers (existing parity stays valid)."""
+        self.parity.append(replace(member, state=MemberState.RECOVERING))
+        self.codec = Codec(self.k, self.m)
+        self.recovery.generation += 1
+
+    def add_data(self, member: ArrayMember) -> None:
+        """Widen an array that holds no data yet."""
+        if self.written:
+            raise Conflict(f"array {self.name} holds data; a data member can only join it empty")
+        self.data.append(member)
+        self.codec = Codec(self.k, self.m)
+
+    # -- member I/O -------------------------------------------------------------------------
+
+    def _fail(self, position: int, exc: BaseException) -> None:
+        member = self.member(position)
+        if member.state in (MemberState.ACTIVE, MemberState.RECOVERING):
+            log.warning(
+                "array %s: member %s failed (%s); marked faulty", self.name, member.pool_name, exc
+            )
+            self.set_state(position, MemberState.FAULTY)
+
+    async def _read_one(self, slot: int, position: int, out: dict[int, bytes | None]) -> None:
+        member = self.member(position)
+        store = self._open_member(member.pool_id)
+        try:
+            if store is None:
+                raise PoolGone(str(member.pool_id))
+            out[position] = await store.read(member.base + slot * self.chunk, self.chunk)
+        except MEMBER_ERRORS as exc:
+            self._fail(position, exc)
+            out[position] = None
+
+    async def _write_one(self, slot: int, position: int, block: bytes) -> None:
+        member = self.member(position)
+        if member.state not in (MemberState.ACTIVE, MemberState.RECOVERING):
+            return
+        store = self._open_member(member.pool_id)
+        try:
+            if store is None:
+                raise PoolGone(str(member.pool_id))
+            await store.write(member.base + slot * self.chunk, block)
+        except MEMBER_ERRORS as exc:
+            self._fail(position, exc)
+
+    async def _read_positions(self, slot: int, positions: Sequence[int]) -> dict[int, bytes | None]:
+        out: dict[int, bytes | None] = {}
+        async with trio.open_nursery() as nursery:
+            for p in positions:
+                nursery.start_soon(self._read_one, slot, p, out)
+        return out
+
+    async def _write_positions(self, slot: int, blocks: Sequence[tuple[int, bytes]]) -> None:
+        async with trio.open_nursery() as nursery:
+            for p, block in blocks:
+                nursery.start_soon(self._write_one, slot, p, block)
+
+    @asynccontextmanager
+    async def _slot(self, slot: int) -> AsyncIterator[None]:
+        entry = self._locks.setdefault(slot, [trio.Lock(), 0])
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._locks[slot]
+
+    async def _gather(self, slot: int, want: int) -> list[bytes | None]:
+        """At least ``want`` readable blocks of the slot (data first), None where missing."""
+        blocks: list[bytes | None] = [None] * (self.k + self.m)
+        candidates = [p for p in self.positions() if self.member(p).state == MemberState.ACTIVE]
+        have = 0
+        while have < want and candidates:
+            batch, candidates = candidates[: want - have], candidates[want - have :]
+            for p, block in (await self._read_positions(slot, batch)).items():
+                if block is not None:
+                    blocks[p] = block
+                    have += 1
+        return blocks
+
+    async def _stripe_data(self, slot: int, indices: Sequence[int]) -> dict[int, bytes]:
+        """Data chunks ``indices`` of a slot, reconstructed when a member is unusable."""
+        if slot not in self.written:
+            return dict.fromkeys(indices, self._zero)
+        direct = [i for i in indices if self.member(i).state == MemberState.ACTIVE]
+        if len(direct) == len(indices):
+            got = await self._read_positions(slot, direct)
+            if all(b is not None for b in got.values()):
+                return {i: b for i, b in got.items() if b is not None}
+        blocks = await self._gather(slot, self.k)
+        try:
+            data = self.codec.recover_data(blocks)
+        except ValueError as exc:
+            raise Unreadable(f"slot {slot} of array {self.name} is unreadable: {exc}") from None
+        return {i: data[i] for i in indices}
+
+    # -- logical I/O ------------------------------------------------------------------------
+
+    def _split(self, offset: int, size: int) -> dict[int, list[tuple[int, int, int, int]]]:
+        """Slot -> pieces ``(data index, offset in chunk, length, offset in the buffer)``."""
+        out: dict[int, list[tuple[int, int, int, int]]] = {}
+        pos, end = offset, offset + size
+        while pos < end:
+            slot, rest = divmod(pos, self.stripe_bytes)
+            index, within = divmod(rest, self.chunk)
+            n = min(self.chunk - within, end - pos)
+            out.setdefault(slot, []).append((index, within, n, pos - offset))
+            pos += n
+        return out
+
+    async def read(self, offset: int, size: int) -> bytes:
+        out = bytearray(size)
+
+        async def one(slot: int, pieces: list[tuple[int, int, int, int]]) -> None:
+            async with self._slot(slot):
+                chunks = await self._stripe_data(slot, sorted({p[0] for p in pieces}))
+            for index, within, n, at in pieces:
+                out[at : at + n] = chunks[index][within : within + n]
+
+        await self._per_slot(self._split(offset, size), one)
+        return bytes(out)
+
+    async def write(self, offset: int, data: bytes) -> None:
+        async def one(slot: int, pieces: list[tuple[int, int, int, int]]) -> None:
+            async with self._slot(slot):
+                await self._write_slot(slot, pieces, data)
+
+        await self._per_slot(self._split(offset, len(data)), one)
+
+    async def _per_slot(self, split: dict[int, list[tuple[int, int, int, int]]], fn: Any) -> None:
+        limiter = trio.CapacityLimiter(PARALLEL_SLOTS)
+
+        async def limited(slot: int, pieces: list[tuple[int, int, int, int]]) -> None:
+            async with limiter:
+                await fn(slot, pieces)
+
+        if len(split) == 1:
+            ((slot, pieces),) = split.items()
+            await fn(slot, pieces)
+            return
+        async with trio.open_nursery() as nursery:
+            for slot, pieces in split.items():
+                nursery.start_soon(limited, slot, pieces)
+
+    async def _write_slot(
+        self, slot: int, pieces: list[tuple[int, int, int, int]], buf: bytes
+    ) -> None:
+        touched = {p[0] for p in pieces}
+        whole = {p[0] for p in pieces if p[2] == self.chunk}
+        first = slot not in self.written
+        if len(whole) == self.k or first:
+            old = dict.fromkeys(range(self.k), self._zero)
+        else:
+            old = await self._stripe_data(slot, range(self.k))
+        chunks = [bytearray(old[i]) for i in range(self.k)]
+        for index, within, n, at in pieces:
+            chunks[index][within : within + n] = buf[at : at + n]
+        data = [bytes(c) for c in chunks]
+        changed = range(self.k) if first else sorted(touched)
+        blocks = [(i, data[i]) for i in changed]
+        blocks += [(self.k + j, p) for j, p in enumerate(self.codec.encode(data))]
+        await self._write_positions(slot, blocks)
+        self.written.add(slot)
+        if any(
+            self.member(p).state in (MemberState.FAULTY, MemberState.REMOVED)
+            for p in self.positions()
+        ):
+            self.dirty.add(slot)
+
+    # -- recovery and checks ----------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """Rebuild every written slot onto the ``recovering`` members, then mark them active."""
+        rec = self.recovery
+        generation = rec.generation
+        targets = [p for p in self.positions() if self.member(p).state == MemberState.RECOVERING]
+        if not targets:
+            return
+        slots = sorted(self.written)
+        rec.active, rec.total, rec.completed, rec.in_flight = True, len(slots), 0, 0
+        limiter = trio.CapacityLimiter(PARALLEL_SLOTS)
+
+        async def one(slot: int) -> None:
+            async with limiter:
+                rec.in_flight += 1
+                try:
+                    await self._run_op(
+                        "recover", self.chunk / 1024, lambda: self._rebuild(slot, targets)
+                    )
+                finally:
+                    rec.in_flight -= 1
+                rec.completed += 1
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for slot in slots:
+                    nursery.start_soon(one, slot)
+        finally:
+            rec.active = False
+        if rec.generation != generation:
+            return  # another member started recovering meanwhile: the next run covers it
+        for p in targets:
+            if self.member(p).state == MemberState.RECOVERING:
+                self.set_state(p, MemberState.ACTIVE)
+        if self.out_of_service() == 0:
+            self.dirty.clear()
+        log.info("array %s: recovery of %d slots done", self.name, len(slots))
+
+    async def _rebuild(self, slot: int, targets: Sequence[int]) -> None:
+        async with self._slot(slot):
+            data = await self._stripe_data(slot, range(self.k))
+            stripe = [data[i] for i in range(self.k)]
+            blocks = [(p, self.codec.block(stripe, p)) for p in targets]
+            await self._write_positions(slot, blocks)
+
+    async def check_slot(self, slot: int, repair: bool = False) -> tuple[bool, bool]:
+        """``(readable, consistent)`` of a written slot from every readable block; with
+        ``repair``, an inconsistent slot with every position active gets its parity rewritten."""
+        async with self._slot(slot):
+            blocks = await self._gather(slot, self.k + self.m)
+            present = [p for p, b in enumerate(blocks) if b is not None]
+            if len(present) < self.k:
+                return False, True
+            data = self.codec.recover_data(blocks)
+            consistent = all(self.codec.block(data, p) == blocks[p] for p in present)
+            if not consistent:
+                self.dirty.add(slot)
+            if (not consistent or slot in self.dirty) and repair and self.out_of_service() == 0:
+                parity = [(self.k + j, b) for j, b in enumerate(self.codec.encode(data))]
+                await self._write_positions(slot, parity)
+                self.dirty.discard(slot)
+            return True, consistent

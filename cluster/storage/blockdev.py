@@ -1,0 +1,67 @@
+"""The block interface every block-device-like container offers other modules.
+
+``rt_bdev`` devices and ``rt_safe_bdev`` arrays both implement ``BlockStore``, so a placement
+module (``rt_cte_core``) can put data on either without knowing which it is. Every method is
+async because it runs as a task of the device's pool on the node's workers.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+from .alloc import Extent
+from .iometer import IoSnapshot
+
+if TYPE_CHECKING:
+    from ..ids import PoolId
+    from ..runtime import Runtime
+
+__all__ = ["BlockStore", "find_block_store"]
+
+
+class BlockStore(ABC):
+    """Allocate extents of a linear byte space, then read and write inside them."""
+
+    @property
+    @abstractmethod
+    def capacity(self) -> int:
+        """Usable bytes."""
+
+    @property
+    @abstractmethod
+    def remaining_capacity(self) -> int:
+        """Bytes not allocated (possibly fragmented)."""
+
+    @property
+    @abstractmethod
+    def largest_free(self) -> int:
+        """The largest single allocation that can succeed now, in bytes."""
+
+    @abstractmethod
+    def io_snapshot(self) -> IoSnapshot:
+        """Measured bandwidth, latency and totals of this device."""
+
+    @abstractmethod
+    async def allocate(self, size: int) -> Extent:
+        """Reserve ``size`` bytes (rounded up to the device's unit); NoSpace (409) when full."""
+
+    @abstractmethod
+    async def free(self, extent: Extent) -> None:
+        """Give an allocated extent back."""
+
+    @abstractmethod
+    async def read(self, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset``."""
+
+    @abstractmethod
+    async def write(self, offset: int, data: bytes) -> None:
+        """Store ``data`` at ``offset``."""
+
+
+def find_block_store(runtime: Runtime, pool_id: PoolId) -> BlockStore | None:
+    """The open block-device-like container of ``pool_id`` on this node, or None."""
+    container = runtime.pools.find(pool_id)
+    if isinstance(container, BlockStore) and not container.closed:
+        return container
+    return None

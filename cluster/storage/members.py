@@ -1,0 +1,108 @@
+"""Picking the block device for a new array member: an existing rt_bdev pool by name, or a new
+one created from a name, a capacity and a type (the reference's add/replace member fields).
+
+Every field is checked before anything is created, and all bad fields are reported at once
+(``ValidationFailed``). A created device gets a pool id suggested from 900.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ValidationFailed
+from ..ids import PoolId
+from .sizes import parse_size
+
+if TYPE_CHECKING:
+    from ..modules.rt_bdev import BdevContainer
+    from ..runtime import Runtime
+
+__all__ = ["MEMBER_BASE", "MemberRequest", "member_names", "resolve_member"]
+
+MEMBER_BASE = 900  # pool-id suggestions for auto-created member and target devices
+MEMBER_TYPES = ("file", "ram")
+
+
+def member_names(value: Any) -> list[str]:
+    """Names from a comma-separated string or a list, blanks dropped."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    return [n.strip() for n in items if n.strip()]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRequest:
+    member_name: str
+    capacity: str = ""
+    bdev_type: str = ""
+    node_id: str = ""
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> MemberRequest:
+        return cls(
+            params.get("member_name", "").strip(),
+            params.get("capacity", "").strip(),
+            params.get("bdev_type", "").strip(),
+            params.get("node_id", "").strip(),
+        )
+
+
+async def resolve_member(
+    runtime: Runtime,
+    req: MemberRequest,
+    needed: int,
+    member_of: Callable[[PoolId], str | None],
+) -> BdevContainer:
+    """The device for ``req`` with ``needed`` free bytes; ``member_of`` names the array a pool
+    already belongs to."""
+    from ..modules.rt_bdev import BdevContainer
+
+    errors: dict[str, str] = {}
+    if req.node_id not in ("", str(runtime.node_id)):
+        errors["node_id"] = (
+            f"members are created on this node ({runtime.node_id}); node {req.node_id} "
+            "cannot be reached from here"
+        )
+    name = req.member_name
+    existing = runtime.pools.by_name(name) if name else None
+    bdev_type = req.bdev_type or "file"
+    if not name:
+        errors["member_name"] = "required"
+    elif existing is not None:
+        if not isinstance(existing, BdevContainer) or existing.closed:
+            errors["member_name"] = f"'{name}' exists but is not a rt_bdev pool"
+        elif (array := member_of(existing.info.pool_id)) is not None:
+            errors["member_name"] = f"'{name}' is a member of array '{array}' already"
+        elif existing.largest_free < needed:
+            errors["member_name"] = (
+                f"'{name}' has {existing.largest_free} bytes free; the array needs {needed}"
+            )
+    elif not req.capacity:
+        errors["member_name"] = f"no pool named '{name}' exists; give a capacity to create it here"
+    else:
+        if bdev_type not in MEMBER_TYPES:
+            errors["bdev_type"] = "member bdevs here are 'file' or 'ram'"
+        try:
+            capacity = parse_size(req.capacity)
+        except ValueError:
+            errors["capacity"] = f"unparseable size '{req.capacity}'"
+        else:
+            if capacity == 0:
+                errors["capacity"] = "must be > 0"
+            elif capacity < needed:
+                errors["capacity"] = f"too small: the array needs {needed} bytes on each member"
+    if errors:
+        raise ValidationFailed(errors)
+    if existing is None:
+        body = await runtime.compose(
+            "rt_bdev",
+            name,
+            str(runtime.pools.suggest(MEMBER_BASE)),
+            {"bdev_type": bdev_type, "capacity": req.capacity},
+        )
+        existing = runtime.pools.get(PoolId.parse(body["pool_id"]))
+    assert isinstance(existing, BdevContainer)
+    return existing
