@@ -1,0 +1,414 @@
+"""rt_cte_core: blobs grouped in tags, placed on storage targets by score.
+
+Rules:
+1. A target is a block-device-like pool (``BlockStore``): a fresh rt_bdev created for it
+   (pool id suggested from 900) or an attached existing pool such as a safe_bdev array.
+2. A blob goes to the best-scoring target that can hold it; puts, gets and moves are tasks of
+   this pool whose device I/O are subtasks of the targets' pools.
+3. Unregistering a target never loses data: its blobs move to the other targets first, or the
+   request is refused (409) when they cannot hold them, and the target stays registered.
+4. One periodic task (``rescore``) refreshes target scores; after destroy it keeps retrying.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import BadRequest, Conflict, NotFound, ValidationFailed
+from ..ids import PoolId
+from ..storage.alloc import NoSpace
+from ..storage.blockdev import BlockStore, find_block_store
+from ..storage.members import MEMBER_BASE
+from ..storage.modroutes import FormModule, pool_id_field, pool_name_field
+from ..storage.placement import BlobLoc, Target, plan_moves, score
+from .base import Container, FormSpec, ModuleRoute, RouteCall
+from .rt_bdev import bdev_config_errors
+
+__all__ = ["CteCoreContainer", "CteCoreModule"]
+
+log = logging.getLogger(__name__)
+JSON = dict[str, Any]
+
+
+class CteCoreContainer(Container):
+    methods = ("put", "get", "delete", "move", "rescore")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.targets: dict[str, Target] = {}
+        self.tags: dict[str, dict[str, BlobLoc]] = {}
+
+    async def start(self) -> None:
+        for spec in self.config.get("targets") or []:
+            params = {str(k): str(v) for k, v in dict(spec).items()}
+            if "attach_pool_name" in params:
+                found = self.runtime.pools.by_name(params.pop("attach_pool_name"))
+                params["attach_pool_id"] = str(found.info.pool_id) if found else "0.0"
+            await self.register_target(params)
+        period = float(self.config.get("rescore_period_s", 1.0))
+        self.runtime.workers.add_periodic(self.info.pool_id, "rescore", period, self._rescore)
+
+    # -- targets ----------------------------------------------------------------------------
+
+    def _store(self, target: Target) -> BlockStore:
+        store = find_block_store(self.runtime, target.pool_id)
+        if store is None:
+            raise Conflict(f"target '{target.name}' lost its device pool {target.pool_id}")
+        return store
+
+    def _score(self, target: Target) -> float:
+        store = find_block_store(self.runtime, target.pool_id)
+        if store is None:
+            return 0.0
+        return score(store.io_snapshot(), store.capacity, store.remaining_capacity)
+
+    async def _rescore(self) -> None:
+        self.ensure_open()
+        for t in self.targets.values():
+            t.score = self._score(t)
+
+    def target_json(self, t: Target) -> JSON:
+        store = find_block_store(self.runtime, t.pool_id)
+        io = store.io_snapshot() if store else None
+        return {
+            "name": t.name,
+            "score": self._score(t),
+            "remaining_space": store.remaining_capacity if store else 0,
+            "bytes_read": t.bytes_read,
+            "bytes_written": t.bytes_written,
+            "ops_read": t.ops_read,
+            "ops_written": t.ops_written,
+            "capacity": store.capacity if store else 0,
+            "read_latency_us": io.read_latency_us if io else 0.0,
+            "write_latency_us": io.write_latency_us if io else 0.0,
+            "read_bandwidth_mbps": io.read_bandwidth_mbps if io else 0.0,
+            "write_bandwidth_mbps": io.write_bandwidth_mbps if io else 0.0,
+            "bdev_pool_id": str(t.pool_id),
+            "attached": t.attached,
+            "draining": t.draining,
+        }
+
+    def _attach_errors(self, text: str, errors: dict[str, str]) -> PoolId | None:
+        try:
+            pool_id = PoolId.parse(text)
+        except BadRequest as exc:
+            errors["attach_pool_id"] = exc.message
+            return None
+        if pool_id == self.info.pool_id:
+            errors["attach_pool_id"] = "a core cannot be its own target"
+        elif find_block_store(self.runtime, pool_id) is None:
+            errors["attach_pool_id"] = f"no block-device-like pool with id {pool_id} on this node"
+        elif other := next((t for t in self.targets.values() if t.pool_id == pool_id), None):
+            errors["attach_pool_id"] = f"pool {pool_id} is target '{other.name}' already"
+        return pool_id
+
+    async def register_target(self, params: Mapping[str, str]) -> JSON:
+        """Register ``name`` on an attached pool or a fresh device; all bad fields at once."""
+        self.ensure_open()
+        errors: dict[str, str] = {}
+        name = params.get("name", "").strip()
+        attach = params.get("attach_pool_id", "").strip()
+        if not name:
+            errors["name"] = "required"
+        elif name in self.targets:
+            errors["name"] = f"a target named '{name}' exists already"
+        pool_id = None
+        if attach:
+            if params.get("capacity", "").strip():
+                errors["attach_pool_id"] = "give either attach_pool_id or capacity, not both"
+            else:
+                pool_id = self._attach_errors(attach, errors)
+        else:
+            config = {
+                "bdev_type": params.get("bdev_type", "") or "ram",
+                "capacity": params.get("capacity", ""),
+            }
+            errors.update(bdev_config_errors(config))
+        if errors:
+            raise ValidationFailed(errors)
+        if pool_id is None:
+            body = await self.runtime.compose(
+                "rt_bdev",
+                f"{self.info.pool_name}_{name}",
+                str(self.runtime.pools.suggest(MEMBER_BASE)),
+                config,
+            )
+            pool_id = PoolId.parse(body["pool_id"])
+        self.targets[name] = Target(name, pool_id, attached=bool(attach))
+        self.targets[name].score = self._score(self.targets[name])
+        return {"ok": True, "name": name, "bdev_pool_id": str(pool_id), "attached": bool(attach)}
+
+    async def unregister_target(self, name: str) -> JSON:
+        """Move the target's blobs to the others, then drop it (and its own device)."""
+        self.ensure_open()
+        if not name:
+            raise BadRequest("missing name")
+        target = self.targets.get(name)
+        if target is None:
+            raise NotFound(f"no target named '{name}' in {self.info.pool_name}")
+        blobs = {
+            f"{tag}/{b}": loc
+            for tag, names in self.tags.items()
+            for b, loc in names.items()
+            if loc.target == name
+        }
+        others = [t for t in self.targets.values() if t is not target and not t.draining]
+        free = {
+            t.name: s.largest_free
+            for t in others
+            if (s := find_block_store(self.runtime, t.pool_id))
+        }
+        if plan_moves({k: v.size for k, v in blobs.items()}, free) is None:
+            raise Conflict(
+                f"cannot unregister target '{name}': its {len(blobs)} blobs "
+                f"({sum(v.size for v in blobs.values())} bytes) do not fit on the remaining "
+                f"targets ({sum(free.values())} bytes free)"
+            )
+        target.draining = True
+        moved = 0
+        try:
+            for key in blobs:
+                tag, _, blob = key.partition("/")
+                await self._run(
+                    "move", blobs[key].size, lambda t=tag, b=blob: self._move(t, b, name)
+                )
+                moved += 1
+        except NoSpace as exc:
+            target.draining = False
+            raise Conflict(
+                f"unregister of '{name}' stopped after moving {moved} of {len(blobs)} blobs: "
+                f"{exc.message}"
+            ) from None
+        del self.targets[name]
+        if not target.attached and self.runtime.pools.find(target.pool_id) is not None:
+            await self.runtime.destroy(str(target.pool_id))
+        return {"ok": True, "name": name}
+
+    # -- blobs ------------------------------------------------------------------------------
+
+    async def _run(self, method: str, size: int, fn: Any) -> Any:
+        async def task() -> Any:
+            self.ensure_open()
+            return await fn()
+
+        return await self.runtime.workers.run(self.info.pool_id, method, size / 1024, task)
+
+    async def _place(self, data: bytes, exclude: str = "") -> BlobLoc:
+        ranked = sorted(
+            (t for t in self.targets.values() if not t.draining and t.name != exclude),
+            key=lambda t: -self._score(t),
+        )
+        for t in ranked:
+            store = find_block_store(self.runtime, t.pool_id)
+            if store is None or store.largest_free < len(data):
+                continue
+            try:
+                extent = await store.allocate(max(1, len(data)))
+            except NoSpace:
+                continue
+            await store.write(extent.offset, data)
+            t.bytes_written += len(data)
+            t.ops_written += 1
+            return BlobLoc(t.name, extent, len(data))
+        raise NoSpace(f"no target of {self.info.pool_name} can hold {len(data)} bytes")
+
+    async def _release(self, loc: BlobLoc) -> None:
+        target = self.targets.get(loc.target)
+        store = find_block_store(self.runtime, target.pool_id) if target else None
+        if store is not None:
+            await store.free(loc.extent)
+
+    async def _read(self, loc: BlobLoc) -> bytes:
+        target = self.targets[loc.target]
+        data = await self._store(target).read(loc.extent.offset, loc.size)
+        target.bytes_read += loc.size
+        target.ops_read += 1
+        return data
+
+    async def _move(self, tag: str, name: str, source: str) -> None:
+        loc = self.tags[tag][name]
+        new = await self._place(await self._read(loc), exclude=source)
+        if self.tags.get(tag, {}).get(name) != loc:  # overwritten meanwhile: keep the newer one
+            await self._release(new)
+            return
+        self.tags[tag][name] = new
+        await self._release(loc)
+
+    async def put(self, tag: str, name: str, data: bytes) -> BlobLoc:
+        async def fn() -> BlobLoc:
+            loc = await self._place(data)
+            old = self.tags.setdefault(tag, {}).get(name)
+            self.tags[tag][name] = loc
+            if old is not None:
+                await self._release(old)
+            return loc
+
+        return await self._run("put", len(data), fn)  # type: ignore[no-any-return]
+
+    def locate(self, tag: str, name: str) -> BlobLoc:
+        loc = self.tags.get(tag, {}).get(name)
+        if loc is None:
+            raise NotFound(f"no blob '{name}' in tag '{tag}'")
+        return loc
+
+    async def get(self, tag: str, name: str) -> bytes:
+        loc = self.locate(tag, name)
+        return await self._run("get", loc.size, lambda: self._read(self.locate(tag, name)))  # type: ignore[no-any-return]
+
+    async def delete(self, tag: str, name: str) -> None:
+        loc = self.locate(tag, name)
+
+        async def fn() -> None:
+            if self.tags.get(tag, {}).pop(name, None) is not None:
+                await self._release(loc)
+            if not self.tags.get(tag, True):
+                del self.tags[tag]
+
+        await self._run("delete", loc.size, fn)
+
+    # -- monitor and workload ---------------------------------------------------------------
+
+    def stats(self) -> JSON:
+        return {
+            "pool_name": self.info.pool_name,
+            "num_targets": len(self.targets),
+            "num_tags": len(self.tags),
+            "num_blobs": sum(len(b) for b in self.tags.values()),
+            "blob_bytes": sum(loc.size for b in self.tags.values() for loc in b.values()),
+            "targets": [
+                {
+                    k: v
+                    for k, v in self.target_json(t).items()
+                    if k in ("name", "bytes_read", "bytes_written", "ops_read", "ops_written")
+                }
+                for t in self.targets.values()
+            ],
+        }
+
+    async def monitor(self, query: str, params: Mapping[str, str]) -> Any:
+        """``stats``, ``targets``, ``put:<tag>/<name>:<size>``, ``get:<tag>/<name>``,
+        ``del:<tag>/<name>``; put writes deterministic bytes seeded by the blob's key."""
+        verb, _, arg = query.partition(":")
+        if verb == "targets":
+            return {
+                "pool_id": str(self.info.pool_id),
+                "targets": [self.target_json(t) for t in self.targets.values()],
+            }
+        if verb in ("put", "get", "del") and arg:
+            key, _, size_text = arg.rpartition(":") if verb == "put" else (arg, "", "")
+            tag, _, name = key.partition("/")
+            if not tag or not name:
+                raise BadRequest(
+                    f"expected {verb}:<tag>/<name>{':<size>' if verb == 'put' else ''}"
+                )
+            if verb == "del":
+                await self.delete(tag, name)
+                return {"ok": True, "tag": tag, "name": name}
+            if verb == "put":
+                if not size_text.isdigit() or int(size_text) > 64 << 20:
+                    raise BadRequest("size must be a whole number of bytes up to 64M")
+                data = random.Random(key).randbytes(int(size_text))
+                loc = await self.put(tag, name, data)
+            else:
+                data = await self.get(tag, name)
+                loc = self.locate(tag, name)
+            sha = hashlib.sha256(data).hexdigest()
+            return {
+                "ok": True,
+                "tag": tag,
+                "name": name,
+                "size": len(data),
+                "target": loc.target,
+                "sha256": sha,
+            }
+        return await super().monitor(query, params)
+
+    async def workload_step(self, rng: random.Random, io_size: int) -> None:
+        name = f"b{rng.randrange(16)}"
+        if rng.random() < 0.5 and name in self.tags.get("workload", {}):
+            await self.get("workload", name)
+        else:
+            try:
+                await self.put("workload", name, rng.randbytes(io_size))
+            except NoSpace:  # full: make room for the next step
+                if name in self.tags.get("workload", {}):
+                    await self.delete("workload", name)
+
+
+class CteCoreModule(FormModule):
+    mod_name = "rt_cte_core"
+    title = "Storage-target core"
+    container_class = CteCoreContainer
+    suggest_base = 700
+
+    def create_form(self) -> FormSpec:
+        return FormSpec(
+            self.mod_name,
+            self.title,
+            (pool_name_field(), pool_id_field(self.suggestion())),
+            note="Register storage targets on the core's page once it exists.",
+        )
+
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
+        targets = config.get("targets") or []
+        if not isinstance(targets, list) or not all(
+            isinstance(t, Mapping) and t.get("name") for t in targets
+        ):
+            return {"targets": "must be a list of mappings, each with a name"}
+        try:
+            if float(config.get("rescore_period_s", 1.0)) <= 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            return {"rescore_period_s": "must be a number of seconds > 0"}
+        return {}
+
+    def action_routes(self) -> list[ModuleRoute]:
+        return [
+            ModuleRoute(
+                "GET",
+                "{pool}/targets",
+                self._targets,
+                "Registered storage targets with score and capacity",
+            ),
+            ModuleRoute(
+                "POST",
+                "{pool}/register_target",
+                self._register,
+                "Register a storage target (fields: name; bdev_type and capacity, or "
+                "attach_pool_id)",
+            ),
+            ModuleRoute(
+                "POST",
+                "{pool}/unregister_target",
+                self._unregister,
+                "Remove a target from placement (fields: name)",
+            ),
+        ]
+
+    async def _targets(self, call: RouteCall) -> JSON:
+        core = self.pool_of(call, CteCoreContainer)
+        return await core.monitor("targets", {})  # type: ignore[no-any-return]
+
+    async def _register(self, call: RouteCall) -> JSON:
+        return await self.pool_of(call, CteCoreContainer).register_target(call.params)
+
+    async def _unregister(self, call: RouteCall) -> JSON:
+        return await self.pool_of(call, CteCoreContainer).unregister_target(
+            call.params.get("name", "").strip()
+        )
+
+    def demo_entries(self) -> list[JSON]:
+        return [
+            {
+                "mod_name": self.mod_name,
+                "pool_name": "demo_cte",
+                "targets": [
+                    {"name": "ram0", "bdev_type": "ram", "capacity": "1M"},
+                    {"name": "array", "attach_pool_name": "demo_array"},
+                ],
+            }
+        ]
