@@ -10,3 +10,4 @@ export * from './form.js';
 export * from './nav.js';
 export * from './predictions.js';
 export * from './monitor.js';
+export * from './poolpage.js';

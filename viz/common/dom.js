@@ -86,12 +86,12 @@ export function kvList(pairs, cls = 'kv') {
 }
 
 /** A simple table: columns [{label, num}] and rows of cell values (strings or nodes). */
-export function table(columns, rows, caption) {
+export function table(columns, rows, caption, { stack = true } = {}) {
   return h('div', { class: 'table-wrap' },
-    h('table', {},
+    h('table', { class: stack ? 'stack' : null },
       caption ? h('caption', { class: 'visually-hidden' }, caption) : null,
       h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.label)))),
-      h('tbody', {}, rows.map((r) => h('tr', {}, r.map((cell, i) => h('td', { class: columns[i] && columns[i].num ? 'num' : null }, cell)))))));
+      h('tbody', {}, rows.map((r) => h('tr', {}, r.map((cell, i) => h('td', { class: columns[i] && columns[i].num ? 'num' : null, 'data-label': columns[i] ? columns[i].label : null }, cell)))))));
 }
 
 let uid = 0;

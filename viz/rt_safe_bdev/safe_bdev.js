@@ -1,0 +1,192 @@
+// Safe block device page: pick an array (?pool=), watch its recovery progress and member roster
+// (the `stats` monitor, every 2 s), and add, replace or remove members (form-encoded POSTs to
+// /api/mod/rt_safe_bdev/<pool>/{add_member,replace_member,remove_member}).
+
+import {
+  $, h, fill, setText, getJSON, postForm, Panel, mountHeader, poolPicker, watchPredictions,
+  renderForm, confirmDialog, fmtBytes, fmtInt, stateClass, stateLabel,
+} from '/viz/common/app.js';
+
+const PERIOD = 2000;
+const MOD = 'rt_safe_bdev';
+mountHeader('pools');
+
+const msg = $('#action-message');
+function say(text, kind = 'info') {
+  msg.textContent = text;
+  msg.className = `form-message ${text ? kind : ''}`;
+}
+
+const picker = poolPicker($('#pool-select'), {
+  mod: MOD,
+  onChange: () => { panel.poller.now(); preds.paint(); say(''); },
+});
+let members = [];
+
+const action = (name) => `/api/mod/${MOD}/${encodeURIComponent(picker.selected)}/${name}`;
+
+// ---- forms ------------------------------------------------------------------------------------
+const addForm = renderForm({
+  mod_name: 'add',
+  fields: [
+    { name: 'member_name', label: 'Member name', required: true, help: 'an existing rt_bdev pool, or the name of a new one' },
+    { name: 'capacity', label: 'Capacity (for a new device)', placeholder: 'e.g. 4MB' },
+    { name: 'bdev_type', label: 'Type', type: 'select', default: 'file', options: ['file', 'ram'] },
+    { name: 'as_parity', label: 'Add as parity (raises the parity level)', type: 'checkbox' },
+  ],
+}, {
+  submitLabel: 'Add member',
+  validate: false,
+  idPrefix: 'add',
+  onSubmit: async (v, _a, ctl) => {
+    const form = { member_name: v.member_name, bdev_type: v.bdev_type, as_parity: v.as_parity };
+    if (v.capacity) form.capacity = v.capacity;
+    const res = await postForm(action('add_member'), form);
+    ctl.clear();
+    ctl.setMessage(`Added ${res.as_parity ? 'parity' : 'data'} member ${res.member_name ?? v.member_name} (${res.member_pool_id ?? '?'}).`, 'ok');
+    panel.poller.now();
+  },
+});
+$('#add-body').append(addForm.el);
+
+const replaceForm = renderForm({
+  mod_name: 'replace',
+  fields: [
+    { name: 'failed_pool_id', label: 'Failed member', type: 'select', required: true, options: [] },
+    { name: 'member_name', label: 'New member name', required: true, placeholder: 'e.g. spare0' },
+    { name: 'capacity', label: 'Capacity', required: true, placeholder: 'e.g. 4MB' },
+    { name: 'bdev_type', label: 'Type', type: 'select', default: 'file', options: ['file', 'ram'] },
+  ],
+}, {
+  submitLabel: 'Replace and recover',
+  validate: false,
+  idPrefix: 'replace',
+  onSubmit: async (v, _a, ctl) => {
+    const res = await postForm(action('replace_member'), v);
+    ctl.clear();
+    ctl.setMessage(`Replaced ${res.failed_pool_id ?? v.failed_pool_id} with ${res.member_name ?? v.member_name} (${res.member_pool_id ?? '?'}); recovery runs.`, 'ok');
+    panel.poller.now();
+  },
+});
+$('#replace-body').append(replaceForm.el);
+
+const removeForm = renderForm({
+  mod_name: 'remove',
+  fields: [
+    { name: 'member_pool_id', label: 'Member', type: 'select', required: true, options: [] },
+    { name: 'was_faulty', label: 'The member failed (mark it faulty)', type: 'checkbox' },
+  ],
+}, {
+  submitLabel: 'Remove member',
+  validate: false,
+  idPrefix: 'remove',
+  onSubmit: async (v, _a, ctl) => {
+    const m = members.find((x) => x.pool_id === v.member_pool_id);
+    const label = m ? `${m.pool_name} (${m.pool_id})` : v.member_pool_id;
+    const yes = await confirmDialog(`Take member ${label} out of service${v.was_faulty === '1' ? ' as faulty' : ''}?`, { confirmLabel: 'Remove' });
+    if (!yes) return;
+    const res = await postForm(action('remove_member'), v);
+    ctl.clear();
+    ctl.setMessage(`Member ${label} is out of service (${res.member_pool_id ?? v.member_pool_id}).`, 'ok');
+    panel.poller.now();
+  },
+});
+$('#remove-body').append(removeForm.el);
+
+function setMemberOptions(select, list, preferFailed) {
+  const sig = JSON.stringify(list.map((m) => [m.pool_id, m.pool_name, m.state]));
+  if (select.dataset.sig === sig) return;
+  select.dataset.sig = sig;
+  const keep = select.value;
+  fill(select, list.map((m) => h('option', { value: m.pool_id }, `${m.pool_name} (${m.pool_id}) · ${m.role} · ${stateLabel(m.state)}`)));
+  if (list.some((m) => m.pool_id === keep)) select.value = keep;
+  else if (preferFailed) {
+    const failed = list.find((m) => m.state === 'faulty');
+    if (failed) select.value = failed.pool_id;
+  }
+}
+
+// ---- the array ----------------------------------------------------------------------------------
+function num(label, value) {
+  return h('div', {}, h('span', { class: 'n' }, value), h('span', { class: 'l' }, label));
+}
+
+const panel = new Panel($('#array-panel'));
+panel.watch(async () => {
+  const pool = await picker.update();
+  const none = $('#no-array');
+  if (!pool) {
+    none.hidden = false;
+    none.textContent = picker.selected ? `No array with pool id ${picker.selected} on this node.` : 'No safe block-device arrays on this node. Create one on the Pools page.';
+    $('#array-view').hidden = true;
+    return;
+  }
+  const body = await getJSON(`/api/pools/${encodeURIComponent(pool.pool_id)}/monitor`, { query: 'stats' });
+  const s = Object.values(body.results || {}).find((x) => x && typeof x === 'object');
+  if (!s) throw new Error(`pool ${pool.pool_id} gave no stats answer`);
+  none.hidden = true;
+  $('#array-view').hidden = false;
+  setText($('#array-title'), `${s.pool_name || pool.pool_name} (${pool.pool_id})`);
+  document.title = `${s.pool_name || pool.pool_name} · Safe block device · rtsim`;
+
+  fill($('#array-summary'),
+    num('data members', fmtInt(s.data_count)),
+    num('parity level', fmtInt(s.parity_level)),
+    num('max failures', fmtInt(s.max_failures)),
+    num('faulty members', fmtInt(s.faulty_members)),
+    num('capacity', fmtBytes(s.total_capacity)),
+    num('free', fmtBytes(s.remaining_capacity)),
+    num('written slots', `${fmtInt(s.written_slots)} / ${fmtInt(s.total_slots)}`));
+
+  // recovery progress
+  const total = Number(s.recovery_ops_total) || 0;
+  const completed = Number(s.recovery_ops_completed) || 0;
+  const active = Boolean(s.recovery_active);
+  const pct = total > 0 ? Math.min(100, Math.floor((100 * completed) / total)) : null;
+  const stateBadge = $('#recovery-state');
+  stateBadge.className = `badge ${active ? 'warn' : total > 0 ? 'ok' : ''}`;
+  setText(stateBadge, active ? 'recovering' : total > 0 ? 'complete' : 'idle');
+  setText($('#recovery-pct'), pct === null ? 'no recovery has run' : `${pct} %`);
+  setText($('#recovery-text'), total > 0
+    ? `${fmtInt(completed)} of ${fmtInt(total)} ops done · ${fmtInt(s.recovery_ops_in_flight)} in flight · ${fmtInt(s.recovery_ops_remaining)} remaining`
+    : 'Nothing to recover.');
+  const bar = $('#recovery-bar');
+  bar.className = `bar big ${active ? 'warn' : ''}`;
+  bar.firstElementChild.style.width = `${pct ?? 0}%`;
+  bar.setAttribute('aria-valuenow', String(pct ?? 0));
+  bar.setAttribute('aria-valuetext', pct === null ? 'no recovery' : `${pct} percent`);
+
+  // roster
+  members = (s.members || []).slice();
+  const roster = $('#roster');
+  const rsig = JSON.stringify(members);
+  if (roster.dataset.sig !== rsig) {
+    roster.dataset.sig = rsig;
+    paintRoster(roster);
+  }
+  const inService = members.filter((m) => m.state !== 'removed');
+  setMemberOptions(replaceForm.inputs.get('failed_pool_id'), inService, true);
+  setMemberOptions(removeForm.inputs.get('member_pool_id'), inService, false);
+}, { period: PERIOD });
+
+function paintRoster(roster) {
+  const rows = members.map((m) => h('tr', { 'data-pool': m.pool_id },
+    h('td', {}, m.role), h('td', { class: 'num' }, String(m.index)), h('td', {}, m.pool_name), h('td', {}, h('code', {}, m.pool_id)),
+    h('td', {}, h('span', { class: `badge ${stateClass(m.state)}` }, stateLabel(m.state)), m.recovering && m.state !== 'recovering' ? h('span', { class: 'badge warn' }, 'recovering') : null),
+    h('td', { class: 'nowrap' },
+      h('button', { type: 'button', class: 'small', 'aria-label': `Replace ${m.pool_name}`, onclick: () => pick(replaceForm, 'failed_pool_id', m.pool_id) }, 'Replace…'), ' ',
+      h('button', { type: 'button', class: 'small', 'aria-label': `Remove ${m.pool_name}`, onclick: () => pick(removeForm, 'member_pool_id', m.pool_id) }, 'Remove…'))));
+  fill(roster, members.length
+    ? h('div', { class: 'table-wrap' }, h('table', { class: 'roster' },
+      h('thead', {}, h('tr', {}, ['Role', 'Index', 'Member', 'Pool id', 'State', 'Actions'].map((c, i) => h('th', { scope: 'col', class: i === 1 ? 'num' : null }, c)))),
+      h('tbody', {}, rows)))
+    : h('p', { class: 'empty' }, 'No members.'));
+}
+
+function pick(ctl, field, poolId) {
+  ctl.set(field, poolId);
+  ctl.inputs.get(field).focus();
+  ctl.el.scrollIntoView({ block: 'nearest' });
+}
+
+const preds = watchPredictions($('#predictions-panel'), $('#predictions-body'), () => picker.selected, PERIOD);
