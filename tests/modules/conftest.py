@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import trio
+from storage_helpers import make_runtime
 
 from cluster.runtime import Runtime
-from cluster.settings import load_settings
-
-
-def make_runtime(data_dir: Path) -> Runtime:
-    settings = load_settings("embedded", env={})
-    settings = dataclasses.replace(
-        settings, runtime=dataclasses.replace(settings.runtime, data_dir=str(data_dir))
-    )
-    return Runtime(settings, 0)
 
 
 @pytest.fixture
@@ -30,7 +20,3 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
         r.install_admin_pool()
         yield r
         nursery.cancel_scope.cancel()
-
-
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
