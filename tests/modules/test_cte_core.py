@@ -45,8 +45,9 @@ async def test_attach_array_and_unregister_keep_every_blob(runtime: Runtime) -> 
     placed = {core.locate("tag", n).target for n in blobs}
     assert placed == {"ram0", "array"}, "blobs spill from the best target to the next"
     targets = await call_route(runtime, "rt_cte_core", "GET", f"{core.info.pool_id}/targets")
-    assert [list(t)[:7] for t in targets["targets"]][0] == [  # type: ignore[index]
-        "name", "score", "remaining_space", "bytes_read", "bytes_written", "ops_read", "ops_written",
+    assert next(list(t)[:7] for t in targets["targets"]) == [  # type: ignore[index]
+        "name", "score", "remaining_space", "bytes_read", "bytes_written", "ops_read",
+        "ops_written",
     ]  # fmt: skip
     stats = core.stats()
     assert (stats["num_targets"], stats["num_tags"], stats["num_blobs"]) == (2, 1, 30)
@@ -79,7 +80,8 @@ async def test_unregister_refused_when_the_rest_cannot_hold_the_blobs(runtime: R
         await call_route(
             runtime, "rt_cte_core", "POST", f"{pid}/unregister_target", {"name": "big"}
         )
-    assert "big" in core.targets and not core.targets["big"].draining
+    assert "big" in core.targets
+    assert not core.targets["big"].draining
     for name, data in payload.items():
         assert await core.get("t", name) == data
     with pytest.raises(BadRequest, match="missing name"):

@@ -60,7 +60,8 @@ async def test_data_survives_faulty_members_replace_and_recovery(
     for i, pool_id in enumerate(failed):
         body = await call_route(
             runtime, "rt_safe_bdev", "POST", f"{array.info.pool_id}/replace_member",
-            {"failed_pool_id": pool_id, "member_name": f"fresh{i}", "capacity": "256K", "bdev_type": "ram"},
+            {"failed_pool_id": pool_id, "member_name": f"fresh{i}", "capacity": "256K",
+             "bdev_type": "ram"},
         )  # fmt: skip
         assert list(body) == ["ok", "failed_pool_id", "member_name", "member_pool_id"]
     await wait_for(lambda: all(m["state"] == "active" for m in array.stats()["members"]))
@@ -171,8 +172,8 @@ async def test_create_form_reports_every_bad_field(runtime: Runtime) -> None:
             runtime, "rt_safe_bdev", "POST", "create", {"pool_name": "a", "pool_id": "851.0"}
         )
     assert info.value.errors == {"members": "at least one existing bdev pool name is required"}
+    params = {"pool_name": "a", "pool_id": "851.0", "members": "b0", "max_failures": "1"}
     with pytest.raises(ValidationFailed) as info:
-        params = {"pool_name": "a", "pool_id": "851.0", "members": "b0", "max_failures": "1"}
         await call_route(runtime, "rt_safe_bdev", "POST", "create", params)
     assert info.value.errors == {"max_failures": "needs more data members than tolerated failures"}
     params = {
