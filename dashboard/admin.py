@@ -12,10 +12,10 @@ Rules:
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
+import trio
 from quart import Blueprint, Response, current_app
 
 from cluster.modules.base import FormField, FormSpec
@@ -127,14 +127,14 @@ def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
                 args["min_event_id"] = params["min_event_id"]
             if runtime.resolve_node(node) == runtime.node_id:
                 return await runtime.node_monitor(node, query, args)
-            started, outcome = time.perf_counter(), "error"
+            started, outcome = trio.current_time(), "error"
             try:
                 body = await runtime.node_monitor(node, query, args)
                 outcome = "ok"
                 return body
             finally:
                 metrics.forward_seconds.labels(query, outcome).observe(
-                    time.perf_counter() - started
+                    trio.current_time() - started
                 )
 
         view.__doc__ = f"{query} of a node (local, or forwarded to a peer)"

@@ -89,6 +89,10 @@ def create_app(runtime: Runtime, viz_settings: VizSettings) -> QuartTrio:
         length = request.content_length
         if length is not None and length > MAX_BODY:
             raise RequestEntityTooLarge()
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            # Read (at most MAX_BODY bytes of) the body now, so a body without a length that
+            # is too long is a 413 whether or not the handler reads it.
+            await request.get_data(cache=True, as_text=False, parse_form_data=False)
 
     @app.after_request
     async def finish(response: Response) -> Response:

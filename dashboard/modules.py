@@ -35,6 +35,12 @@ def to_rule(path: str) -> str:
     return _SEGMENT.sub(r"<\1>", path)
 
 
+def has_create_form(module: Module) -> bool:
+    """Whether the module overrides ``create_form`` (without calling it: a form spec suggests
+    a pool id, and every suggestion is used up)."""
+    return type(module).create_form is not Module.create_form
+
+
 def _conventional(module: Module) -> list[ModuleRoute]:
     mod = module.mod_name
 
@@ -48,8 +54,8 @@ def _conventional(module: Module) -> list[ModuleRoute]:
 
     async def form(call: RouteCall) -> JSON:
         spec = module.create_form()
-        if spec is None:  # pragma: no cover - registered only when there is a form
-            raise NotFound(f"module {mod} registers no create form")
+        if spec is None:
+            raise NotFound(f"module {mod} registers no create form; use /api/pools/compose")
         return spec.to_json()
 
     async def create(call: RouteCall) -> JSON:
@@ -68,10 +74,13 @@ def _conventional(module: Module) -> list[ModuleRoute]:
             validate_only=action == "validate",
             errors=errors,
         )
+        extend = getattr(module, "create_result", None)  # modules may add success fields
+        if action != "validate" and callable(extend):
+            body = extend(body, config)
         return body
 
     routes = [ModuleRoute("GET", "pools", pools, f"this node's {mod} pools")]
-    if module.create_form() is not None:
+    if has_create_form(module):
         routes.append(ModuleRoute("GET", "create", form, f"the {mod} create form spec"))
         routes.append(ModuleRoute("POST", "create", create, f"validate or create a {mod} pool"))
     return routes

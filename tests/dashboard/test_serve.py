@@ -1,0 +1,101 @@
+"""serve_dashboard over real sockets (in this process): port 0, a taken port, HEAD, and the
+request slots under forwards to a silent peer."""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import replace
+
+import httpx
+import pytest
+import trio
+
+from cluster.runtime import Runtime
+from dashboard import serve_dashboard
+from dashboard.testing import FakePeers
+
+
+async def test_port_zero_reports_bound_port(runtime: Runtime, nursery: trio.Nursery) -> None:
+    viz = replace(runtime.settings.viz, port=0)
+    bind, port = await nursery.start(serve_dashboard, runtime, viz)
+    assert bind == "127.0.0.1"
+    assert port > 0
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        r = await http.get("/api/health")
+        assert r.status_code == 200
+        assert r.headers["content-type"] == "application/json"
+        assert r.json()["node_id"] == 0
+        assert "server" not in r.headers
+        head = await http.head("/api/health")
+        assert head.status_code == 200
+        assert head.content == b""
+        r = await http.get("/api/health", headers={"Host": "evil.example"})
+        assert r.status_code == 403
+        r = await http.get(f"http://localhost:{port}/api/health")
+        assert r.status_code == 200
+
+
+async def test_declared_oversized_body_refused_unread(
+    runtime: Runtime, nursery: trio.Nursery
+) -> None:
+    _, port = await nursery.start(serve_dashboard, runtime, replace(runtime.settings.viz, port=0))
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(
+            b"POST /api/pools/compose HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            b"Content-Length: 5000000\r\n\r\n"
+        )  # and no body: the answer must not wait for it
+        with trio.fail_after(5):
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await stream.receive_some(4096)
+    assert head.startswith(b"HTTP/1.1 413")
+
+
+async def test_taken_port_is_oserror(runtime: Runtime, nursery: trio.Nursery) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        viz = replace(runtime.settings.viz, port=port)
+        with pytest.raises(OSError) as info:
+            await nursery.start(serve_dashboard, runtime, viz)
+        assert info.type is not BaseExceptionGroup
+
+
+async def test_health_answers_while_forwards_hang(
+    runtime: Runtime, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """max_threads=4: three slots for forwards, one kept for local routes; 8 forwards to a
+    silent peer are in flight or queued, and health still answers at once. (The forward bound
+    is shortened to 1 s to keep the test short; the 5 s value is tested in test_nodes.)"""
+    monkeypatch.setattr("cluster.runtime.FORWARD_TIMEOUT", 1.0)
+    peers = FakePeers(runtime)
+    peers.hang(1)
+    viz = replace(runtime.settings.viz, port=0, max_threads=4)
+    _, port = await nursery.start(serve_dashboard, runtime, viz)
+    base = f"http://127.0.0.1:{port}"
+    statuses: list[int] = []
+    limits = httpx.Limits(max_connections=20)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as http:
+
+        async def forward() -> None:
+            statuses.append((await http.get("/api/nodes/1/workers")).status_code)
+
+        start = time.monotonic()
+        async with trio.open_nursery() as inner:
+            for _ in range(8):
+                inner.start_soon(forward)
+            while peers.in_flight < 3:
+                await trio.sleep(0.01)
+            t0 = time.monotonic()
+            for path in ("/api/health", "/api/nodes/local/workers", "/api/topology"):
+                r = await http.get(path)
+                assert r.status_code == 200
+            assert time.monotonic() - t0 < 1.0
+            assert peers.in_flight == 3
+        elapsed = time.monotonic() - start
+    assert statuses == [503] * 8
+    assert elapsed < 3 * 1.0 + 1.5  # three rounds of three slots, each bounded by the timeout
