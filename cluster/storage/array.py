@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -159,13 +159,15 @@ class StripeArray:
             )
             self.set_state(position, MemberState.FAULTY)
 
-    async def _read_one(self, slot: int, position: int, out: dict[int, bytes | None]) -> None:
+    async def _read_one(
+        self, slot: int, position: int, out: dict[int, bytes | None], n: int = 1
+    ) -> None:
         member = self.member(position)
         store = self._open_member(member.pool_id)
         try:
             if store is None:
                 raise PoolGone(str(member.pool_id))
-            out[position] = await store.read(member.base + slot * self.chunk, self.chunk)
+            out[position] = await store.read(member.base + slot * self.chunk, n * self.chunk)
         except MEMBER_ERRORS as exc:
             self._fail(position, exc)
             out[position] = None
@@ -182,11 +184,14 @@ class StripeArray:
         except MEMBER_ERRORS as exc:
             self._fail(position, exc)
 
-    async def _read_positions(self, slot: int, positions: Sequence[int]) -> dict[int, bytes | None]:
+    async def _read_positions(
+        self, slot: int, positions: Sequence[int], n: int = 1
+    ) -> dict[int, bytes | None]:
+        """Chunks of ``n`` consecutive slots from each position (one read per member)."""
         out: dict[int, bytes | None] = {}
         async with trio.open_nursery() as nursery:
             for p in positions:
-                nursery.start_soon(self._read_one, slot, p, out)
+                nursery.start_soon(self._read_one, slot, p, out, n)
         return out
 
     async def _write_positions(self, slot: int, blocks: Sequence[tuple[int, bytes]]) -> None:
@@ -206,14 +211,22 @@ class StripeArray:
             if entry[1] == 0:
                 del self._locks[slot]
 
-    async def _gather(self, slot: int, want: int) -> list[bytes | None]:
-        """At least ``want`` readable blocks of the slot (data first), None where missing."""
+    @asynccontextmanager
+    async def _slots(self, first: int, n: int) -> AsyncIterator[None]:
+        """Hold the locks of ``n`` consecutive slots (taken in order: no deadlock)."""
+        async with AsyncExitStack() as stack:
+            for slot in range(first, first + n):
+                await stack.enter_async_context(self._slot(slot))
+            yield
+
+    async def _gather(self, slot: int, want: int, n: int = 1) -> list[bytes | None]:
+        """At least ``want`` readable blocks of ``n`` consecutive slots (data first)."""
         blocks: list[bytes | None] = [None] * (self.k + self.m)
         candidates = [p for p in self.positions() if self.member(p).state == MemberState.ACTIVE]
         have = 0
         while have < want and candidates:
             batch, candidates = candidates[: want - have], candidates[want - have :]
-            for p, block in (await self._read_positions(slot, batch)).items():
+            for p, block in (await self._read_positions(slot, batch, n)).items():
                 if block is not None:
                     blocks[p] = block
                     have += 1
@@ -262,11 +275,39 @@ class StripeArray:
         return bytes(out)
 
     async def write(self, offset: int, data: bytes) -> None:
+        split = self._split(offset, len(data))
+        full = [s for s, pieces in split.items() if sum(p[2] for p in pieces) == self.stripe_bytes]
+        for first, n in _runs(full):
+            await self._write_full(first, n, data, split[first][0][3])
+        done = set(full)
+        partial = {s: pieces for s, pieces in split.items() if s not in done}
+
         async def one(slot: int, pieces: list[tuple[int, int, int, int]]) -> None:
             async with self._slot(slot):
                 await self._write_slot(slot, pieces, data)
 
-        await self._per_slot(self._split(offset, len(data)), one)
+        if partial:
+            await self._per_slot(partial, one)
+
+    async def _write_full(self, first: int, n: int, buf: bytes, at: int) -> None:
+        """Whole stripes of ``n`` consecutive slots from ``buf[at:]``: one write per member."""
+        per_position: list[list[bytes]] = [[] for _ in self.positions()]
+        for i in range(n):
+            base = at + i * self.stripe_bytes
+            data = [buf[base + j * self.chunk : base + (j + 1) * self.chunk] for j in range(self.k)]
+            for p, block in enumerate(data + self.codec.encode(data)):
+                per_position[p].append(block)
+        async with self._slots(first, n):
+            await self._write_positions(
+                first, [(p, b"".join(c)) for p, c in enumerate(per_position)]
+            )
+            self.written.update(range(first, first + n))
+            if self._degraded():
+                self.dirty.update(range(first, first + n))
+
+    def _degraded(self) -> bool:
+        states = (MemberState.FAULTY, MemberState.REMOVED)
+        return any(self.member(p).state in states for p in self.positions())
 
     async def _per_slot(self, split: dict[int, list[tuple[int, int, int, int]]], fn: Any) -> None:
         limiter = trio.CapacityLimiter(PARALLEL_SLOTS)
@@ -302,10 +343,7 @@ class StripeArray:
         blocks += [(self.k + j, p) for j, p in enumerate(self.codec.encode(data))]
         await self._write_positions(slot, blocks)
         self.written.add(slot)
-        if any(
-            self.member(p).state in (MemberState.FAULTY, MemberState.REMOVED)
-            for p in self.positions()
-        ):
+        if self._degraded():
             self.dirty.add(slot)
 
     # -- recovery and checks ----------------------------------------------------------------
@@ -321,21 +359,20 @@ class StripeArray:
         rec.active, rec.total, rec.completed, rec.in_flight = True, len(slots), 0, 0
         limiter = trio.CapacityLimiter(PARALLEL_SLOTS)
 
-        async def one(slot: int) -> None:
+        async def one(first: int, n: int) -> None:
             async with limiter:
-                rec.in_flight += 1
+                rec.in_flight += n
                 try:
-                    await self._run_op(
-                        "recover", self.chunk / 1024, lambda: self._rebuild(slot, targets)
-                    )
+                    size = n * self.chunk / 1024
+                    await self._run_op("recover", size, lambda: self._rebuild(first, n, targets))
                 finally:
-                    rec.in_flight -= 1
-                rec.completed += 1
+                    rec.in_flight -= n
+                rec.completed += n
 
         try:
             async with trio.open_nursery() as nursery:
-                for slot in slots:
-                    nursery.start_soon(one, slot)
+                for first, n in _runs(slots):
+                    nursery.start_soon(one, first, n)
         finally:
             rec.active = False
         if rec.generation != generation:
@@ -347,12 +384,22 @@ class StripeArray:
             self.dirty.clear()
         log.info("array %s: recovery of %d slots done", self.name, len(slots))
 
-    async def _rebuild(self, slot: int, targets: Sequence[int]) -> None:
-        async with self._slot(slot):
-            data = await self._stripe_data(slot, range(self.k))
-            stripe = [data[i] for i in range(self.k)]
-            blocks = [(p, self.codec.block(stripe, p)) for p in targets]
-            await self._write_positions(slot, blocks)
+    async def _rebuild(self, first: int, n: int, targets: Sequence[int]) -> None:
+        """Rebuild ``n`` consecutive written slots onto ``targets``: one I/O per member."""
+        c = self.chunk
+        async with self._slots(first, n):
+            runs = await self._gather(first, self.k, n)
+            if sum(b is not None for b in runs) < self.k:
+                raise Unreadable(
+                    f"slots {first}..{first + n - 1} of array {self.name} are unreadable"
+                )
+            out: dict[int, list[bytes]] = {p: [] for p in targets}
+            for i in range(n):
+                blocks = [b[i * c : (i + 1) * c] if b is not None else None for b in runs]
+                data = self.codec.recover_data(blocks)
+                for p in targets:
+                    out[p].append(self.codec.block(data, p))
+            await self._write_positions(first, [(p, b"".join(chunks)) for p, chunks in out.items()])
 
     async def check_slot(self, slot: int, repair: bool = False) -> tuple[bool, bool]:
         """``(readable, consistent)`` of a written slot from every readable block; with
@@ -371,3 +418,14 @@ class StripeArray:
                 await self._write_positions(slot, parity)
                 self.dirty.discard(slot)
             return True, consistent
+
+
+def _runs(slots: Sequence[int], limit: int = 32) -> list[tuple[int, int]]:
+    """Sorted slots as ``(first, count)`` runs of consecutive slots, at most ``limit`` long."""
+    runs: list[tuple[int, int]] = []
+    for slot in sorted(slots):
+        if runs and runs[-1][0] + runs[-1][1] == slot and runs[-1][1] < limit:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((slot, 1))
+    return runs
