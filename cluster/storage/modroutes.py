@@ -84,7 +84,13 @@ class FormModule(Module):
     async def _create(self, call: RouteCall) -> JSON:
         params = call.params
         config, errors = self.form_to_compose(params)
-        validate = params.get("action", "") == "validate"
+        action = params.get("action", "")
+        if action not in ("", "validate", "create"):
+            errors = {
+                **errors,
+                "action": f"unknown action '{action}' (use validate, or leave it out)",
+            }
+        validate = action == "validate"
         body = await self.runtime.compose(
             self.mod_name,
             params.get("pool_name", ""),
