@@ -1,0 +1,286 @@
+"""The dashboard pages in a real Chromium against real node processes.
+
+Every test here starts node processes (``slow``) and drives Chromium (``browser``). Sync tests:
+pytest-trio only takes over ``async def`` tests, so playwright's sync API runs as usual.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from .conftest import LocalNodes, get_json, screenshot, wait_for
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TIMEOUT_MS = 30_000
+
+
+def post_form(url: str, data: dict[str, str]) -> Any:
+    body = "&".join(f"{k}={v}" for k, v in data.items()).encode()
+    req = urllib.request.Request(url, data=body, method="POST")
+    req.add_header("Content-Type", "application/x-www-form-urlencoded")
+    with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 (loopback only)
+        return resp.read()
+
+
+def pool_ids(base: str) -> dict[str, str]:
+    return {p["pool_name"]: p["pool_id"] for p in get_json(f"{base}/api/pools")["pools"]}
+
+
+# ---- every page renders (and its screenshots) ------------------------------------------------
+
+
+def test_every_page_renders_live_data(cluster3: LocalNodes, page: Any) -> None:
+    base = cluster3.url(0)
+    ids = pool_ids(base)
+    page.goto(f"{base}/")
+    expect(page.locator("#node-grid article.node-card")).to_have_count(3, timeout=TIMEOUT_MS)
+    expect(page.locator("#cpu-box .value")).to_have_text(re.compile(r"\d+\.\d %"))
+    expect(page.locator("#workers-summary [data-k='processed'] .n")).to_have_text(re.compile(r"\d"))
+    screenshot(page, "cluster")
+
+    page.goto(f"{base}/viz/rt_admin/node.html?node=1")
+    expect(page.locator("#workers-body table.workers tbody tr").first).to_be_visible()
+    expect(page.locator("#workers-sub")).to_contain_text("node 1")
+    expect(page.locator("#bdevs-body table.bdevs")).to_be_visible()
+    expect(page.locator("#predictions-body table.predictions")).to_be_visible()
+    screenshot(page, "node")
+
+    page.goto(f"{base}/viz/rt_admin/pools.html")
+    expect(page.locator("#pools-body article.pool-card")).to_have_count(len(ids))
+    # cards are sorted by pool id inside each module's section, stats stream in
+    bdev_ids = page.locator("section.mod-section:has(h3 code:text-is('rt_bdev')) .pool-id")
+    texts = bdev_ids.all_text_contents()
+    assert texts == sorted(texts, key=lambda t: tuple(int(x) for x in t.split(".")))
+    expect(page.locator("article.pool-card[data-key='1.0'] dl.kv")).to_be_visible()
+    expect(page.locator("article.pool-card[data-key='1.0'] button.destroy")).to_have_count(0)
+    screenshot(page, "pools")
+
+    page.goto(f"{base}/viz/rt_admin/pool.html?pool=1.0")
+    expect(page.locator("#stats-body pre.json")).to_contain_text("num_workers")
+    screenshot(page, "pool")
+
+    page.goto(f"{base}/viz/rt_admin/config.html")
+    expect(page.locator("#routes-body")).to_contain_text("/api/nodes/{node}/workers")
+    expect(page.locator("#settings-body")).to_contain_text("viz_port")
+    screenshot(page, "config")
+
+    page.goto(f"{base}/viz/rt_bdev/?pool={ids['demo_ram']}")
+    expect(page.locator("#cap-text")).to_contain_text("used of")
+    expect(page.locator("#stats-table")).to_contain_text("Operations")
+    screenshot(page, "rt_bdev")
+
+    page.goto(f"{base}/viz/rt_safe_bdev/?pool={ids['demo_array']}")
+    expect(page.locator("#roster table.roster tbody tr")).to_have_count(4)
+    screenshot(page, "rt_safe_bdev")
+
+    page.goto(f"{base}/viz/rt_cte_core/?pool={ids['demo_cte']}")
+    expect(page.locator("#targets-body table.targets tbody tr").first).to_be_visible()
+    screenshot(page, "rt_cte_core")
+
+
+def test_monitor_explorer_shows_raw_json(cluster3: LocalNodes, page: Any) -> None:
+    page.goto(f"{cluster3.url(0)}/viz/rt_admin/pools.html")
+    form = page.locator("#monitor-body form")
+    expect(form.locator("select option[value='1.0']")).to_have_count(1, timeout=TIMEOUT_MS)
+    form.locator("select").select_option("1.0")
+    form.get_by_label("Routing").fill("broadcast")
+    form.get_by_role("button", name="Run query").click()
+    out = page.locator("#monitor-body pre.json")
+    expect(out).to_contain_text('"query": "stats"')
+    for node_id in range(3):
+        expect(out).to_contain_text(f'"{node_id}": {{')
+
+
+# ---- Add Pool: typed form, validation, destroy -------------------------------------------------
+
+
+def test_typed_form_creates_a_pool_and_the_corner_control_destroys_it(
+    cluster3: LocalNodes, page: Any
+) -> None:
+    base = cluster3.url(0)
+    page.goto(f"{base}/viz/rt_admin/pools.html")
+    page.get_by_label("Find a module").fill("bdev")
+    page.locator("#mod-list button[data-mod='rt_bdev']").click()
+    form = page.locator("#add-form form")
+    pool_id_input = form.get_by_label("Pool ID")
+    expect(pool_id_input).to_have_value(re.compile(r"^\d+\.\d+$"))
+    suggested = pool_id_input.input_value()
+    assert suggested not in pool_ids(base).values()
+    form.get_by_label("Pool name").fill("viz_test_dev")
+    form.get_by_label("Capacity").fill("2MB")
+    form.get_by_role("button", name="Create").click()
+    expect(form.locator(".form-message")).to_contain_text(f"Created pool viz_test_dev ({suggested})")
+    card = page.locator(f"#pools-body article.pool-card[data-key='{suggested}']")
+    expect(card).to_be_visible()
+    expect(card.locator("h3 a")).to_have_attribute("href", f"/viz/rt_bdev/?pool={suggested}")
+    expect(card.locator("dl.kv")).to_contain_text("bdev type")
+    # a fresh suggestion replaces the id just used
+    expect(pool_id_input).not_to_have_value(suggested)
+
+    card.get_by_role("button", name=f"Shut down pool viz_test_dev ({suggested})").click()
+    dialog = page.locator("dialog.confirm")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text(f"Shut down pool viz_test_dev ({suggested})?")
+    screenshot(page, "pools_confirm_destroy")
+    dialog.get_by_role("button", name="Shut down").click()
+    expect(card).to_have_count(0)
+    expect(page.locator("#pools-message")).to_contain_text("shut down")
+    assert "viz_test_dev" not in pool_ids(base)
+
+
+def test_destroy_can_be_cancelled_with_the_keyboard(cluster3: LocalNodes, page: Any) -> None:
+    base = cluster3.url(0)
+    page.goto(f"{base}/viz/rt_admin/pools.html")
+    card = page.locator("#pools-body article.pool-card[data-key='800.0']")
+    button = card.locator("button.destroy")
+    expect(button).to_be_visible(timeout=TIMEOUT_MS)
+    button.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("dialog.confirm")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("dialog.confirm")).to_be_hidden()
+    expect(button).to_be_focused()
+    assert "800.0" in pool_ids(base).values()
+
+
+def test_validate_with_bad_fields_shows_every_fields_error(cluster3: LocalNodes, page: Any) -> None:
+    base = cluster3.url(0)
+    before = pool_ids(base)
+    page.goto(f"{base}/viz/rt_admin/pools.html")
+    page.locator("#mod-list button[data-mod='rt_bdev']").click()
+    form = page.locator("#add-form form")
+    form.get_by_label("Pool name").fill("")
+    form.get_by_label("Pool ID").fill("not-an-id")
+    form.get_by_label("Capacity").fill("lots")
+    form.get_by_role("button", name="Validate").click()
+    for name in ("pool_name", "pool_id", "capacity"):
+        err = form.locator(f".field-error[data-field='{name}']")
+        expect(err).not_to_be_empty()
+        expect(form.locator(f"[name='{name}']")).to_have_attribute("aria-invalid", "true")
+    expect(form.locator(".field-error[data-field='pool_id']")).to_contain_text("not-an-id")
+    expect(form.locator(".field-error[data-field='capacity']")).to_contain_text("lots")
+    expect(form.locator(".form-message")).to_contain_text("3 fields")
+    expect(form.locator("[name='pool_name']")).to_be_focused()
+    screenshot(page, "pools_validate_errors")
+    # a Validate creates nothing, and fixed fields clear their errors
+    assert pool_ids(base) == before
+    form.get_by_label("Pool name").fill("viz_valid")
+    form.get_by_label("Pool ID").fill("990.0")
+    form.get_by_label("Capacity").fill("1MB")
+    form.get_by_role("button", name="Validate").click()
+    expect(form.locator(".form-message")).to_contain_text("All fields are valid")
+    expect(form.locator(".field-error:not(:empty)")).to_have_count(0)
+    assert pool_ids(base) == before
+
+
+def test_compose_editor_for_a_module_without_a_form(cluster3: LocalNodes, page: Any) -> None:
+    base = cluster3.url(0)
+    page.goto(f"{base}/viz/rt_admin/pools.html")
+    page.locator("#mod-list button[data-mod='rt_admin']").click()
+    form = page.locator("#add-form form")
+    expect(form.get_by_label("Module (mod_name)")).to_have_value("rt_admin")
+    expect(form.get_by_label("Pool id")).to_have_value(re.compile(r"^\d+\.0$"))
+    form.get_by_label("Pool name").fill("")
+    form.get_by_label("Module parameters (YAML)").fill("- not\n- a mapping")
+    form.get_by_role("button", name="Validate").click()
+    expect(form.locator(".field-error[data-field='pool_name']")).not_to_be_empty()
+    expect(form.locator(".field-error[data-field='config']")).not_to_be_empty()
+
+
+# ---- module pages --------------------------------------------------------------------------------
+
+
+def test_safe_bdev_page_replaces_a_member_and_recovery_reaches_100(
+    cluster3: LocalNodes, page: Any
+) -> None:
+    base = cluster3.url(1)
+    ids = pool_ids(base)
+    array = ids["demo_array"]
+    page.goto(f"{base}/viz/rt_safe_bdev/?pool={array}")
+    row = page.locator("#roster tr[data-pool='{}']".format(ids["demo_m1"]))
+    expect(row).to_contain_text("active", timeout=TIMEOUT_MS)
+    row.get_by_role("button", name="Replace demo_m1").click()
+    form = page.locator("#replace-body form")
+    expect(form.get_by_label("Failed member")).to_have_value(ids["demo_m1"])
+    expect(form.get_by_label("Failed member")).to_be_focused()
+    form.get_by_label("New member name").fill("viz_spare")
+    form.get_by_label("Capacity").fill("1MB")
+    form.get_by_role("button", name="Replace and recover").click()
+    expect(form.locator(".form-message")).to_contain_text("viz_spare")
+    expect(page.locator("#roster")).to_contain_text("viz_spare")
+    expect(page.locator("#recovery-pct")).to_have_text("100 %", timeout=TIMEOUT_MS)
+    expect(page.locator("#recovery-text")).to_contain_text("ops done")
+    expect(page.locator("#recovery-state")).to_have_text("complete")
+    screenshot(page, "rt_safe_bdev_recovered")
+    stats = get_json(f"{base}/api/pools/{array}/monitor?query=stats")["results"]
+    s = next(v for v in stats.values() if v)
+    assert s["recovery_ops_total"] > 0
+    assert s["recovery_ops_completed"] == s["recovery_ops_total"]
+
+
+def test_cte_page_registers_and_unregisters_a_target(cluster3: LocalNodes, page: Any) -> None:
+    base = cluster3.url(2)
+    cte = pool_ids(base)["demo_cte"]
+    page.goto(f"{base}/viz/rt_cte_core/?pool={cte}")
+    form = page.locator("#register-body form")
+    form.get_by_label("Target name").fill("viz_tier")
+    form.get_by_label("Capacity").fill("1MB")
+    form.get_by_role("button", name="Register target").click()
+    expect(form.locator(".form-message")).to_contain_text("Registered target viz_tier")
+    row = page.locator("#targets-body tr[data-name='viz_tier']")
+    expect(row).to_be_visible()
+    row.get_by_role("button", name="Unregister viz_tier").click()
+    page.locator("dialog.confirm").get_by_role("button", name="Unregister").click()
+    expect(row).to_have_count(0, timeout=TIMEOUT_MS)
+    names = [t["name"] for t in get_json(f"{base}/api/mod/rt_cte_core/{cte}/targets")["targets"]]
+    assert "viz_tier" not in names
+
+
+# ---- failures: a paused peer, a killed node -----------------------------------------------------
+
+
+def test_node_page_of_a_paused_peer_shows_the_error_and_recovers(
+    cluster3: LocalNodes, page: Any
+) -> None:
+    page.goto(f"{cluster3.url(0)}/viz/rt_admin/node.html?node=2")
+    panel = page.locator("#workers-panel")
+    expect(panel.locator("table.workers tbody tr").first).to_be_visible(timeout=TIMEOUT_MS)
+    cluster3.pause(2)
+    try:
+        status = panel.locator(".panel-status")
+        expect(status).to_be_visible(timeout=TIMEOUT_MS)
+        expect(status).to_contain_text(re.compile(r"503|did not answer|timed out"))
+        expect(panel).to_have_class(re.compile(r"\bstale\b"))
+        expect(status).to_contain_text("last updated")
+        expect(page.locator("#bdevs-panel .panel-status")).to_be_visible(timeout=TIMEOUT_MS)
+        screenshot(page, "node_paused_peer")
+    finally:
+        cluster3.resume(2)
+    expect(panel.locator(".panel-status")).to_be_hidden(timeout=60_000)
+    expect(panel).not_to_have_class(re.compile(r"\bstale\b"))
+    expect(page.locator("#bdevs-panel .panel-status")).to_be_hidden(timeout=60_000)
+    wait_for("node 2 alive again", lambda: cluster3.state_seen_by(0, 2) == "alive", timeout=60)
+
+
+def test_cluster_page_marks_a_killed_node_dead(fresh_cluster3: LocalNodes, page: Any) -> None:
+    page.goto(f"{fresh_cluster3.url(0)}/")
+    cards = page.locator("#node-grid article.node-card")
+    expect(cards).to_have_count(3, timeout=TIMEOUT_MS)
+    for i in range(3):
+        expect(cards.nth(i)).to_have_attribute("data-state", "alive")
+    expect(page.locator("article.node-card[data-key='0'] .badge.leader")).to_be_visible()
+    expect(page.locator("article.node-card[data-key='0'] .badge.self")).to_be_visible()
+    fresh_cluster3.kill(2)
+    dead = page.locator("article.node-card[data-key='2']")
+    expect(dead).to_have_attribute("data-state", "dead", timeout=60_000)
+    expect(dead).to_have_class(re.compile(r"\bdead\b"))
+    expect(dead.locator(".badge.state")).to_have_text("dead")
+    expect(cards).to_have_count(3)
+    expect(page.locator("#cluster-summary")).to_contain_text("1 dead")
+    screenshot(page, "cluster_dead_node")
