@@ -387,15 +387,31 @@ def run_node(settings: Settings, *, induct: bool = False) -> int:
     configure_logging(settings)
     try:
         trio.run(lambda: serve_node(settings, induct=induct))
-    except SettingsError as exc:
-        log.error("%s", exc)
-        return 2
-    except OSError as exc:
-        log.error(
-            "cannot start: runtime port %s:%d: %s",
-            settings.networking.host,
-            settings.networking.port,
-            exc.strerror or exc,
-        )
-        return 1
+    except BaseException as exc:
+        leaf = _known_leaf(exc)
+        if isinstance(leaf, SettingsError):
+            log.error("%s", leaf)
+            return 2
+        if isinstance(leaf, ConnectionError | KeyboardInterrupt):
+            log.error("cannot start: %s", leaf)
+            return 1
+        if isinstance(leaf, OSError):
+            log.error(
+                "cannot start: runtime port %s:%d: %s",
+                settings.networking.host,
+                settings.networking.port,
+                leaf.strerror or leaf,
+            )
+            return 1
+        raise
     return 0
+
+
+def _known_leaf(exc: BaseException) -> BaseException | None:
+    """The start-up failure a user should read, found inside trio's exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (leaf := _known_leaf(inner)) is not None:
+                return leaf
+        return None
+    return exc if isinstance(exc, SettingsError | OSError | KeyboardInterrupt) else None
