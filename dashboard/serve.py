@@ -27,6 +27,9 @@ from .app import create_app
 __all__ = ["bind_socket", "hypercorn_config", "serve_dashboard"]
 
 log = logging.getLogger(__name__)
+# hypercorn's own lines ("Running on ...") repeat the node's start line; keep its warnings.
+_HTTP_LOG = logging.getLogger("dashboard.http")
+_HTTP_LOG.setLevel(logging.WARNING)
 
 
 def bind_socket(host: str, port: int, backlog: int = 128) -> socket.socket:
@@ -50,7 +53,7 @@ def hypercorn_config(sock: socket.socket, max_threads: int) -> Config:
     config.bind = [f"fd://{sock.detach()}"]  # hypercorn owns the descriptor from here on
     config.backlog = max(128, 8 * max_threads)
     config.accesslog = None
-    config.errorlog = logging.getLogger("dashboard.http")
+    config.errorlog = _HTTP_LOG
     config.include_server_header = False
     config.keep_alive_timeout = 5.0
     config.graceful_timeout = 1.0
