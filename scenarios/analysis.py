@@ -272,7 +272,7 @@ def _judge(trace: Trace, views: Views, e: Expectation) -> dict[str, Any]:
             }
             for ev in trace.events
             if ev["new"] in DOWN_STATES
-            and float(ev["mono"]) >= t
+            and t <= float(ev["mono"]) <= trace.end
             and ev["observer"] != ev["subject"]
             and seen(ev["observer"])
             and subj(ev["subject"])

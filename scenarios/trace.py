@@ -155,7 +155,11 @@ class Views:
         resets = sorted(
             (a.t, i) for a in trace.actions if a.kind in ("restart", "add") for i in a.nodes
         )
-        events = sorted(trace.events, key=lambda e: float(e["mono"]))
+        # Events after the end (the teardown's leaves) are not part of the run.
+        events = sorted(
+            (e for e in trace.events if float(e["mono"]) <= trace.end),
+            key=lambda e: float(e["mono"]),
+        )
         ri = 0
         for ev in events:
             t = float(ev["mono"])

@@ -1,0 +1,141 @@
+"""rt_cluster without processes: arguments, messages, the cluster record, ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from cluster.cluster_cli import main
+from cluster.clusterstate import (
+    BadInput,
+    ClusterRecord,
+    NodeRecord,
+    cluster_dir,
+    load_record,
+    process_state,
+    save_record,
+)
+from cluster.launcher import check_port_free, pick_free_ports, plan_cluster
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["status", "--name", "ghost"], "no cluster named 'ghost'"),
+        (["down", "--name", "ghost"], "no cluster named 'ghost'"),
+        (["kill", "1", "--name", "ghost"], "no cluster named 'ghost'"),
+        (["kill", "x"], "not a node id: 'x'"),
+        (["loss", "0", "150"], "PERCENT: 150 is out of range"),
+        (["loss", "0", "lots"], "PERCENT: not a number"),
+        (["delay", "0", "-5"], "MS: -5 is out of range"),
+        (["partition", "0,a", "1"], "bad group '0,a'"),
+        (["up", "-n", "2", "--name", "bad/name"], "bad cluster name"),
+        (["up", "-n", "0"], "-n 0: a cluster needs at least one node"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_a_message_not_a_traceback(
+    cluster_home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == 2, err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def _record(home: Path, name: str = "c1") -> ClusterRecord:
+    d = cluster_dir(name)
+    d.mkdir(parents=True)
+    nodes = tuple(
+        NodeRecord(
+            node_id=i,
+            pid=0,
+            runtime_port=20000 + i,
+            dashboard_port=21000 + i,
+            dashboard="",
+            log=str(d / f"node-{i}.log"),
+            events=str(d / f"node-{i}.events"),
+            state="stopped",
+        )
+        for i in range(3)
+    )
+    rec = ClusterRecord(name=name, directory=str(d), hostfile=str(d / "hostfile"), nodes=nodes)
+    save_record(rec)
+    return rec
+
+
+def test_record_round_trip_and_unknown_node(cluster_home: Path) -> None:
+    rec = _record(cluster_home)
+    assert load_record("c1") == rec
+    with pytest.raises(BadInput, match="has no node 7"):
+        rec.node(7)
+
+
+def test_unknown_node_and_stopped_node(
+    cluster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record(cluster_home)
+    code, _, err = run(capsys, "kill", "7", "--name", "c1")
+    assert code == 2
+    assert "cluster 'c1' has no node 7 (nodes: 0, 1, 2)" in err
+    code, _, err = run(capsys, "pause", "1", "--name", "c1")
+    assert code == 2
+    assert "node 1 is not running" in err
+    code, _, err = run(capsys, "partition", "0", "1", "--name", "c1")
+    assert code == 2
+    assert "node(s) 2 are in no group" in err
+    code, out, _ = run(capsys, "status", "--json", "--name", "c1")
+    assert code == 0
+    assert '"state": "stopped"' in out
+
+
+def test_status_json_shape(cluster_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    _record(cluster_home)
+    _code, out, _ = run(capsys, "status", "--json", "--name", "c1")
+    body = json.loads(out)
+    assert list(body) == ["name", "nodes"]
+    assert list(body["nodes"][0]) == [
+        "node_id",
+        "pid",
+        "state",
+        "runtime_port",
+        "dashboard",
+        "log",
+        "events",
+    ]
+
+
+def test_process_state_sees_reused_pids_and_zombies() -> None:
+    assert process_state(os.getpid(), 0.0) == "running"
+    assert process_state(os.getpid(), 1.0) == "gone"  # same pid, another start time
+    assert process_state(0, 0.0) == "gone"
+
+
+def test_taken_port_is_named_before_anything_starts(tmp_path: Path) -> None:
+    (port,) = pick_free_ports("127.0.0.1", 1, udp=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        assert check_port_free("127.0.0.1", port, udp=True) is not None
+        with pytest.raises(Exception, match=f"node 0: runtime port taken: TCP port {port}"):
+            plan_cluster(tmp_path / "x", "x", 3, base_port=0, runtime_base_port=port)
+    rec = plan_cluster(tmp_path / "y", "y", 3, base_port=0, runtime_base_port=0)
+    ports = [n.runtime_port for n in rec.nodes] + [n.dashboard_port for n in rec.nodes]
+    assert len(set(ports)) == 6
+    assert Path(rec.hostfile).read_text().splitlines() == [
+        f"127.0.0.1:{n.runtime_port}" for n in rec.nodes
+    ]
