@@ -1,0 +1,1 @@
+"""Benchmark of local clusters: time until N node processes converge, and memory per node."""
