@@ -15,6 +15,7 @@ Errors: ``BadMessage`` (untrusted UDP bytes), ``FrameError`` (untrusted TCP fram
 """
 
 from .config import SwimConfig
+from .driver import SwimHandle, open_swim
 from .faults import Faults
 from .framing import FrameError, recv_frame, send_frame
 from .machine import SwimMachine
@@ -34,10 +35,12 @@ __all__ = [
     "Output",
     "SimNetwork",
     "SwimConfig",
+    "SwimHandle",
     "SwimMachine",
     "SwimStatistics",
     "SyncRequest",
     "decode_untrusted",
+    "open_swim",
     "recv_frame",
     "send_frame",
 ]
