@@ -268,9 +268,10 @@ class SimNetwork:
     def _apply(self, node: _Node, out: Output) -> None:
         i = node.node_id
         for ev in out.events:
-            if self.record_events:
+            if self.record_events or self.on_event is not None:
                 d = ev.as_dict()
-                self.events.append(d)
+                if self.record_events:
+                    self.events.append(d)
                 if self.on_event is not None:
                     self.on_event(d)
         for dg in out.datagrams:

@@ -98,21 +98,29 @@ async def query(host: str, port: int, msg: dict[str, Any], timeout: float = 5.0)
 
 async def _run_node(args: argparse.Namespace) -> None:
     config = SwimConfig.from_mapping(json.loads(args.config)) if args.config else SwimConfig()
-    async with (
-        open_swim(
-            config,
-            node_id=args.id,
-            host=args.host,
-            port=args.port,
-            seeds=args.seed,
-            event_log=args.event_log,
-            induct=args.id is None,
-        ) as handle,
-        trio.open_nursery() as nursery,
-    ):
-        await nursery.start(serve_tcp_for, handle, args.host, handle.port)
-        print(f"READY {handle.node_id} {handle.host} {handle.port}", flush=True)
-        await trio.sleep(math.inf)
+    for _attempt in range(20 if args.port == 0 else 1):
+        async with (
+            open_swim(
+                config,
+                node_id=args.id,
+                host=args.host,
+                port=args.port,
+                seeds=args.seed,
+                event_log=args.event_log,
+                induct=args.id is None,
+            ) as handle,
+            trio.open_nursery() as nursery,
+        ):
+            try:
+                await nursery.start(serve_tcp_for, handle, args.host, handle.port)
+            except OSError:  # the TCP twin of a free UDP port was taken: try another
+                if args.port != 0:
+                    raise
+                nursery.cancel_scope.cancel()
+                continue
+            print(f"READY {handle.node_id} {handle.host} {handle.port}", flush=True)
+            await trio.sleep(math.inf)
+    raise SystemExit("no free UDP+TCP port pair")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -57,21 +57,27 @@ async def run_member(
     task_status: trio.TaskStatus[tuple[SwimHandle, trio.CancelScope]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     with trio.CancelScope() as scope:
-        async with (
-            open_swim(
-                config,
-                node_id=i,
-                host="127.0.0.1",
-                port=0,
-                seeds=seeds,
-                event_log=log_path,
-                rng=random.Random(i),
-            ) as h,
-            trio.open_nursery() as nursery,
-        ):
-            await nursery.start(serve_tcp_for, h, "127.0.0.1", h.port)
-            task_status.started((h, scope))
-            await trio.sleep_forever()
+        for _attempt in range(20):  # the TCP twin of a free UDP port may be taken: retry
+            async with (
+                open_swim(
+                    config,
+                    node_id=i,
+                    host="127.0.0.1",
+                    port=0,
+                    seeds=seeds,
+                    event_log=log_path,
+                    rng=random.Random(i),
+                ) as h,
+                trio.open_nursery() as nursery,
+            ):
+                try:
+                    await nursery.start(serve_tcp_for, h, "127.0.0.1", h.port)
+                except OSError:
+                    nursery.cancel_scope.cancel()
+                    continue
+                task_status.started((h, scope))
+                await trio.sleep_forever()
+        raise RuntimeError("no free UDP+TCP port pair")
 
 
 @asynccontextmanager
@@ -165,7 +171,6 @@ async def test_induct_gets_next_free_id(tmp_path: Path) -> None:
         async with open_swim(
             FAST, node_id=None, host="127.0.0.1", port=0, seeds=[seed], induct=True
         ) as newbie:
-            await nursery.start(serve_tcp_for, newbie, "127.0.0.1", newbie.port)
             assert newbie.node_id == 2
             await wait_all([*hs, newbie], lambda ms: len(ms) == 3, timeout=30)
         nursery.cancel_scope.cancel()

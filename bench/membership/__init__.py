@@ -1,0 +1,1 @@
+"""Membership benchmark: rtsim swim against Serf on loopback, and the simulated network."""
