@@ -76,9 +76,9 @@ def test_buddy_probe_carries_the_suspicion() -> None:
     m0 = net.machine(0)
     from swim.wire import Suspect
 
-    m0._apply(Suspect(0, 3, 1), "gossip")
+    m0.membership.apply(Suspect(0, 3, 1), "gossip", net.now)
     assert net.state(0, 3) == "suspected"
-    m0._queue.clear()  # only the probe itself can tell node 3 now
+    m0.outbox.queue.clear()  # only the probe itself can tell node 3 now
     m0.table._order, m0.table._pos = [3], 0
     m0._next_probe = net.now
     out = m0.tick(net.now)

@@ -1,0 +1,99 @@
+"""Outbox: what one machine sends, with queued updates piggybacked, and what it reports.
+
+Rules:
+1. Every datagram is a compound packet filled up to ``max_packet_bytes`` with queued updates
+   (least-sent first), so gossip rides on probes for free.
+2. The outbox only collects; ``flush()`` hands the lot to the caller as one ``Output``.
+3. Counters of sent packets are kept here, at the one place packets are made.
+"""
+
+from __future__ import annotations
+
+from . import wire
+from .broadcast import BroadcastQueue, retransmit_limit
+from .config import SwimConfig
+from .members import MemberEvent, MemberState
+from .outputs import Counters, Datagram, Output, SyncRequest
+from .table import Entry, MemberTable
+from .wire import Alive, Dead, Message, Suspect
+
+__all__ = ["Outbox"]
+
+_EMPTY = Output()
+
+
+class Outbox:
+    """Datagrams, TCP exchanges and events produced by one machine call."""
+
+    def __init__(self, config: SwimConfig, table: MemberTable, counters: Counters) -> None:
+        self.config = config
+        self.table = table
+        self.counters = counters
+        self.queue = BroadcastQueue()
+        self._dgrams: list[Datagram] = []
+        self._syncs: list[SyncRequest] = []
+        self._events: list[MemberEvent] = []
+
+    def limit(self) -> int:
+        """How many times an update is sent in a cluster of the current size."""
+        return retransmit_limit(self.config.retransmit_mult, self.table.up_count)
+
+    def broadcast(self, subject: int, m: Alive | Suspect | Dead) -> None:
+        """Queue an update about ``subject`` for gossip (replacing an older one about it)."""
+        self.queue.push(subject, wire.encode_part(m))
+
+    def send(self, addr: tuple[str, int], dest: int | None, kind: str, m: Message) -> None:
+        self.send_parts(addr, dest, kind, [wire.encode_part(m)])
+
+    def send_parts(
+        self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[bytes]
+    ) -> None:
+        """Send ``parts`` with as many queued updates piggybacked as the packet cap allows."""
+        used = sum(len(p) + 5 for p in parts) + wire.compound_overhead(0)
+        room = self.config.max_packet_bytes - used
+        if room > 0:
+            parts = parts + self.queue.take(room, self.limit(), skip=frozenset(parts))
+        self._emit(addr, dest, kind, parts[: wire.MAX_PARTS])
+
+    def gossip(self, now: float) -> None:
+        """One gossip tick: queued updates to ``gossip_nodes`` random members (and the dead)."""
+        if not len(self.queue):
+            return
+        c = self.config
+        budget = c.max_packet_bytes - wire.compound_overhead(0)
+        for t in self.table.gossip_targets(c.gossip_nodes, now, c.gossip_to_the_dead_time):
+            parts = self.queue.take(budget, self.limit())
+            if not parts:
+                break
+            self._emit((t.host, t.port), t.node_id, "gossip", parts)
+
+    def sync(self, host: str, port: int, join: bool) -> None:
+        """Ask the caller for a TCP push/pull with host:port."""
+        self._syncs.append(SyncRequest(host, port, self.table.id_at(host, port), join))
+
+    def event(self, now: float, e: Entry, old: MemberState | None, cause: str) -> None:
+        self._events.append(
+            MemberEvent(
+                now,
+                self.table.me.node_id,
+                e.node_id,
+                None if old is None else old.value,
+                e.state.value,
+                e.incarnation,
+                cause,
+            )
+        )
+
+    def _emit(self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[bytes]) -> None:
+        data = wire.encode_compound(parts)
+        self.counters.sent(kind, len(data))
+        self._dgrams.append(Datagram(addr, data, dest, kind))
+
+    def flush(self) -> Output:
+        if not (self._dgrams or self._syncs or self._events):
+            return _EMPTY
+        out = Output(tuple(self._dgrams), tuple(self._syncs), tuple(self._events))
+        self._dgrams.clear()
+        self._syncs.clear()
+        self._events.clear()
+        return out
