@@ -61,7 +61,7 @@ def free_port() -> int:
 
 
 def get_json(url: str, timeout: float = 3.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback only)
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
         return json.loads(resp.read())
 
 

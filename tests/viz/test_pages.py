@@ -24,7 +24,7 @@ def post_form(url: str, data: dict[str, str]) -> Any:
     body = "&".join(f"{k}={v}" for k, v in data.items()).encode()
     req = urllib.request.Request(url, data=body, method="POST")
     req.add_header("Content-Type", "application/x-www-form-urlencoded")
-    with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 (loopback only)
+    with urllib.request.urlopen(req, timeout=5) as resp:
         return resp.read()
 
 
@@ -115,7 +115,9 @@ def test_typed_form_creates_a_pool_and_the_corner_control_destroys_it(
     form.get_by_label("Pool name").fill("viz_test_dev")
     form.get_by_label("Capacity").fill("2MB")
     form.get_by_role("button", name="Create").click()
-    expect(form.locator(".form-message")).to_contain_text(f"Created pool viz_test_dev ({suggested})")
+    expect(form.locator(".form-message")).to_contain_text(
+        f"Created pool viz_test_dev ({suggested})"
+    )
     card = page.locator(f"#pools-body article.pool-card[data-key='{suggested}']")
     expect(card).to_be_visible()
     expect(card.locator("h3 a")).to_have_attribute("href", f"/viz/rt_bdev/?pool={suggested}")
@@ -269,6 +271,10 @@ def test_node_page_of_a_paused_peer_shows_the_error_and_recovers(
 
 
 def test_cluster_page_marks_a_killed_node_dead(fresh_cluster3: LocalNodes, page: Any) -> None:
+    # a second tab on the node about to die: it must say so and keep its data, dimmed
+    own = page.context.new_page()
+    own.goto(f"{fresh_cluster3.url(2)}/")
+    expect(own.locator("#node-grid article.node-card")).to_have_count(3, timeout=TIMEOUT_MS)
     page.goto(f"{fresh_cluster3.url(0)}/")
     cards = page.locator("#node-grid article.node-card")
     expect(cards).to_have_count(3, timeout=TIMEOUT_MS)
@@ -284,3 +290,58 @@ def test_cluster_page_marks_a_killed_node_dead(fresh_cluster3: LocalNodes, page:
     expect(cards).to_have_count(3)
     expect(page.locator("#cluster-summary")).to_contain_text("1 dead")
     screenshot(page, "cluster_dead_node")
+
+    expect(own.locator(".net-status")).to_contain_text("unreachable", timeout=TIMEOUT_MS)
+    expect(own.locator("#nodes-panel")).to_have_class(re.compile(r"\bstale\b"))
+    expect(own.locator("#nodes-panel .panel-status")).to_contain_text("last updated")
+    expect(own.locator("#node-grid article.node-card")).to_have_count(3)
+    screenshot(own, "cluster_own_node_down")
+
+
+# ---- scale -------------------------------------------------------------------------------------
+
+
+def test_pools_page_with_500_pools_paints_and_bounds_stats_requests(
+    tmp_path: Any, page: Any
+) -> None:
+    node = LocalNodes(tmp_path)
+    try:
+        node.start(1)
+        base = node.url(0)
+        before = len(pool_ids(base))
+        for i in range(500 - before):
+            post_form(
+                f"{base}/api/mod/rt_bdev/create",
+                {"pool_name": f"s{i:03d}", "pool_id": f"{2000 + i}.0", "bdev_type": "noop",
+                 "capacity": "4K"},
+            )  # fmt: skip
+        assert len(pool_ids(base)) == 500
+        in_flight = {"now": 0, "max": 0, "done": 0}
+
+        def started(req: Any) -> None:
+            if "/monitor?query=stats" in req.url:
+                in_flight["now"] += 1
+                in_flight["max"] = max(in_flight["max"], in_flight["now"])
+
+        def ended(req: Any) -> None:
+            if "/monitor?query=stats" in req.url:
+                in_flight["now"] -= 1
+                in_flight["done"] += 1
+
+        page.on("request", started)
+        page.on("requestfinished", ended)
+        page.on("requestfailed", ended)
+        page.goto(f"{base}/viz/rt_admin/pools.html")
+        expect(page.locator("#pools-body article.pool-card")).to_have_count(500, timeout=TIMEOUT_MS)
+        # stats stream in after the list, cards on screen first, then by pool id (the node
+        # answers each stats query in tens of ms with 500 pools, so all 500 take a while)
+        expect(page.locator("article.pool-card[data-key='1.0'] dl.kv")).to_be_visible()
+        hundredth = page.locator("#pools-body article.pool-card[data-key='2100.0'] dl.kv")
+        expect(hundredth).to_contain_text("bdev type", timeout=60_000)
+        assert in_flight["done"] >= 100
+        assert 1 <= in_flight["max"] <= 6, in_flight
+        page.locator("#pool-filter").fill("s48")
+        expect(page.locator("#pools-body article.pool-card")).to_have_count(10)
+        screenshot(page, "pools_500_filtered")
+    finally:
+        node.stop_all()

@@ -331,9 +331,21 @@ function updatePredictionSelect() {
   if (pools.some((p) => p.pool_id === keep)) predSel.value = keep;
 }
 function paintPredictions() {
-  if (containersBody) renderPredictions($('#predictions-body'), containersBody, { poolId: predSel.value || null });
+  if (!containersBody) return;
+  const cs = containersBody.containers || [];
+  const methods = cs.reduce((n, c) => n + (c.methods || []).length, 0);
+  const trained = cs.reduce((n, c) => n + (c.methods || []).filter((m) => m.mape > 0 || m.wall_mape > 0).length, 0);
+  setText($('#predictions-summary'), predSel.value
+    ? `Show the methods of pool ${predSel.value}`
+    : `Show all ${methods} methods of ${cs.length} pools (${trained} trained)`);
+  if (!$('#predictions-more').open) return; // painted when opened
+  renderPredictions($('#predictions-body'), containersBody, { poolId: predSel.value || null });
 }
-predSel.addEventListener('change', paintPredictions);
+predSel.addEventListener('change', () => {
+  if (predSel.value) $('#predictions-more').open = true;
+  paintPredictions();
+});
+$('#predictions-more').addEventListener('toggle', paintPredictions);
 new Panel($('#predictions-panel')).watch(async () => {
   containersBody = await getJSON('/api/nodes/local/containers');
   paintPredictions();
