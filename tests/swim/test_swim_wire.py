@@ -113,10 +113,10 @@ _scalar = st.one_of(
     st.text(max_size=20),
     st.binary(max_size=20),
 )
-_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=6), max_leaves=20)
+_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=4), max_leaves=8)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(list(MsgType)), st.lists(_value, max_size=9))
 def test_structured_garbage_raises_only_bad_message(kind: MsgType, body: list[object]) -> None:
     data = bytes([VERSION, kind]) + msgpack.packb(body, use_bin_type=True)
