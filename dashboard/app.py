@@ -6,17 +6,18 @@ Rules:
    routes, then assets (``/viz/<mod>/...``), then ``/``, else the JSON 404.
 2. Before any handler: the Host, cross-site and body-size rules of ``dashboard.safety``.
 3. Around every request: admission (``max_threads`` slots, ``dashboard.admission``).
-4. After every request: counted in ``/metrics``; security headers; never a CORS header.
+4. After every request (``ResponseTap``): counted in ``/metrics``; security headers; never a
+   CORS header.
 5. Every body is JSON (``dashboard.jsonio``) except pages and ``/metrics``.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
+from typing import Any
 
-from quart import Response, request
+from quart import request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -37,13 +38,42 @@ __all__ = ["DashboardState", "create_app", "dashboard_state"]
 
 log = logging.getLogger(__name__)
 EXTENSION = "rtsim"
-_CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-_SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",  # no clickjacking of the destroy buttons
-    "Content-Security-Policy": "frame-ancestors 'none'",
-    "Referrer-Policy": "same-origin",
-}
+ROUTE_KEY = "rtsim.route"  # the matched rule, left in the ASGI scope for ResponseTap
+_SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),  # no clickjacking of the destroy buttons
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
+class ResponseTap:
+    """ASGI middleware for rule 4: counts each answer by route and status, and adds the
+    security headers. At the ASGI layer, because werkzeug header objects cost more per request
+    than the rest of a small JSON answer."""
+
+    def __init__(self, app: Any, metrics: DashboardMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def tapped(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {**message, "headers": [*message.get("headers", ()),
+                                                  *_SECURITY_HEADERS]}  # fmt: skip
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tapped)
+        finally:
+            self.metrics.count(scope.get(ROUTE_KEY), scope.get("method", ""), status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,37 +105,26 @@ def create_app(runtime: Runtime, viz_settings: VizSettings) -> QuartTrio:
     app.url_map.merge_slashes = False  # "//" is not redirected; assets refuse it instead
 
     admission = Admission(app.asgi_app, viz_settings.max_threads, lambda: runtime.node_id)
-    app.asgi_app = admission  # type: ignore[method-assign,assignment]
     metrics = DashboardMetrics(runtime, admission.statistics)
+    app.asgi_app = ResponseTap(admission, metrics)  # type: ignore[method-assign,assignment]
     policy = SitePolicy.for_bind(viz_settings.bind, viz_settings.port, viz_settings.allowed_hosts)
     app.extensions[EXTENSION] = DashboardState(runtime, viz_settings, policy, metrics, admission)
 
     install_error_handlers(app)
-    patterns: dict[str, str] = {}
 
     @app.before_request
     async def guard() -> None:
+        rule = request.url_rule
+        scope: Any = request.scope
+        scope[ROUTE_KEY] = rule.rule if rule is not None else None  # for ResponseTap
         policy.check()
-        length = request.content_length
-        if length is not None and length > MAX_BODY:
-            raise RequestEntityTooLarge()
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
+        if request.method not in ("GET", "HEAD", "OPTIONS"):  # GET bodies are never read
+            length = request.content_length
+            if length is not None and length > MAX_BODY:
+                raise RequestEntityTooLarge()
             # Read (at most MAX_BODY bytes of) the body now, so a body without a length that
             # is too long is a 413 whether or not the handler reads it.
             await request.get_data(cache=True, as_text=False, parse_form_data=False)
-
-    @app.after_request
-    async def finish(response: Response) -> Response:
-        rule = request.url_rule
-        if rule is None:
-            route = "<unmatched>"
-        else:
-            route = patterns.get(rule.rule) or patterns.setdefault(
-                rule.rule, _CONVERTER.sub(r"{\1}", rule.rule)
-            )
-        metrics.requests.labels(route, request.method, str(response.status_code)).inc()
-        response.headers.update(_SECURITY_HEADERS)
-        return response
 
     app.register_blueprint(admin_blueprint(runtime, metrics))
     for name, module in runtime.modules.items():

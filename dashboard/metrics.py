@@ -11,6 +11,7 @@ Rules:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ _SWIM_BY_KIND = {
     "recv_bytes": ("rt_swim_bytes", "received"),
 }
 _STATES = ("alive", "probe_failed", "suspected", "dead")
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 
 def _number(v: Any) -> float | None:
@@ -156,6 +159,19 @@ class DashboardMetrics:
             ["query", "outcome"], buckets=_FORWARD_BUCKETS, registry=self.registry,
         )  # fmt: skip
         self.registry.register(_RuntimeCollector(runtime, admission))
+        self._children: dict[tuple[str | None, str, int], Any] = {}
+
+    def count(self, rule: str | None, method: str, status: int) -> None:
+        """One answered request; ``rule`` is the matched werkzeug rule (None: unmatched)."""
+        key = (rule, method, status)
+        child = self._children.get(key)
+        if child is None:
+            route = "<unmatched>" if rule is None else _CONVERTER.sub(r"{\1}", rule)
+            verb = method if method in _METHODS else "other"  # bounded labels
+            child = self.requests.labels(route, verb, str(status))
+            if len(self._children) < 4096:
+                self._children[key] = child
+        child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

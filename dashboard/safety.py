@@ -25,7 +25,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from quart import request
 
@@ -90,6 +90,7 @@ class SitePolicy:
     any_address: bool  # bound to a wildcard: every address literal is one of ours
     extra: frozenset[tuple[str, int | None]]  # from viz.allowed_hosts
     check_host: bool = True
+    _seen: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_bind(cls, bind: str, port: int, allowed_hosts: Iterable[str] = ()) -> SitePolicy:
@@ -113,6 +114,14 @@ class SitePolicy:
         return cls(port, frozenset(names - {""}), wildcard, frozenset(extra), check)
 
     def host_ok(self, host: str) -> bool:
+        known = self._seen.get(host)
+        if known is None:
+            known = self._host_ok(host)
+            if len(self._seen) < 1024:  # a bounded memo: clients send a handful of values
+                self._seen[host] = known
+        return known
+
+    def _host_ok(self, host: str) -> bool:
         try:
             name, port = split_host(host)
         except ValueError:
