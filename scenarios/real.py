@@ -19,7 +19,7 @@ from typing import Any
 import trio
 import yaml
 
-from cluster.clusterstate import ClusterError
+from cluster.clusterstate import ClusterError, save_record
 from cluster.launcher import LocalCluster, launch, plan_cluster
 
 from .spec import Scenario, Step
@@ -227,7 +227,9 @@ async def run_real(scenario: Scenario, out: Path, *, seed: int | None = None) ->
     swim_cfg = scenario.swim
     try:
         launched = time.monotonic()
-        await launch(cluster, wait=True, timeout=60.0 + 2.0 * scenario.nodes)
+        await launch(
+            cluster, wait=True, timeout=60.0 + 2.0 * scenario.nodes, on_spawned=save_record
+        )
         t0 = time.monotonic()
         async with trio.open_nursery() as nursery:
             for step in scenario.steps:
@@ -238,7 +240,10 @@ async def run_real(scenario: Scenario, out: Path, *, seed: int | None = None) ->
         end = time.monotonic()
     finally:
         with trio.CancelScope(shield=True):
-            await cluster.down(grace=5.0)
+            try:
+                await cluster.down(grace=5.0)
+            finally:
+                save_record(cluster.record)
     return Trace(
         mode="real",
         t0=t0,

@@ -137,10 +137,17 @@ def run_scenario(
 
             assert out is not None
             trace = trio.run(lambda: run_real(scenario, out, seed=seed))
-    except Exception as exc:
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    except Exception as exc:  # the run failed: an error verdict, not a crash
+        detail = "; ".join(_leaves(exc))
         return error_results(scenario, scenario.source, mode, seed, detail), None
     return results_of(scenario, trace, mode, seed), trace
+
+
+def _leaves(exc: BaseException) -> list[str]:
+    """The messages of the real errors inside (possibly nested) exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [m for inner in exc.exceptions for m in _leaves(inner)]
+    return ["".join(traceback.format_exception_only(type(exc), exc)).strip()]
 
 
 def write_outputs(out: Path, results: dict[str, Any], trace: Trace | None) -> None:
