@@ -157,7 +157,8 @@ class SwimHandle:
 
     # ---- carrying out the machine's output ------------------------------------------------
 
-    def _process(self, out: Output) -> None:
+    def _process(self, out: Output, *, wake: bool = True) -> None:
+        """Carry out a machine output; ``wake`` makes the tick loop recompute its deadline."""
         for ev in out.events:
             if self._log is not None:
                 self._log.write(json.dumps(ev.as_dict(wall=time.time())) + "\n")
@@ -172,7 +173,8 @@ class SwimHandle:
             if key not in self._syncing:
                 self._syncing.add(key)
                 self._nursery.start_soon(self._pushpull, req)
-        self._wake.set()
+        if wake:
+            self._wake.set()
 
     def _send_nowait(self, data: bytes, addr: tuple[str, int], dest: int | None) -> None:
         why = self.faults.verdict(dest, self._rng)
@@ -280,7 +282,8 @@ class SwimHandle:
                 with trio.move_on_after(min(wait, 1.0)):
                     await self._wake.wait()
             self._wake = trio.Event()
-            self._process(self.machine.tick(time.monotonic()))
+            # The tick's own output must not wake this loop again (it would spin).
+            self._process(self.machine.tick(time.monotonic()), wake=False)
 
     async def _lag_loop(self) -> None:
         # Ten samples a second: how late a 10 ms sleep wakes is the direct view of starvation.

@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import signal
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -158,6 +160,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-real", action="store_true", help="skip the OS-process comparison")
     ap.add_argument("--out", default=None, help="JSON output path")
     args = ap.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every launched process is stopped in a finally.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     sizes, reps, window = ([5], 2, 5.0) if args.quick else ([5, 10, 20], 5, 10.0)
     sim_sizes, epi_sizes = ([100], [100, 1000]) if args.quick else ([100, 1000], [100, 1000, 10000])
     res: dict[str, Any] = {

@@ -27,7 +27,10 @@ CONFIG = {
 }
 
 
-async def start_node(i: int, seeds: list[str], tmp: Path) -> tuple[trio.Process, int]:
+async def start_node(
+    i: int, seeds: list[str], tmp: Path, procs: list[trio.Process]
+) -> tuple[trio.Process, int]:
+    """Start member i; it is in ``procs`` (for the caller's cleanup) before we wait on it."""
     cmd = [
         sys.executable,
         "-m",
@@ -45,6 +48,7 @@ async def start_node(i: int, seeds: list[str], tmp: Path) -> tuple[trio.Process,
         cmd += ["--seed", s]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = await trio.lowlevel.open_process(cmd, stdout=subprocess.PIPE, cwd=ROOT, env=env)
+    procs.append(proc)
     assert proc.stdout is not None
     buf = b""
     with trio.fail_after(180):  # generous: a loaded machine imports slowly
@@ -71,8 +75,7 @@ async def test_five_processes_detect_a_kill(tmp_path: Path) -> None:
     try:
         for i in range(5):
             seeds = [f"127.0.0.1:{ports[0]}"] if ports else []
-            proc, port = await start_node(i, seeds, tmp_path)
-            procs.append(proc)
+            _proc, port = await start_node(i, seeds, tmp_path, procs)
             ports.append(port)
         with trio.fail_after(180):
             while True:
