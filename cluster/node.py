@@ -20,6 +20,7 @@ import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -303,7 +304,11 @@ async def open_node(
     node.runtime.peer_call = lambda m, f, t: _peer_call(node, m, f, t)
     async with trio.open_nursery() as nursery:
         node.rpc_port = await nursery.start(
-            serve_rpc, net.host, net.port, _LateHandlers(node), node.rpc_stats
+            partial(serve_rpc, verbatim=("swim",)),
+            net.host,
+            net.port,
+            _LateHandlers(node),
+            node.rpc_stats,
         )
         swim_cm = swim.open_swim(
             swim.SwimConfig.from_mapping(settings.swim),

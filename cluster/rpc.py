@@ -2,7 +2,9 @@
 
 Rules:
 1. A connection carries request frames ``{"k": kind, ...}``, each answered by one reply frame:
-   ``{"ok": true, "body": ...}`` or ``{"ok": false, "status": int, "error": str}``.
+   ``{"ok": true, "body": ...}`` or ``{"ok": false, "status": int, "error": str}``. Kinds named
+   in ``verbatim`` (the membership protocol's ``"swim"``) own their reply format: the handler's
+   dict is sent as it is.
 2. A malformed frame (bad length, not msgpack, not a mapping, unknown kind) closes that
    connection and is counted; it never stops the node.
 3. Callers bound every call with a timeout; an ``ApiError`` raised by the remote handler comes
@@ -12,7 +14,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +56,7 @@ async def serve_rpc(
     handlers: Mapping[str, Handler],
     stats: RpcServerStats,
     *,
+    verbatim: Collection[str] = (),
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on ``host:port`` (TCP) and answer frames by kind; report the bound port."""
@@ -80,13 +83,16 @@ async def serve_rpc(
                     return
                 stats.requests += 1
                 try:
-                    reply = {"ok": True, "body": await handler(msg)}
+                    body = await handler(msg)
+                    reply = body if kind in verbatim else {"ok": True, "body": body}
                 except ApiError as exc:
                     reply = {"ok": False, "status": exc.status, "error": exc.message}
                 except Exception as exc:
                     stats.failed += 1
-                    log.exception("RPC handler %r failed", msg.get("k"))
+                    log.exception("RPC handler %r failed", kind)
                     reply = {"ok": False, "status": 500, "error": f"handler failed: {exc}"}
+                if kind in verbatim:
+                    reply.setdefault("k", kind)
                 try:
                     await send_frame(stream, reply)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -382,6 +382,8 @@ class Runtime:
             errs["mod_name"] = (
                 f"module '{mod_name}' is not loaded (loaded: {', '.join(self.modules)})"
             )
+        elif mod_name == "rt_admin":
+            errs["mod_name"] = "rt_admin has one pool, the admin pool 1.0: the runtime itself"
         if not pool_name.strip():
             errs["pool_name"] = "required"
         elif (other := self.pools.by_name(pool_name)) is not None:

@@ -118,7 +118,9 @@ def test_start_monitor_compose_and_stop(nodes: Nodes, tmp_path: Path) -> None:
     assert '"workers"' in out.stdout
 
     compose = tmp_path / "pools.yaml"
-    compose.write_text("compose:\n  - {mod_name: rt_admin, pool_name: extra, pool_id: '810.0'}\n")
+    compose.write_text(
+        "compose:\n  - {mod_name: rt_bdev, pool_name: extra, pool_id: '810.0', capacity: 64K}\n"
+    )
     out = rt_run("compose", str(compose), "--port", str(port), env=nodes.env)
     assert out.returncode == 0, out.stderr
     assert "composed extra (810.0)" in out.stdout
@@ -179,7 +181,7 @@ def test_migrate_moves_a_pool_to_another_node(nodes: Nodes, tmp_path: Path) -> N
     for p, proc in zip(ports, procs, strict=True):
         nodes.wait_ready(p, proc)
     compose = tmp_path / "pools.yaml"
-    compose.write_text("- {mod_name: rt_admin, pool_name: mover, pool_id: '820.0'}\n")
+    compose.write_text("- {mod_name: rt_bdev, pool_name: mover, pool_id: '820.0', capacity: 64K}\n")
     assert rt_run("compose", str(compose), "--port", str(ports[0]), env=nodes.env).returncode == 0
     # node 1 must be in node 0's table before it can be addressed
     deadline = time.monotonic() + 20

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from functools import partial
 from typing import Any
 
 import msgpack
@@ -11,6 +12,7 @@ import trio
 
 from cluster.errors import BadRequest, NotFound
 from cluster.rpc import RpcServerStats, rpc_call, serve_rpc
+from swim import recv_frame, send_frame
 
 
 async def echo(msg: dict[str, Any]) -> Any:
@@ -108,3 +110,23 @@ async def test_connection_refused_is_an_oserror() -> None:
 
 def test_bad_request_is_importable() -> None:
     assert BadRequest.status == 400
+
+
+async def test_verbatim_kinds_own_their_reply_format(nursery: trio.Nursery) -> None:
+    async def swim_like(msg: dict[str, Any]) -> Any:
+        return {"k": "swim", "ok": True, "node_id": 4}
+
+    stats = RpcServerStats()
+    port = await nursery.start(
+        partial(serve_rpc, verbatim=("swim",)),
+        "127.0.0.1",
+        0,
+        {"swim": swim_like, "broken": broken},
+        stats,
+    )
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await send_frame(stream, {"k": "swim", "op": "induct"})
+        assert await recv_frame(stream, 1 << 20) == {"k": "swim", "ok": True, "node_id": 4}
+    with pytest.raises(Exception, match="handler failed"):
+        await rpc_call("127.0.0.1", port, {"k": "broken"}, 5)

@@ -52,19 +52,21 @@ async def test_compose_reports_every_failing_field_at_once(runtime: Runtime) -> 
     assert info.value.body()["ok"] is False
     with pytest.raises(ValidationFailed) as info:
         await runtime.compose("rt_admin", "x", "1.0", "a: [")
+    assert "the runtime itself" in info.value.errors["mod_name"]
     assert "admin pool" in info.value.errors["pool_id"]
     assert "not valid YAML" in info.value.errors["config"]
 
 
 async def test_validate_only_creates_nothing_then_compose_and_destroy(runtime: Runtime) -> None:
-    assert await runtime.compose("rt_admin", "extra", "800.0", "", validate_only=True) == {
+    bdev = "bdev_type: ram\ncapacity: 64K\n"
+    assert await runtime.compose("rt_bdev", "extra", "800.0", bdev, validate_only=True) == {
         "ok": True
     }
     assert PoolId(800, 0) not in runtime.pools
-    body = await runtime.compose("rt_admin", "extra", "800.0", "{}")
+    body = await runtime.compose("rt_bdev", "extra", "800.0", bdev)
     assert body == {"ok": True, "pool_name": "extra", "pool_id": "800.0"}
     with pytest.raises(ValidationFailed) as info:
-        await runtime.compose("rt_admin", "extra", "800.0", "")
+        await runtime.compose("rt_bdev", "extra", "800.0", bdev)
     assert "exists already" in info.value.errors["pool_name"]
     assert "taken" in info.value.errors["pool_id"]
     assert await runtime.destroy("800.0") == {"ok": True, "pool_id": "800.0", "pool_name": "extra"}
