@@ -44,6 +44,8 @@ def _add_node_flags(p: argparse.ArgumentParser) -> None:
         "--induct", action="store_true", help="join without a hostfile entry; take the next free id"
     )
     p.add_argument("--events", help="membership event log (JSON lines)")
+    p.add_argument("--data-dir", dest="data_dir", help="where file block devices live")
+    p.add_argument("--seed", type=int, help="seed of the membership layer's randomness")
     p.add_argument("--log-file", dest="log_file", help="log file (default stderr)")
     viz = p.add_mutually_exclusive_group()
     viz.add_argument(
@@ -75,6 +77,7 @@ def _settings(args: argparse.Namespace, mode: str = "daemon") -> Settings:
             "host",
             "events",
             "log_file",
+            "data_dir",
         )
     }
     return load_settings(mode, flags=flags, config_file=getattr(args, "config", None))  # type: ignore[arg-type]
@@ -105,7 +108,7 @@ def _call(args: argparse.Namespace, frame: dict[str, Any], timeout: float = RPC_
 def cmd_start(args: argparse.Namespace) -> int:
     from .node import run_node
 
-    return run_node(_settings(args), induct=args.induct)
+    return run_node(_settings(args), induct=args.induct, seed=args.seed)
 
 
 def _stop(args: argparse.Namespace, quiet_if_none: bool = False) -> int:

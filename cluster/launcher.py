@@ -148,6 +148,8 @@ class LocalCluster:
             rec.events,
             "--log-file",
             rec.log,
+            "--data-dir",
+            str(Path(rec.log).parent / f"node-{rec.node_id}-data"),
         ]
         if self.viz and rec.dashboard_port >= 0:
             cmd += ["--viz-port", str(rec.dashboard_port)]

@@ -361,11 +361,12 @@ async def serve_node(
     settings: Settings,
     *,
     induct: bool = False,
+    seed: int | None = None,
     task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a node until SIGINT/SIGTERM or a stop request, then shut it down cleanly."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with open_node(settings, induct=induct) as node:
+        async with open_node(settings, induct=induct, seed=seed) as node:
             log.info(
                 "node %d up: runtime %s:%d (pid %d)",
                 node.node_id,
@@ -387,11 +388,11 @@ async def serve_node(
             log.info("node %d stopping", node.node_id)
 
 
-def run_node(settings: Settings, *, induct: bool = False) -> int:
+def run_node(settings: Settings, *, induct: bool = False, seed: int | None = None) -> int:
     """The daemon: configure logging, run the node in the foreground; return an exit status."""
     configure_logging(settings)
     try:
-        trio.run(lambda: serve_node(settings, induct=induct))
+        trio.run(lambda: serve_node(settings, induct=induct, seed=seed))
     except BaseException as exc:
         leaf = _known_leaf(exc)
         if isinstance(leaf, SettingsError):

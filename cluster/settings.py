@@ -316,4 +316,7 @@ def load_settings(
         log = replace(log, events=str(flags["events"]))
     if flags.get("log_file") is not None:
         log = replace(log, file=str(flags["log_file"]))
-    return replace(settings, viz=viz, networking=net, logging=log)
+    runtime = settings.runtime
+    if flags.get("data_dir") is not None:
+        runtime = replace(runtime, data_dir=str(flags["data_dir"]))
+    return replace(settings, viz=viz, networking=net, logging=log, runtime=runtime)

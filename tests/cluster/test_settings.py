@@ -146,3 +146,11 @@ def test_compose_section_and_other_sections_are_read(tmp_path: Path) -> None:
     assert s.workload.enabled is False
     assert s.compose[0]["capacity"] == "1MB"
     assert s.source == str(conf)
+
+
+def test_command_line_paths_override_the_file(tmp_path: Path) -> None:
+    conf = write(tmp_path, "runtime: {data_dir: /from/file}\nlogging: {events: /e.log}\n")
+    flags = {"data_dir": str(tmp_path / "d"), "events": str(tmp_path / "ev")}
+    s = load_settings("daemon", env={"RT_SERVER_CONF": str(conf)}, flags=flags)
+    assert s.data_dir == tmp_path / "d"
+    assert s.logging.events == str(tmp_path / "ev")
