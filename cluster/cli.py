@@ -153,7 +153,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     for name, module in runtime.modules.items():
         print(f"\n{name}: {module.title or name}")
         print(f"  methods: {', '.join(module.methods) or '-'}")
-        print(f"  create form: {'yes' if module.create_form() else 'no'}")
+        print(f"  create form: {'yes' if module.has_create_form else 'no'}")
         for r in module.routes():
             print(f"  route: {r.method:4} /api/mod/{name}/{r.path}  {r.doc}")
         print(f"  assets: {runtime.assets.get(name, '(none found)')}")

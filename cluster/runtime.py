@@ -212,7 +212,7 @@ class Runtime:
             "chimods": [
                 {
                     "name": name,
-                    "has_create": mod.create_form() is not None,
+                    "has_create": mod.has_create_form,
                     "has_pages": name in self.assets,
                 }
                 for name, mod in self.modules.items()

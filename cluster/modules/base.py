@@ -7,6 +7,8 @@ Rules:
    in one place: generic fields by the runtime, module parameters by ``validate_config``.
 3. Route handlers receive a ``RouteCall`` and return a JSON-able dict or raise an ``ApiError``;
    the dashboard mounts them under ``/api/mod/<mod_name>/`` without knowing what they do.
+   Every module has the conventional ``GET pools``; one with a create form also ``GET create``
+   (the form spec) and ``POST create`` (validate or create); its own ``action_routes`` follow.
 4. A container's periodic tasks keep retrying after the pool is destroyed (the spec's
    behaviour): ``ensure_open`` raises ``PoolGone`` for them.
 """
@@ -16,10 +18,10 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..costmodel import CostModel
-from ..errors import BadRequest
+from ..errors import BadRequest, NotFound
 from ..ids import PoolId
 from ..workers import PoolGone
 
@@ -34,9 +36,12 @@ __all__ = [
     "ModuleRoute",
     "PoolInfo",
     "RouteCall",
+    "pool_id_field",
+    "pool_name_field",
 ]
 
 JSON = dict[str, Any]
+C = TypeVar("C", bound="Container")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +188,19 @@ class Module:
         return self.container_class.methods
 
     def create_form(self) -> FormSpec | None:
-        """The typed create form, or None when the module registers none."""
+        """The typed create form, or None when the module registers none.
+
+        Building it uses up a pool-id suggestion; ask ``has_create_form`` to know if there is one.
+        """
         return None
+
+    @property
+    def has_create_form(self) -> bool:
+        return type(self).create_form is not Module.create_form
+
+    def suggestion(self) -> str:
+        """A free pool id for a form's default, from this module's base."""
+        return str(self.runtime.pools.suggest(self.suggest_base))
 
     def form_to_compose(self, params: Mapping[str, str]) -> tuple[JSON, dict[str, str]]:
         """Typed-form parameters -> (module config, errors by field); form modules override."""
@@ -198,8 +214,69 @@ class Module:
         return self.container_class(self.runtime, info, config)
 
     def routes(self) -> list[ModuleRoute]:
-        """Action routes beyond the conventional ``pools`` and ``create`` ones."""
+        """Every route of the module: the conventional ones, then ``action_routes``."""
+        routes = [ModuleRoute("GET", "pools", self._pools, f"this node's {self.mod_name} pools")]
+        if self.has_create_form:
+            routes += [
+                ModuleRoute("GET", "create", self._create_spec, f"the {self.mod_name} form spec"),
+                ModuleRoute(
+                    "POST", "create", self._create, f"validate or create a {self.mod_name} pool"
+                ),
+            ]
+        return [*routes, *self.action_routes()]
+
+    def action_routes(self) -> list[ModuleRoute]:
+        """The module's own routes, e.g. ``{pool}/add_member``."""
         return []
+
+    def create_result(self, body: JSON, config: Mapping[str, Any]) -> JSON:
+        """The success body of ``POST create``; modules may add fields."""
+        return body
+
+    def pool_of(self, call: RouteCall, cls: type[C]) -> C:
+        """The container named by the route's ``{pool}``: 400 unparseable, 404 not ours."""
+        text = call.path_args.get("pool", "")
+        container = self.runtime.pools.find(PoolId.parse(text))
+        if not isinstance(container, cls) or container.info.mod_name != self.mod_name:
+            raise NotFound(f"no {self.mod_name} pool with id {text}")
+        return container
+
+    async def _pools(self, call: RouteCall) -> JSON:
+        return {
+            "pools": [
+                {"pool_id": str(c.info.pool_id), "pool_name": c.info.pool_name}
+                for c in self.runtime.pools.of_module(self.mod_name)
+            ]
+        }
+
+    async def _create_spec(self, call: RouteCall) -> JSON:
+        form = self.create_form()
+        if form is None:
+            raise NotFound(
+                f"module {self.mod_name} registers no create form; use /api/pools/compose"
+            )
+        return form.to_json()
+
+    async def _create(self, call: RouteCall) -> JSON:
+        params = call.params
+        config, errors = self.form_to_compose(params)
+        action = params.get("action", "")
+        if action not in ("", "validate", "create"):
+            errors = {
+                **errors,
+                "action": f"unknown action '{action}' (use validate, or leave it out)",
+            }
+        validate = action == "validate"
+        body = await self.runtime.compose(
+            self.mod_name,
+            params.get("pool_name", ""),
+            params.get("pool_id", ""),
+            config,
+            pool_query=params.get("pool_query", "") or "local",
+            validate_only=validate,
+            errors=errors,
+        )
+        return body if validate else self.create_result(body, config)
 
     def demo_entries(self) -> list[JSON]:
         """Compose entries for a demo node when the settings compose nothing."""
@@ -207,3 +284,18 @@ class Module:
 
     def describe(self) -> JSON:
         return {"name": self.mod_name, "methods": list(self.methods)}
+
+
+def pool_name_field() -> FormField:
+    return FormField("pool_name", "Pool name", required=True)
+
+
+def pool_id_field(suggestion: str) -> FormField:
+    return FormField(
+        "pool_id",
+        "Pool ID",
+        required=True,
+        default=suggestion,
+        placeholder="800.0",
+        help="<major>.<minor>; a free id is suggested",
+    )

@@ -24,9 +24,8 @@ from ..storage.alloc import Allocator, Extent, NoSpace
 from ..storage.backends import Store, export_chunks, import_chunks, open_store
 from ..storage.blockdev import BlockStore
 from ..storage.iometer import IoMeter, IoSnapshot
-from ..storage.modroutes import FormModule, pool_id_field, pool_name_field
 from ..storage.sizes import parse_size
-from .base import Container, FormField, FormSpec
+from .base import Container, FormField, FormSpec, Module, pool_id_field, pool_name_field
 
 __all__ = ["BDEV_TYPES", "BdevContainer", "BdevModule", "bdev_config_errors"]
 
@@ -194,7 +193,7 @@ class BdevContainer(Container, BlockStore):
             import_chunks(self.store, ((int(o), bytes(c)) for o, c in chunks))
 
 
-class BdevModule(FormModule):
+class BdevModule(Module):
     mod_name = "rt_bdev"
     title = "Block device"
     container_class = BdevContainer

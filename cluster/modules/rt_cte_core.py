@@ -23,9 +23,16 @@ from ..ids import PoolId
 from ..storage.alloc import NoSpace
 from ..storage.blockdev import BlockStore, find_block_store
 from ..storage.members import MEMBER_BASE
-from ..storage.modroutes import FormModule, pool_id_field, pool_name_field
 from ..storage.placement import BlobLoc, Target, plan_moves, score
-from .base import Container, FormSpec, ModuleRoute, RouteCall
+from .base import (
+    Container,
+    FormSpec,
+    Module,
+    ModuleRoute,
+    RouteCall,
+    pool_id_field,
+    pool_name_field,
+)
 from .rt_bdev import bdev_config_errors
 
 __all__ = ["CteCoreContainer", "CteCoreModule"]
@@ -339,7 +346,7 @@ class CteCoreContainer(Container):
                     await self.delete("workload", name)
 
 
-class CteCoreModule(FormModule):
+class CteCoreModule(Module):
     mod_name = "rt_cte_core"
     title = "Storage-target core"
     container_class = CteCoreContainer

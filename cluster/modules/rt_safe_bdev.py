@@ -32,9 +32,17 @@ from ..storage.array import ArrayMember, MemberState, StripeArray
 from ..storage.blockdev import BlockStore, find_block_store
 from ..storage.iometer import IoMeter, IoSnapshot
 from ..storage.members import MemberRequest, member_names, resolve_member
-from ..storage.modroutes import FormModule, pool_id_field, pool_name_field
 from ..storage.sizes import parse_size
-from .base import Container, FormField, FormSpec, ModuleRoute, RouteCall
+from .base import (
+    Container,
+    FormField,
+    FormSpec,
+    Module,
+    ModuleRoute,
+    RouteCall,
+    pool_id_field,
+    pool_name_field,
+)
 from .rt_bdev import BdevContainer
 
 __all__ = ["SafeBdevContainer", "SafeBdevModule"]
@@ -381,7 +389,7 @@ def _int_field(raw: Any, low: int, high: int) -> int | None:
     return value if low <= value <= high else None
 
 
-class SafeBdevModule(FormModule):
+class SafeBdevModule(Module):
     mod_name = "rt_safe_bdev"
     title = "Safe block device (EC array)"
     container_class = SafeBdevContainer

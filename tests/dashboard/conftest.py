@@ -73,7 +73,7 @@ class ThingModule(Module):
             raise NotFound(f"no {self.mod_name} pool with id {pool_id}")
         return c
 
-    def routes(self) -> list[ModuleRoute]:
+    def action_routes(self) -> list[ModuleRoute]:
         async def things(call: RouteCall) -> JSON:
             c = self._pool(call)
             return {"pool_id": str(c.info.pool_id), "params": dict(call.params)}
