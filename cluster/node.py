@@ -140,7 +140,9 @@ class Node:
 
     async def _on_pool_monitor(self, msg: dict[str, Any]) -> Any:
         pool_id = PoolId.parse(str(msg.get("pool_id", "")))
-        return await self.runtime.local_pool_monitor(pool_id, str(msg.get("query", "")), {})
+        raw = msg.get("params")
+        params = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        return await self.runtime.local_pool_monitor(pool_id, str(msg.get("query", "")), params)
 
     async def _on_control(self, msg: dict[str, Any]) -> Any:
         op = msg.get("op")

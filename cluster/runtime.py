@@ -279,10 +279,14 @@ class Runtime:
         if query not in ADMIN_QUERIES:
             raise BadRequest(f"unknown admin monitor query '{query}'")
         if nid == self.node_id:
-            return self.admin_monitor(query, params)
+            # one monitor task to this node's admin pool, as a forwarded query is on the peer
+            body: JSON = await self.workers.run(
+                ADMIN_POOL_ID, "monitor", 0, lambda: self.admin_monitor(query, params)
+            )
+            return body
         frame = {"k": "monitor", "query": query, "params": dict(params)}
-        body: JSON = await self.call_peer(nid, frame, f"monitor '{query}'")
-        return body
+        remote: JSON = await self.call_peer(nid, frame, f"monitor '{query}'")
+        return remote
 
     # -- pools ------------------------------------------------------------------------------
 
@@ -316,22 +320,38 @@ class Runtime:
         container = self.pools.get(pool_id)
         return await container.monitor(query, params)
 
-    async def pool_monitor(self, pool: str, query: str, routing: str = "local") -> JSON:
+    async def pool_monitor(
+        self,
+        pool: str,
+        query: str,
+        routing: str = "local",
+        params: Mapping[str, str] | None = None,
+    ) -> JSON:
+        """A pool's monitor answer from each container the routing names (``null`` if silent).
+
+        ``params`` (the request's other parameters) reach the module's monitor handler.
+        """
+        params = dict(params or {})
         pool_id = PoolId.parse(pool)
         if not query:
             raise BadRequest("missing ?query")
         targets = self._routing_targets(routing or "local")
         results: dict[str, Any] = {}
         if targets == [self.node_id]:
-            results[str(self.node_id)] = await self.local_pool_monitor(pool_id, query, {})
+            results[str(self.node_id)] = await self.local_pool_monitor(pool_id, query, params)
         else:
 
             async def ask(nid: int) -> None:
                 try:
                     if nid == self.node_id:
-                        results[str(nid)] = await self.local_pool_monitor(pool_id, query, {})
+                        results[str(nid)] = await self.local_pool_monitor(pool_id, query, params)
                     else:
-                        frame = {"k": "pool_monitor", "pool_id": str(pool_id), "query": query}
+                        frame = {
+                            "k": "pool_monitor",
+                            "pool_id": str(pool_id),
+                            "query": query,
+                            "params": params,
+                        }
                         results[str(nid)] = await self.call_peer(nid, frame, f"monitor '{query}'")
                 except NotFound:
                     pass

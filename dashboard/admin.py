@@ -149,8 +149,9 @@ def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
     async def pool_monitor(pool: str) -> JSON:
         """a pool's monitor answer (query=..., routing=local|broadcast|...)"""
         params = await request_params()
+        extra = {k: v for k, v in params.items() if k not in ("query", "routing")}
         return await runtime.pool_monitor(
-            pool, params.get("query", ""), params.get("routing", "") or "local"
+            pool, params.get("query", ""), params.get("routing", "") or "local", extra
         )
 
     @route("/api/pools/<pool>/destroy", methods=["POST"])

@@ -51,7 +51,9 @@ async def test_monitor_broadcast_asks_alive_peers(client: Any, peers: FakePeers)
     )
     assert status == 200
     assert list(body["results"]) == ["0", "1"]  # node 2 is dead in the host table
-    assert peers.calls == [(1, {"k": "pool_monitor", "pool_id": "1.0", "query": "stats"})]
+    assert peers.calls == [
+        (1, {"k": "pool_monitor", "pool_id": "1.0", "query": "stats", "params": {}})
+    ]
 
 
 async def test_monitor_nan_is_null(client: Any) -> None:
