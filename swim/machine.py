@@ -19,6 +19,9 @@ Rules:
    an ack or relayed ping to a member we suspect carries the suspicion too (and see
    ``membership`` rule 3). None of them adds traffic while nobody is suspected.
 
+7. The gossip tick is rate-limited, not phase-locked: at most one gossip per GossipInterval,
+   and a member quiet for a whole interval passes a fresh update on at once.
+
 Who owns what: ``MemberTable`` the rows and probe order, ``Membership`` the update rules,
 ``Outbox`` the packets and events, this module the probes and the timers.
 """

@@ -26,7 +26,7 @@ import psutil
 from swim import SwimConfig
 
 from .procs import RtsimCluster, SerfCluster
-from .sim import epidemic_run, machine_run
+from .sim import epidemic_run, machine_run, speed_run
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 LAN = SwimConfig.lan()
@@ -96,6 +96,7 @@ def real_benchmark(sizes: list[int], reps: int, rest_window: float) -> dict[str,
                 "runs": rs,
                 **{k: summarize(rs, k) for k in ("first_suspect", "first_dead", "full_dead")},
                 "completeness_min": min(r["completeness"] for r in rs),
+                "converge_s": summarize(rs, "converge_s"),
                 "false_dead": sum(r["false_dead"] for r in rs),
                 "rest": rs[0]["rest"],
             }
@@ -133,6 +134,11 @@ def print_tables(res: dict[str, Any]) -> None:
                 f"{fmt(rest.get('cpu_pct_median'), '.2f'):>6} "
                 f"{fmt(rest.get('packets_per_node_s'), '.1f'):>6}"
             )
+        conv = {s: entry[s]["converge_s"]["median"] for s in ("rtsim", "serf")}
+        print(
+            f"{n:>3} launch-to-converged (every node lists N alive; polled every 0.25 s) "
+            f"median: rtsim {fmt(conv['rtsim'])} s, serf {fmt(conv['serf'])} s"
+        )
         r = entry["ratio_rtsim_over_serf"]
         print(
             f"{n:>3} ratio  rtsim/serf: suspect {fmt(r['first_suspect'])}, "
@@ -146,6 +152,9 @@ def print_tables(res: dict[str, Any]) -> None:
             f" s, complete={r['complete']}, false dead={r['false_dead']}, "
             f"wall {r['wall_s']:.1f} s"
         )
+    print("\nsimulator speed (protocol periods summed over members, per wall second)")
+    for r in res["sim_speed"]:
+        print(f"  N={r['n']:>5}: {r['periods_per_wall_s']:.0f} periods/s")
     print("\nsimulated dissemination (reduced epidemic variant): gossip rounds until all know")
     for r in res["sim_epidemic"]:
         print(
@@ -177,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     res["real"] = {} if args.no_real else real_benchmark(sizes, reps, window)
     res["sim_machines"] = [machine_run(n, LAN, seed=n) for n in sim_sizes]
     res["sim_epidemic"] = [epidemic_run(n, LAN, seed=n) for n in epi_sizes]
+    res["sim_speed"] = [speed_run(n, LAN) for n in (5, 100)]
     res["host"]["load_avg_at_end"] = list(psutil.getloadavg())
     print_tables(res)
     RESULTS.mkdir(parents=True, exist_ok=True)

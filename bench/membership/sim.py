@@ -98,3 +98,13 @@ def epidemic_run(n: int, config: SwimConfig, seed: int = 0) -> dict[str, Any]:
         "rounds_per_ln_n": rounds / math.log(n),
         "retransmit_limit": limit,
     }
+
+
+def speed_run(n: int, config: SwimConfig, virtual_s: float = 60.0) -> dict[str, Any]:
+    """How many protocol periods (summed over members) the simulator runs per wall second."""
+    net = SimNetwork(n, config, seed=1, record_events=False)
+    t0 = time.perf_counter()
+    net.run_for(virtual_s)
+    wall = time.perf_counter() - t0
+    periods = n * virtual_s / config.probe_interval
+    return {"n": n, "virtual_s": virtual_s, "wall_s": wall, "periods_per_wall_s": periods / wall}
