@@ -109,8 +109,12 @@ class SwimMachine:
         self._next_probe = now + config.probe_interval * rng.random()
         self._next_gossip = now
         self._next_pushpull = now + config.pushpull_interval * (0.5 + rng.random())
-        self._next_rejoin = now + config.rejoin_interval
+        # The first re-join comes one period after start: it only does anything if the
+        # initial join found no seed listening (see tick).
+        self._next_rejoin = now + min(config.probe_interval, config.rejoin_interval)
         self._now = now
+        # Announce ourselves, as memberlist does: our first pings carry our own alive.
+        self.outbox.broadcast(node_id, Alive(incarnation, node_id, host, port, self.boot))
 
     # ---- public surface -------------------------------------------------------------------
 
@@ -200,7 +204,12 @@ class SwimMachine:
             if peer:
                 self.outbox.sync(peer[0].host, peer[0].port, join=False)
         if not self.left and c.rejoin_interval > 0 and self.seeds and now >= self._next_rejoin:
-            self._next_rejoin = now + c.rejoin_interval
+            # Alone (e.g. started before any seed listened): retry every period, not every
+            # rejoin_interval, so a cluster launched all at once converges at once.
+            alone = self.table.up_count <= 1
+            self._next_rejoin = now + (
+                min(c.probe_interval, c.rejoin_interval) if alone else c.rejoin_interval
+            )
             self._rejoin()
         return self.outbox.flush()
 

@@ -4,7 +4,8 @@ Rules:
 1. Entries are never removed: dead and left members stay listed (the API shows them dead) and
    keep their incarnation, so a stale ``alive`` cannot resurrect them.
 2. Probing walks a shuffled list of member ids; a full pass reshuffles, a newcomer is inserted
-   at a random position, so one member is probed at least once every 2n - 1 periods.
+   at a random position of the rest of the current pass, so one member is probed at least
+   once every 2n - 1 periods and a newcomer within the pass it joined in.
 3. Randomness comes from the ``random.Random`` the machine was given; nothing global.
 """
 
@@ -75,7 +76,8 @@ class MemberTable:
         self._addr[(entry.host, entry.port)] = entry.node_id
         if entry.state.is_up:
             self._up += 1
-            self._order.insert(self._rng.randint(0, len(self._order)), entry.node_id)
+            # Somewhere in what is left of this pass, so a newcomer is probed within it.
+            self._order.insert(self._rng.randint(self._pos, len(self._order)), entry.node_id)
 
     def note_transition(self, entry: Entry, old: MemberState) -> None:
         """Keep the up count and the probe order in step with a state change."""

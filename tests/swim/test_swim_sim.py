@@ -220,3 +220,26 @@ def test_duplication_and_delay_are_harmless() -> None:
     net = SimNetwork(5, seed=31, dup=30.0, delay=(0.001, 0.08))
     net.run_for(60.0)
     assert not [e for e in net.events if e["new"] in ("suspected", "dead")]
+
+
+def test_join_retries_quickly_while_alone() -> None:
+    """Members started before their seed listens keep retrying each period, not every 20 s."""
+    net = SimNetwork(1, seed=41, bootstrap=False)
+    net.pause(0)  # the seed is not answering yet
+    ids = [net.add() for _ in range(4)]
+    net.run_for(2.5)
+    assert all(len(net.members(i)) == 1 for i in ids)
+    net.resume(0)
+    t0 = net.now
+    assert net.until(lambda: all(len(net.members(i)) == 5 for i in net.ids()), timeout=30)
+    assert net.now - t0 < 5.0
+
+
+def test_newcomer_is_probed_within_the_pass_it_joined_in() -> None:
+    net = SimNetwork(12, seed=43)
+    net.run_for(3.0)
+    new = net.add()
+    assert net.until(lambda: all_see(net, new, "alive"), timeout=10)
+    before = net.machine(new).counters.recv_packets["ping"]
+    net.run_for(11.0)  # at most the rest of one pass of 12 periods
+    assert net.machine(new).counters.recv_packets["ping"] - before >= 11
