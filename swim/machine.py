@@ -14,8 +14,9 @@ Rules:
 5. Updates (alive, suspect, dead) in a packet are applied before the ping they ride on, so a
    suspected member refutes in the very ack that answers the probe carrying the suspicion.
 6. Beyond memberlist, cheap nudges make refutation robust under loss: the accuser tells the
-   suspect directly; every period, each member also pings the member it has suspected the
-   longest (with the suspicion attached; an ack makes it alive again, as in the reference);
+   suspect directly; every (unscaled) period, each member also pings the member it has
+   suspected the longest (with the suspicion attached; an ack makes it alive again, as in the
+   reference);
    an ack or relayed ping to a member we suspect carries the suspicion too (and see
    ``membership`` rule 3). None of them adds traffic while nobody is suspected.
 
@@ -108,6 +109,7 @@ class SwimMachine:
         self._reserved_id = -1
         self._next_probe = now + config.probe_interval * rng.random()
         self._next_gossip = now
+        self._next_buddy = now
         self._next_pushpull = now + config.pushpull_interval * (0.5 + rng.random())
         # The first re-join comes one period after start: it only does anything if the
         # initial join found no seed listening (see tick).
@@ -155,6 +157,8 @@ class SwimMachine:
             t = min(t, p.end if p.indirect else p.direct_deadline)
         if len(self.outbox.queue):
             t = min(t, self._next_gossip)
+        if self.membership.suspects and not self.left:
+            t = min(t, self._next_buddy)
         if not self.left:
             if c.pushpull_interval > 0:
                 t = min(t, self._next_pushpull)
@@ -195,6 +199,8 @@ class SwimMachine:
         self.membership.expire(now)
         if now >= self._next_probe and not self.left:
             self._start_probe()
+        if now >= self._next_buddy and self.membership.suspects and not self.left:
+            self._buddy_probe()
         if now >= self._next_gossip:
             self._next_gossip = now + c.gossip_interval
             self.outbox.gossip(now)
@@ -276,13 +282,22 @@ class SwimMachine:
         self._probe = _Probe(target.node_id, seq, now + timeout, now + interval)
         self.counters.probes += 1
         self._ping(target, seq, "ping")
-        # Rule 6: also ping the member suspected the longest, with the suspicion attached.
+
+    def _buddy_probe(self) -> None:
+        """Rule 6: ping the member suspected the longest, with the suspicion attached.
+
+        Paced by the unscaled period: Lifeguard slows a sick member's accusations, and a
+        buddy ping can only clear one.
+        """
+        self._next_buddy = self._now + self.config.probe_interval
         self._buddies.clear()
-        buddy = self.membership.longest_suspected(exclude=target.node_id)
+        p = self._probe
+        busy = p.target if p is not None and not p.done else -1
+        buddy = self.membership.longest_suspected(exclude=busy)
         if buddy is not None:
-            bseq = self._next_seq()
-            self._buddies[bseq] = buddy.node_id
-            self._ping(buddy, bseq, "ping")
+            seq = self._next_seq()
+            self._buddies[seq] = buddy.node_id
+            self._ping(buddy, seq, "ping")
 
     def _ping(self, target: Entry, seq: int, kind: str) -> None:
         # Lifeguard buddy system: a suspect's probe carries the suspicion, so it refutes now.
