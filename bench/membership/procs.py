@@ -83,36 +83,46 @@ class RtsimCluster(_Cluster):
     def __init__(self, n: int, config: dict[str, Any]) -> None:
         super().__init__(n)
         self.config = config
-        self.ports = free_ports(n)
+        self.ports: list[int] = []
+
+    def _launch(self, i: int) -> subprocess.Popen[bytes]:
+        # Port 0: each node binds a free UDP port and its TCP twin itself (retrying on a
+        # clash), then reports it; pre-picked ports raced with other programs on this host.
+        cmd = [
+            sys.executable,
+            "-m",
+            "swim.testing",
+            "--id",
+            str(i),
+            "--port",
+            "0",
+            "--event-log",
+            str(self.dir / f"events-{i}.jsonl"),
+            "--config",
+            json.dumps(self.config),
+        ]
+        if i:
+            cmd += ["--seed", f"127.0.0.1:{self.ports[0]}"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        err = open(self.dir / f"stderr-{i}.txt", "wb")  # noqa: SIM115
+        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err)
+        err.close()
+        self.procs.append(p)
+        return p
+
+    def _ready_port(self, i: int, p: subprocess.Popen[bytes]) -> int:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        if not line.startswith(b"READY"):
+            tail = (self.dir / f"stderr-{i}.txt").read_text(errors="replace")[-500:]
+            raise RuntimeError(f"rtsim node {i} failed to start: {line!r} {tail}")
+        return int(line.split()[-1])
 
     def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        for i, port in enumerate(self.ports):
-            cmd = [
-                sys.executable,
-                "-m",
-                "swim.testing",
-                "--id",
-                str(i),
-                "--port",
-                str(port),
-                "--event-log",
-                str(self.dir / f"events-{i}.jsonl"),
-                "--config",
-                json.dumps(self.config),
-            ]
-            if i:
-                cmd += ["--seed", f"127.0.0.1:{self.ports[0]}"]
-            self.procs.append(
-                subprocess.Popen(
-                    cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-                )
-            )
-        for p in self.procs:
-            assert p.stdout is not None
-            line = p.stdout.readline()
-            if not line.startswith(b"READY"):
-                raise RuntimeError(f"rtsim node failed to start: {line!r}")
+        """Node 0 (the seed) first; then the other N - 1 all at once."""
+        self.ports = [self._ready_port(0, self._launch(0))]
+        rest = [self._launch(i) for i in range(1, self.n)]
+        self.ports += [self._ready_port(i, p) for i, p in enumerate(rest, start=1)]
 
     def _stats(self, i: int) -> dict[str, Any] | None:
         import trio
