@@ -49,6 +49,7 @@ __all__ = [
     "LocalCluster",
     "NodeFailed",
     "check_port_free",
+    "free_port",
     "pick_free_ports",
 ]
 
@@ -78,6 +79,11 @@ def check_port_free(host: str, port: int, *, udp: bool) -> str | None:
                 proto = "TCP" if kind == socket.SOCK_STREAM else "UDP"
                 return f"{proto} port {port} on {host} is already in use ({exc.strerror})"
     return None
+
+
+def free_port(host: str = "127.0.0.1", *, udp: bool = True) -> int:
+    """One port free now for TCP (and UDP, the default: a runtime port carries both)."""
+    return pick_free_ports(host, 1, udp=udp)[0]
 
 
 def pick_free_ports(host: str, count: int, *, udp: bool, avoid: Iterable[int] = ()) -> list[int]:

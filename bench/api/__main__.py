@@ -24,7 +24,6 @@ import os
 import platform
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,23 +32,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from cluster.launcher import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results" / "api.json"
 LISTENING = re.compile(r"Viz: dashboard listening at http://[\d.]+:(\d+)")
 CONCURRENCY = (1, 16, 64)
-
-
-def free_port() -> int:
-    while True:
-        with socket.socket() as t:
-            t.bind(("127.0.0.1", 0))
-            port = int(t.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                try:
-                    u.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-        return port
 
 
 class Servers:

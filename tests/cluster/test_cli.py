@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 import yaml
 
 from cluster import cli
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from cluster.launcher import free_port
 
 
 @pytest.fixture(autouse=True)

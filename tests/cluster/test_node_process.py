@@ -15,23 +15,10 @@ import psutil
 import pytest
 import trio
 
+from cluster.launcher import free_port
 from cluster.rpc import rpc_call
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    """A port free for both TCP and UDP right now."""
-    while True:
-        with socket.socket() as t:
-            t.bind(("127.0.0.1", 0))
-            port = int(t.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                try:
-                    u.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-        return port
 
 
 def rt_run(

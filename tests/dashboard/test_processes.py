@@ -22,24 +22,12 @@ import httpx
 import pytest
 import trio
 
+from cluster.launcher import free_port
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"Viz: dashboard listening at http://([\d.]+):(\d+)")
-
-
-def free_port() -> int:
-    """A port free for TCP and UDP right now (the runtime port uses both)."""
-    while True:
-        with socket.socket() as t:
-            t.bind(("127.0.0.1", 0))
-            port = int(t.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                try:
-                    u.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-        return port
 
 
 class Procs:
