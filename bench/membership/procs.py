@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -75,6 +76,7 @@ class _Cluster:
             for f in (p.stdout, p.stderr):
                 if f is not None:
                     f.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class RtsimCluster(_Cluster):
