@@ -87,7 +87,7 @@ def real_benchmark(sizes: list[int], reps: int, rest_window: float) -> dict[str,
                     try:
                         r = one_run(system, n, rest_window if rep == 0 else None)
                         break
-                    except RuntimeError as exc:
+                    except (RuntimeError, OSError) as exc:
                         print(f"  N={n} rep={rep} {system}: run failed ({exc}); retrying")
                 if r is None:
                     continue
