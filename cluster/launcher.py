@@ -195,39 +195,38 @@ class LocalCluster:
         whatever it cannot start is spawned one by one."""
         todo = list(recs)
         if len(todo) > 1:
-            zygote = subprocess.Popen(
+            # As a context manager, Popen closes both pipes and waits: the zygote ends at the
+            # end of its stdin, and the nodes it forked live on.
+            with subprocess.Popen(
                 [self.python, "-m", "cluster.zygote"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=self._env(),
                 text=True,
-            )
-            assert zygote.stdin is not None
-            assert zygote.stdout is not None
-            try:
-                while todo:
-                    rec = todo[0]
-                    self._log_start(rec)
-                    argv = self.node_command(rec)[3:]  # after "python -m cluster.cli"
-                    zygote.stdin.write(json.dumps({"argv": argv, "log": rec.log}) + "\n")
-                    zygote.stdin.flush()
-                    reply = json.loads(zygote.stdout.readline() or "{}")
-                    if not isinstance(reply.get("pid"), int):
-                        log.warning("zygote could not start node %d: %s", rec.node_id, reply)
-                        break
-                    self._started(todo.pop(0), reply["pid"])
-            except (OSError, ValueError) as exc:
-                log.warning("zygote failed (%s); spawning the rest one by one", exc)
-            finally:
-                with contextlib.suppress(OSError):
-                    zygote.stdin.close()
-                try:
-                    zygote.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    zygote.kill()
-                    zygote.wait()
+            ) as zygote:
+                self._fork_from(zygote, todo)
         for rec in todo:
             self.spawn(rec)
+
+    def _fork_from(self, zygote: subprocess.Popen[str], todo: list[NodeRecord]) -> None:
+        """Have ``zygote`` fork the nodes of ``todo``, removing each one it started."""
+        assert zygote.stdin is not None
+        assert zygote.stdout is not None
+        try:
+            while todo:
+                rec = todo[0]
+                self._log_start(rec)
+                argv = self.node_command(rec)[3:]  # after "python -m cluster.cli"
+                zygote.stdin.write(json.dumps({"argv": argv, "log": rec.log}) + "\n")
+                zygote.stdin.flush()
+                reply = json.loads(zygote.stdout.readline() or "{}")
+                if not isinstance(reply.get("pid"), int):
+                    log.warning("zygote could not start node %d: %s", rec.node_id, reply)
+                    return
+                self._started(todo.pop(0), reply["pid"])
+        except (OSError, ValueError) as exc:
+            log.warning("zygote failed (%s); spawning the rest one by one", exc)
+            zygote.kill()
 
     def spawn(self, rec: NodeRecord) -> NodeRecord:
         """Start the process of ``rec`` (detached into its own session); record its pid."""
