@@ -36,7 +36,7 @@ from .runtime import Runtime
 from .settings import Settings
 from .workload import serve_workload, startup_compose
 
-__all__ = ["Node", "open_node", "parse_hostfile", "run_node", "serve_node"]
+__all__ = ["Node", "open_node", "parse_hostfile", "preload", "run_node", "serve_node"]
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +253,12 @@ async def _peer_call(node: Node, member: Any, frame: dict[str, Any], timeout: fl
         await trio.sleep(timeout)  # a partition drops the request: the caller times out
         raise PeerUnavailable(f"node {member.node_id} is cut off")
     return await rpc_call(member.host, member.port, frame, timeout)
+
+
+def preload() -> None:
+    """Import what a node imports lazily (the dashboard), for a parent that forks nodes."""
+    if _http_library_missing() is None:
+        import dashboard  # noqa: F401
 
 
 def _http_library_missing() -> str | None:

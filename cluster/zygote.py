@@ -25,13 +25,10 @@ __all__ = ["main"]
 
 
 def _preload() -> None:
-    import cluster.cli
-    import cluster.node  # noqa: F401
+    import cluster.cli  # noqa: F401
+    from cluster.node import preload
 
-    try:
-        import dashboard.app  # noqa: F401
-    except ImportError:  # a node without the HTTP library still starts (and says so)
-        pass
+    preload()
 
 
 def _child(request: dict[str, Any]) -> None:

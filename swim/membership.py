@@ -185,7 +185,10 @@ class Membership:
             self.out.event(now, e, None, "join" if cause == "gossip" else cause)
             self.out.broadcast(m.node, m)
             return
-        if not overrides(_ALIVE, m.incarnation, e.state, e.incarnation):
+        # A different boot nonce for a member held down is a new instance of it (a restart):
+        # it comes back at whatever incarnation it starts with, so precedence does not apply.
+        restarted = e.state.is_down and m.boot != e.boot
+        if not restarted and not overrides(_ALIVE, m.incarnation, e.state, e.incarnation):
             return
         old = e.state
         if old.is_down:
