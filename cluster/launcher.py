@@ -23,11 +23,10 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,15 +42,10 @@ from .clusterstate import (
     process_state,
 )
 from .errors import ApiError
+from .ports import check_port_free, pick_free_ports
 from .rpc import rpc_call
 
-__all__ = [
-    "LocalCluster",
-    "NodeFailed",
-    "check_port_free",
-    "free_port",
-    "pick_free_ports",
-]
+__all__ = ["LocalCluster", "NodeFailed", "launch", "plan_cluster"]
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -61,48 +55,6 @@ Progress = Callable[[int, int, int, float], None]  # ready, converged, total, el
 
 class NodeFailed(ClusterError):
     """A node process that did not start or died; the message names it and its log."""
-
-
-# ---- ports --------------------------------------------------------------------------------
-
-
-def check_port_free(host: str, port: int, *, udp: bool) -> str | None:
-    """None if ``port`` can be bound on ``host`` (TCP, and UDP too if asked), else why not."""
-    kinds = [socket.SOCK_STREAM] + ([socket.SOCK_DGRAM] if udp else [])
-    for kind in kinds:
-        with socket.socket(socket.AF_INET, kind) as s:
-            if kind == socket.SOCK_STREAM:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind((host, port))
-            except OSError as exc:
-                proto = "TCP" if kind == socket.SOCK_STREAM else "UDP"
-                return f"{proto} port {port} on {host} is already in use ({exc.strerror})"
-    return None
-
-
-def free_port(host: str = "127.0.0.1", *, udp: bool = True) -> int:
-    """One port free now for TCP (and UDP, the default: a runtime port carries both)."""
-    return pick_free_ports(host, 1, udp=udp)[0]
-
-
-def pick_free_ports(host: str, count: int, *, udp: bool, avoid: Iterable[int] = ()) -> list[int]:
-    """``count`` distinct ports the kernel hands out as free now (TCP, and UDP if asked)."""
-    taken = set(avoid)
-    ports: list[int] = []
-    for _ in range(count * 50):
-        if len(ports) == count:
-            break
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
-            port = int(s.getsockname()[1])
-        if port in taken or check_port_free(host, port, udp=udp) is not None:
-            continue
-        taken.add(port)
-        ports.append(port)
-    if len(ports) < count:
-        raise ClusterError(f"could not find {count} free ports on {host}")
-    return ports
 
 
 def _dashboard_trouble(log: str) -> str | None:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from cluster import cli
-from cluster.launcher import free_port
+from cluster.ports import free_port
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import psutil
 import pytest
 import trio
 
-from cluster.launcher import free_port
+from cluster.ports import free_port
 from cluster.rpc import rpc_call
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,8 @@ from cluster.clusterstate import (
     process_state,
     save_record,
 )
-from cluster.launcher import check_port_free, pick_free_ports, plan_cluster
+from cluster.launcher import plan_cluster
+from cluster.ports import check_port_free, pick_free_ports
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -17,7 +17,8 @@ import pytest
 import trio
 
 from cluster.clusterstate import load_record
-from cluster.launcher import LocalCluster, pick_free_ports
+from cluster.launcher import LocalCluster
+from cluster.ports import pick_free_ports
 
 pytestmark = pytest.mark.slow
 NO_WORKLOAD = "workload: {enabled: false}\n"

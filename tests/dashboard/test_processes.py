@@ -22,7 +22,7 @@ import httpx
 import pytest
 import trio
 
-from cluster.launcher import free_port
+from cluster.ports import free_port
 
 pytestmark = pytest.mark.slow
 

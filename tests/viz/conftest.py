@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from cluster.launcher import free_port
+from cluster.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "tests" / "artifacts" / "screenshots"
