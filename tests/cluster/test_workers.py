@@ -58,13 +58,21 @@ async def test_parent_is_blocked_while_its_subtasks_wait(runtime: Runtime) -> No
 async def test_queued_tasks_are_counted(runtime: Runtime) -> None:
     import time
 
+    done = 0
+    peak = 0
+
+    async def submit() -> None:
+        nonlocal done
+        await runtime.workers.run(ADMIN_POOL_ID, "monitor", 0, lambda: time.sleep(0.002))
+        done += 1
+
     async with trio.open_nursery() as nursery:
         for _ in range(20):
-            nursery.start_soon(
-                runtime.workers.run, ADMIN_POOL_ID, "monitor", 0, lambda: time.sleep(0.002)
-            )
-        await trio.lowlevel.checkpoint()
-        assert totals(runtime, "num_queued_tasks") > 0
+            nursery.start_soon(submit)
+        while done < 20:  # 20 tasks of 2 ms on 4 workers: some must wait in a queue
+            peak = max(peak, totals(runtime, "num_queued_tasks"))
+            await trio.lowlevel.checkpoint()
+    assert peak > 0
     assert totals(runtime, "num_queued_tasks") == 0
 
 
