@@ -394,13 +394,18 @@ async def cmd_node(args: argparse.Namespace) -> int:
             rec = await cluster.restart(nid, hard=args.kill)
             msg = f"node {nid} restarted: pid {rec.pid}"
             if not args.no_wait:
-                expect = {n.node_id for n in cluster.live_nodes()}
-                took = await cluster.wait_converged(expect, 60.0)
+                _, took = await _converge_live(cluster)
                 msg += f"; converged in {took:.1f}s"
     finally:
         save_record(cluster.record)
     _out(msg)
     return 0
+
+
+async def _converge_live(cluster: LocalCluster) -> tuple[int, float]:
+    """Wait until every live node lists every live node alive: (how many, seconds)."""
+    expect = {n.node_id for n in cluster.live_nodes()}
+    return len(expect), await cluster.wait_converged(expect, 60.0)
 
 
 async def cmd_add(args: argparse.Namespace) -> int:
@@ -409,9 +414,8 @@ async def cmd_add(args: argparse.Namespace) -> int:
         rec = await cluster.add(induct=args.induct)
         msg = f"node {rec.node_id} added: pid {rec.pid}, dashboard {rec.dashboard or '-'}"
         if not args.no_wait:
-            expect = {n.node_id for n in cluster.live_nodes()}
-            took = await cluster.wait_converged(expect, 60.0)
-            msg += f"; {len(expect)} nodes converged in {took:.1f}s"
+            count, took = await _converge_live(cluster)
+            msg += f"; {count} nodes converged in {took:.1f}s"
     finally:
         save_record(cluster.record)
     _out(msg)
