@@ -23,6 +23,7 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "PeerUnavailable",
+    "PoolGone",
     "SettingsError",
     "ValidationFailed",
 ]
@@ -70,6 +71,10 @@ class Conflict(ApiError):
 
 class PeerUnavailable(ApiError):
     status = 503
+
+
+class PoolGone(Exception):
+    """Raised by a task whose pool was destroyed (not an API error: periodic tasks retry)."""
 
 
 class SettingsError(Exception):

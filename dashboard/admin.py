@@ -18,8 +18,8 @@ from typing import Any
 import trio
 from quart import Blueprint, Response, current_app
 
-from cluster.modules.base import FormField, FormSpec
-from cluster.runtime import Runtime
+from cluster.runtime.module import FormField, FormSpec
+from cluster.runtime.runtime import Runtime
 
 from .assets import asset_response, mounts
 from .metrics import CONTENT_TYPE, DashboardMetrics

@@ -19,9 +19,9 @@ from pathlib import Path
 import trio
 from quart import Response, request
 
-from cluster.assets import find_assets
 from cluster.errors import NotFound
-from cluster.runtime import Runtime
+from cluster.runtime.assets import find_assets
+from cluster.runtime.runtime import Runtime
 
 __all__ = ["COMMON", "asset_response", "mounts"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from quart import Blueprint
 
-from cluster.modules.base import Module, ModuleRoute, RouteCall
-from cluster.runtime import Runtime
+from cluster.runtime.module import Module, ModuleRoute, RouteCall
+from cluster.runtime.runtime import Runtime
 
 from .params import request_params
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 
 __all__ = ["FakeMember", "FakeMembership", "FakePeers", "FakeStatistics"]
 

@@ -32,7 +32,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from cluster.ports import free_port
+from cluster.local.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results" / "api.json"
@@ -85,7 +85,7 @@ class Servers:
         viz = []
         for i in (1, 0):  # node 1 first, so node 0 joins at once
             log = self.tmp / f"node{i}.log"
-            proc = self.spawn([sys.executable, "-m", "cluster.cli", "start", "--port",
+            proc = self.spawn([sys.executable, "-m", "cluster.node.cli", "start", "--port",
                                str(ports[i]), "--hostfile", str(hostfile), "--config",
                                str(config), "--viz-port", "0"], log)  # fmt: skip
             viz.append(int(self.wait_for(proc, log, LISTENING)))

@@ -21,8 +21,8 @@ from typing import Any
 import psutil
 import trio
 
-from cluster.clusterstate import ClusterError
-from cluster.launcher import LocalCluster, launch, plan_cluster
+from cluster.local.launcher import LocalCluster, launch, plan_cluster
+from cluster.local.record import ClusterError
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "cluster.json"
 GOALS = {"converged_s_at_100": 60.0, "rss_mb_per_node": 60.0}

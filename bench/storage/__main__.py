@@ -20,7 +20,7 @@ import trio
 
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 from cluster.settings import load_settings
 
 BUDGET_S = 1.0  # seconds per measurement
@@ -152,7 +152,7 @@ async def bench_array(runtime: Runtime) -> list[dict[str, Any]]:
 
 
 def _req(name: str, capacity: int) -> Any:
-    from cluster.storage.members import MemberRequest
+    from cluster.modules.members import MemberRequest
 
     return MemberRequest(name, str(capacity), "ram")
 

@@ -1,73 +1,10 @@
-"""The module registry: which modules a node can load, by name.
+"""The built-in modules, each a ``Module`` on the runtime's module contract (``cluster.runtime``).
 
-Built-in modules are listed in ``BUILTIN``; add-on modules register a ``rtsim.modules`` entry
-point naming a ``Module`` subclass. ``rt_run refresh`` re-scans both.
+    rt_admin      the admin pool 1.0: the runtime itself
+    rt_bdev       block devices (ram, file, noop)
+    rt_safe_bdev  striped arrays with parity over rt_bdev devices
+    rt_cte_core   blob placement over block devices
+
+Nothing imports these by name but the registry (``cluster.runtime.registry.BUILTIN``), through
+their dotted paths, so the runtime never points back at its modules.
 """
-
-from __future__ import annotations
-
-import importlib
-import logging
-from collections.abc import Iterable
-from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
-
-from .base import Container, FormField, FormSpec, Module, ModuleRoute, PoolInfo, RouteCall
-
-if TYPE_CHECKING:
-    from ..runtime import Runtime
-
-__all__ = [
-    "BUILTIN",
-    "Container",
-    "FormField",
-    "FormSpec",
-    "Module",
-    "ModuleRoute",
-    "PoolInfo",
-    "RouteCall",
-    "available_modules",
-    "load_modules",
-]
-
-log = logging.getLogger(__name__)
-
-BUILTIN = {
-    "rt_admin": "cluster.modules.rt_admin:AdminModule",
-    "rt_bdev": "cluster.modules.rt_bdev:BdevModule",
-    "rt_safe_bdev": "cluster.modules.rt_safe_bdev:SafeBdevModule",
-    "rt_cte_core": "cluster.modules.rt_cte_core:CteCoreModule",
-}
-
-
-def available_modules() -> dict[str, str]:
-    """Every module name that can be loaded, with its ``package.module:Class`` path."""
-    found = dict(BUILTIN)
-    for ep in entry_points(group="rtsim.modules"):
-        found.setdefault(ep.name, ep.value)
-    return found
-
-
-def _import(path: str) -> type[Module]:
-    mod_path, _, cls_name = path.partition(":")
-    cls = getattr(importlib.import_module(mod_path), cls_name)
-    if not (isinstance(cls, type) and issubclass(cls, Module)):
-        raise TypeError(f"{path} is not a Module subclass")
-    return cls
-
-
-def load_modules(runtime: Runtime, names: Iterable[str]) -> dict[str, Module]:
-    """Load the named modules (rt_admin always first); a module that fails is logged, skipped."""
-    available = available_modules()
-    wanted = ["rt_admin", *[n for n in names if n != "rt_admin"]]
-    loaded: dict[str, Module] = {}
-    for name in wanted:
-        path = available.get(name)
-        if path is None:
-            log.error("module %s is not installed (available: %s)", name, ", ".join(available))
-            continue
-        try:
-            loaded[name] = _import(path)(runtime)
-        except Exception as exc:
-            log.error("module %s failed to load: %s", name, exc)
-    return loaded

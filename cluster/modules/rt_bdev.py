@@ -19,13 +19,20 @@ from typing import Any
 
 import psutil
 
-from ..errors import BadRequest
-from ..storage.alloc import Allocator, Extent, NoSpace
-from ..storage.backends import Store, export_chunks, import_chunks, open_store
-from ..storage.blockdev import BlockStore
-from ..storage.iometer import IoMeter, IoSnapshot
-from ..storage.sizes import parse_size
-from .base import Container, FormField, FormSpec, Module, pool_id_field, pool_name_field
+from cluster.errors import BadRequest
+from cluster.runtime.module import (
+    Container,
+    FormField,
+    FormSpec,
+    Module,
+    pool_id_field,
+    pool_name_field,
+)
+from cluster.storage.alloc import Allocator, Extent, NoSpace
+from cluster.storage.backends import Store, export_chunks, import_chunks, open_store
+from cluster.storage.blockdev import BlockStore
+from cluster.storage.iometer import IoMeter, IoSnapshot
+from cluster.storage.sizes import parse_size
 
 __all__ = ["BDEV_TYPES", "BdevContainer", "BdevModule", "bdev_config_errors"]
 

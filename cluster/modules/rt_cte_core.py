@@ -18,13 +18,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import BadRequest, Conflict, NotFound, ValidationFailed
-from ..ids import PoolId
-from ..storage.alloc import NoSpace
-from ..storage.blockdev import BlockStore, find_block_store
-from ..storage.members import MEMBER_BASE
-from ..storage.placement import BlobLoc, Target, plan_moves, score
-from .base import (
+from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from cluster.ids import PoolId
+from cluster.runtime.module import (
     Container,
     FormSpec,
     Module,
@@ -33,6 +29,11 @@ from .base import (
     pool_id_field,
     pool_name_field,
 )
+from cluster.storage.alloc import NoSpace
+from cluster.storage.blockdev import BlockStore
+from cluster.storage.placement import BlobLoc, Target, plan_moves, score
+
+from .members import MEMBER_BASE, find_block_store
 from .rt_bdev import bdev_config_errors
 
 __all__ = ["CteCoreContainer", "CteCoreModule"]

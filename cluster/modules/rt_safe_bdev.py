@@ -25,15 +25,9 @@ from typing import Any
 
 import trio
 
-from ..errors import BadRequest, Conflict, NotFound, ValidationFailed
-from ..ids import PoolId
-from ..storage.alloc import Allocator, Extent, NoSpace
-from ..storage.array import ArrayMember, MemberState, StripeArray
-from ..storage.blockdev import BlockStore, find_block_store
-from ..storage.iometer import IoMeter, IoSnapshot
-from ..storage.members import MemberRequest, member_names, resolve_member
-from ..storage.sizes import parse_size
-from .base import (
+from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from cluster.ids import PoolId
+from cluster.runtime.module import (
     Container,
     FormField,
     FormSpec,
@@ -43,6 +37,13 @@ from .base import (
     pool_id_field,
     pool_name_field,
 )
+from cluster.storage.alloc import Allocator, Extent, NoSpace
+from cluster.storage.array import ArrayMember, MemberState, StripeArray
+from cluster.storage.blockdev import BlockStore
+from cluster.storage.iometer import IoMeter, IoSnapshot
+from cluster.storage.sizes import parse_size
+
+from .members import MemberRequest, find_block_store, member_names, resolve_member
 from .rt_bdev import BdevContainer
 
 __all__ = ["SafeBdevContainer", "SafeBdevModule"]

@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import Conflict
+from cluster.errors import Conflict
 
 __all__ = ["Allocator", "Extent", "NoSpace"]
 

@@ -27,9 +27,9 @@ from typing import Any
 
 import trio
 
-from ..errors import ApiError, Conflict
-from ..ids import PoolId
-from ..workers import PoolGone
+from cluster.errors import ApiError, Conflict, PoolGone
+from cluster.ids import PoolId
+
 from .blockdev import BlockStore
 from .erasure import Codec
 

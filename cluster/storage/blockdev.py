@@ -8,16 +8,11 @@ async because it runs as a task of the device's pool on the node's workers.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
 
 from .alloc import Extent
 from .iometer import IoSnapshot
 
-if TYPE_CHECKING:
-    from ..ids import PoolId
-    from ..runtime import Runtime
-
-__all__ = ["BlockStore", "find_block_store"]
+__all__ = ["BlockStore"]
 
 
 class BlockStore(ABC):
@@ -57,11 +52,3 @@ class BlockStore(ABC):
     @abstractmethod
     async def write(self, offset: int, data: bytes) -> None:
         """Store ``data`` at ``offset``."""
-
-
-def find_block_store(runtime: Runtime, pool_id: PoolId) -> BlockStore | None:
-    """The open block-device-like container of ``pool_id`` on this node, or None."""
-    container = runtime.pools.find(pool_id)
-    if isinstance(container, BlockStore) and not container.closed:
-        return container
-    return None

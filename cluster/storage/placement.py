@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..ids import PoolId
+from cluster.ids import PoolId
+
 from .alloc import Extent
 from .iometer import IoSnapshot
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 from cluster.settings import load_settings
 
 

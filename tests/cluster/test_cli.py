@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster import cli
-from cluster.ports import free_port
+from cluster.node import cli
+from cluster.local.ports import free_port
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.costmodel import CostModel
+from cluster.runtime.costmodel import CostModel
 
 
 def test_coefficients_start_at_one_and_untrained() -> None:

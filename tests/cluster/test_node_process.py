@@ -15,8 +15,8 @@ import psutil
 import pytest
 import trio
 
-from cluster.ports import free_port
-from cluster.rpc import rpc_call
+from cluster.local.ports import free_port
+from cluster.node.rpc import rpc_call
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ def rt_run(
     *args: str, env: dict[str, str], timeout: float = 30
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cluster.cli", *args],
+        [sys.executable, "-m", "cluster.node.cli", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -53,7 +53,7 @@ class Nodes:
     def start(self, port: int, *extra: str, log: str = "node.log") -> subprocess.Popen[bytes]:
         with open(self.tmp / log, "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "cluster.cli", "start", "--port", str(port), *extra],
+                [sys.executable, "-m", "cluster.node.cli", "start", "--port", str(port), *extra],
                 env=self.env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from cluster.errors import BadRequest, NotFound
-from cluster.rpc import RpcServerStats, rpc_call, serve_rpc
+from cluster.node.rpc import RpcServerStats, rpc_call, serve_rpc
 from swim import recv_frame, send_frame
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from cluster.errors import BadRequest, Forbidden, NotFound, PeerUnavailable, ValidationFailed
 from cluster.ids import PoolId
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 
 
 async def test_health_and_topology_of_a_lone_node(runtime: Runtime) -> None:

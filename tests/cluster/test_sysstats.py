@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cluster.sysstats import RING_SIZE, StatsRing
+from cluster.runtime.sysstats import RING_SIZE, StatsRing
 
 FIELDS = [
     "event_id",

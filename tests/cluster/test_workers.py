@@ -7,9 +7,9 @@ import logging
 import pytest
 import trio
 
+from cluster.errors import PoolGone
 from cluster.ids import ADMIN_POOL_ID, PoolId
-from cluster.runtime import Runtime
-from cluster.workers import PoolGone
+from cluster.runtime.runtime import Runtime
 
 
 def totals(rt: Runtime, key: str) -> int:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster.cluster_cli import main
-from cluster.clusterstate import (
+from cluster.local.launcher import plan_cluster
+from cluster.local.ports import check_port_free, pick_free_ports
+from cluster.local.record import (
     BadInput,
     ClusterRecord,
     NodeRecord,
@@ -18,8 +19,7 @@ from cluster.clusterstate import (
     process_state,
     save_record,
 )
-from cluster.launcher import plan_cluster
-from cluster.ports import check_port_free, pick_free_ports
+from cluster.rt_cluster.cli import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -16,9 +16,9 @@ import psutil
 import pytest
 import trio
 
-from cluster.clusterstate import load_record
-from cluster.launcher import LocalCluster
-from cluster.ports import pick_free_ports
+from cluster.local.launcher import LocalCluster
+from cluster.local.ports import pick_free_ports
+from cluster.local.record import load_record
 
 pytestmark = pytest.mark.slow
 NO_WORKLOAD = "workload: {enabled: false}\n"
@@ -26,7 +26,7 @@ NO_WORKLOAD = "workload: {enabled: false}\n"
 
 def rt_cluster(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cluster.cluster_cli", *argv],
+        [sys.executable, "-m", "cluster.rt_cluster.cli", *argv],
         capture_output=True,
         text=True,
         timeout=timeout,

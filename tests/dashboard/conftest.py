@@ -16,8 +16,8 @@ from quart_trio import QuartTrio
 
 from cluster.errors import NotFound
 from cluster.ids import PoolId
-from cluster.modules.base import Container, FormField, FormSpec, Module, ModuleRoute, RouteCall
-from cluster.runtime import Runtime
+from cluster.runtime.module import Container, FormField, FormSpec, Module, ModuleRoute, RouteCall
+from cluster.runtime.runtime import Runtime
 from cluster.settings import VizSettings, load_settings
 from dashboard import create_app
 from dashboard.testing import FakeMembership, FakePeers

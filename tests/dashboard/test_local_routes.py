@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 
 from .conftest import call
 

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 from prometheus_client.parser import text_string_to_metric_families
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 from dashboard import create_app
 from dashboard.testing import FakePeers, FakeStatistics
 

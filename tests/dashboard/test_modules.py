@@ -7,7 +7,7 @@ from typing import Any
 
 from quart_trio import QuartTrio
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 
 from .conftest import call
 

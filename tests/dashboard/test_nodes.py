@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 from dashboard.testing import FakePeers
 
 from .conftest import call

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 from dashboard.testing import FakePeers
 
 from .conftest import call

@@ -22,7 +22,7 @@ import httpx
 import pytest
 import trio
 
-from cluster.ports import free_port
+from cluster.local.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,7 @@ class Procs:
         return proc, log
 
     def start(self, port: int, *flags: str, name: str = "node", **env: str) -> Any:
-        argv = [sys.executable, "-m", "cluster.cli", "start", "--port", str(port), *flags]
+        argv = [sys.executable, "-m", "cluster.node.cli", "start", "--port", str(port), *flags]
         return self.spawn(argv, name, **env)
 
     @staticmethod
@@ -190,7 +190,7 @@ MISSING_LIBRARY = """
 import sys
 sys.modules["hypercorn"] = None
 sys.modules["quart_trio"] = None
-from cluster.cli import main
+from cluster.node.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 from dashboard import create_app
 from dashboard.safety import SitePolicy, split_host
 

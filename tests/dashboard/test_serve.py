@@ -11,7 +11,7 @@ import httpx
 import pytest
 import trio
 
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 from dashboard import serve_dashboard
 from dashboard.testing import FakePeers
 
@@ -71,7 +71,7 @@ async def test_health_answers_while_forwards_hang(
     """max_threads=4: three slots for forwards, one kept for local routes; 8 forwards to a
     silent peer are in flight or queued, and health still answers at once. (The forward bound
     is shortened to 1 s to keep the test short; the 5 s value is tested in test_nodes.)"""
-    monkeypatch.setattr("cluster.runtime.FORWARD_TIMEOUT", 1.0)
+    monkeypatch.setattr("cluster.runtime.runtime.FORWARD_TIMEOUT", 1.0)
     peers = FakePeers(runtime)
     peers.hang(1)
     viz = replace(runtime.settings.viz, port=0, max_threads=4)

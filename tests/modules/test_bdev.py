@@ -9,7 +9,7 @@ from storage_helpers import call_route
 
 from cluster.errors import BadRequest, NotFound, ValidationFailed
 from cluster.modules.rt_bdev import BdevContainer
-from cluster.runtime import Runtime
+from cluster.runtime.runtime import Runtime
 from cluster.storage.alloc import NoSpace
 
 STATS_KEYS = [
@@ -133,7 +133,7 @@ async def test_export_import_carries_ram_data(runtime: Runtime) -> None:
 
 
 async def test_destroyed_device_refuses_io(runtime: Runtime) -> None:
-    from cluster.workers import PoolGone
+    from cluster.errors import PoolGone
 
     dev = await make(runtime, "gone", "ram", "64K")
     await runtime.destroy(str(dev.info.pool_id))

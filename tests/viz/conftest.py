@@ -1,8 +1,9 @@
 """Real node processes and a real Chromium for the dashboard pages' browser tests.
 
 Rules:
-1. Nodes are started with the node CLI (``python -m cluster.cli start``) on free ports, each with
-   its own HOME (so no user configuration leaks in) and log file; a test sees a ``LocalNodes``.
+1. Nodes are started with the node CLI (``python -m cluster.node.cli start``) on free ports,
+   each with its own HOME (so no user configuration leaks in) and log file; a test sees a
+   ``LocalNodes``.
 2. Every process started here is ended in a ``finally``: resumed if paused, terminated, waited
    for, killed if it lingers.
 3. Chromium is Debian's (``/usr/bin/chromium``); nothing is downloaded.
@@ -28,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from cluster.ports import free_port
+from cluster.local.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "tests" / "artifacts" / "screenshots"
@@ -101,7 +102,7 @@ class LocalNodes:
             log = self.workdir / f"node{i}.log"
             viz_port = free_port()
             cmd = [
-                sys.executable, "-m", "cluster.cli", "start",
+                sys.executable, "-m", "cluster.node.cli", "start",
                 "--host", "127.0.0.1", "--port", str(port), "--hostfile", str(hostfile),
                 "--viz-port", str(viz_port), "--log-file", str(log),
                 "--events", str(self.workdir / f"events{i}.jsonl"),

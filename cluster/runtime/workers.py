@@ -24,18 +24,16 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
+from cluster.errors import PoolGone
+from cluster.ids import PoolId
+
 from .costmodel import CostModel
-from .ids import PoolId
 
 __all__ = ["PeriodicTask", "PoolGone", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 TaskFn = Callable[[], Any]
-
-
-class PoolGone(Exception):
-    """Raised by a task whose pool was destroyed."""
 
 
 @dataclass(slots=True, eq=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable
 
-from .clusterstate import ClusterError
+from .record import ClusterError
 
 __all__ = ["check_port_free", "free_port", "pick_free_ports"]
 

@@ -20,8 +20,8 @@ import psutil
 import trio
 import yaml
 
-from .errors import ApiError, PeerUnavailable, SettingsError
-from .settings import Settings, load_settings
+from cluster.errors import ApiError, PeerUnavailable, SettingsError
+from cluster.settings import Settings, load_settings
 
 __all__ = ["main"]
 
@@ -106,7 +106,7 @@ def _call(args: argparse.Namespace, frame: dict[str, Any], timeout: float = RPC_
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    from .node import run_node
+    from .process import run_node
 
     return run_node(_settings(args), induct=args.induct, seed=args.seed)
 
@@ -144,8 +144,8 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    from .modules import available_modules
-    from .runtime import Runtime
+    from cluster.runtime.registry import available_modules
+    from cluster.runtime.runtime import Runtime
 
     settings = _settings(args, "embedded")
     runtime = Runtime(settings, 0)

@@ -20,7 +20,8 @@ from typing import Any
 
 import trio
 
-from .clusterstate import (
+from cluster.local.launcher import LocalCluster, NodeFailed, launch, plan_cluster
+from cluster.local.record import (
     BadInput,
     ClusterError,
     ClusterRecord,
@@ -31,7 +32,6 @@ from .clusterstate import (
     save_record,
     valid_name,
 )
-from .launcher import LocalCluster, NodeFailed, launch, plan_cluster
 
 __all__ = ["main"]
 

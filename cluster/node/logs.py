@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from .settings import Settings
+from cluster.settings import Settings
 
 __all__ = ["configure_logging", "set_node_id"]
 

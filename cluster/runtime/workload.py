@@ -13,8 +13,9 @@ import random
 
 import trio
 
-from .errors import ApiError
-from .ids import ADMIN_POOL_ID
+from cluster.errors import ApiError
+from cluster.ids import ADMIN_POOL_ID
+
 from .runtime import Runtime
 
 __all__ = ["serve_workload", "startup_compose"]
@@ -24,15 +25,13 @@ log = logging.getLogger(__name__)
 
 async def startup_compose(runtime: Runtime) -> None:
     """Compose the settings' pools (or the modules' demo pools); failures are logged, skipped."""
-    from .node import compose_entry
-
     entries = list(runtime.settings.compose)
     if not entries and runtime.settings.workload.enabled and runtime.settings.workload.pools:
         for module in runtime.modules.values():
             entries.extend(module.demo_entries())
     for entry in entries:
         try:
-            await compose_entry(runtime, entry)
+            await runtime.compose_entry(entry)
         except ApiError as exc:
             log.error("compose entry %s failed: %s", dict(entry), exc.message)
 

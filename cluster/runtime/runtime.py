@@ -19,13 +19,14 @@ from typing import Any, Protocol
 import trio
 import yaml
 
+from cluster.errors import ApiError, BadRequest, NotFound, PeerUnavailable, ValidationFailed
+from cluster.ids import ADMIN_POOL_ID, PoolId, parse_node_id
+from cluster.settings import Settings
+
 from .assets import find_assets
-from .errors import ApiError, BadRequest, NotFound, PeerUnavailable, ValidationFailed
-from .ids import ADMIN_POOL_ID, PoolId, parse_node_id
-from .modules import load_modules
-from .modules.base import Container, Module, PoolInfo
+from .module import Container, Module, PoolInfo
 from .pools import PoolManager
-from .settings import Settings
+from .registry import load_modules
 from .sysstats import StatsRing
 from .workers import WorkerPool
 
@@ -458,6 +459,22 @@ class Runtime:
             raise
         log.info("composed pool %s (%s) of %s", pool_name, pid, mod_name)
         return {"ok": True, "pool_name": pool_name, "pool_id": str(pid)}
+
+    async def compose_entry(self, entry: Any) -> JSON:
+        """Compose one entry of a compose section; module parameters are the other keys."""
+        if not isinstance(entry, Mapping):
+            raise BadRequest("each compose entry is a mapping")
+        identity = ("mod_name", "pool_name", "pool_id", "pool_query")
+        params = {k: v for k, v in entry.items() if k not in identity}
+        mod_name = str(entry.get("mod_name", ""))
+        pool_id = str(entry.get("pool_id", "") or self.suggest_pool_id(mod_name))
+        return await self.compose(
+            mod_name,
+            str(entry.get("pool_name", "")),
+            pool_id,
+            params,
+            pool_query=str(entry.get("pool_query", "local")),
+        )
 
     def containers(self) -> list[Container]:
         return self.pools.all()

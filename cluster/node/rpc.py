@@ -20,9 +20,8 @@ from typing import Any
 
 import trio
 
+from cluster.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, PeerUnavailable
 from swim import FrameError, recv_frame, send_frame
-
-from .errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, PeerUnavailable
 
 __all__ = ["MAX_FRAME", "RpcError", "RpcServerStats", "rpc_call", "serve_rpc"]
 

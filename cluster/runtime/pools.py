@@ -5,9 +5,10 @@ Changes are sync (no checkpoint inside), so no other trio task sees a half-made 
 
 from __future__ import annotations
 
-from .errors import Forbidden, NotFound
-from .ids import ADMIN_POOL_ID, PoolId
-from .modules.base import Container
+from cluster.errors import Forbidden, NotFound
+from cluster.ids import ADMIN_POOL_ID, PoolId
+
+from .module import Container
 
 __all__ = ["PoolManager"]
 

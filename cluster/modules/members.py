@@ -1,5 +1,6 @@
-"""Picking the block device for a new array member: an existing rt_bdev pool by name, or a new
-one created from a name, a capacity and a type (the reference's add/replace member fields).
+"""Block devices of this node: finding one by pool id, and picking the device for a new array
+member: an existing rt_bdev pool by name, or a new one created from a name, a capacity and a
+type (the reference's add/replace member fields).
 
 Every field is checked before anything is created, and all bad fields are reported at once
 (``ValidationFailed``). A created device gets a pool id suggested from 900.
@@ -11,15 +12,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ValidationFailed
-from ..ids import PoolId
-from .sizes import parse_size
+from cluster.errors import ValidationFailed
+from cluster.ids import PoolId
+from cluster.storage.blockdev import BlockStore
+from cluster.storage.sizes import parse_size
 
 if TYPE_CHECKING:
-    from ..modules.rt_bdev import BdevContainer
-    from ..runtime import Runtime
+    from cluster.runtime.runtime import Runtime
 
-__all__ = ["MEMBER_BASE", "MemberRequest", "member_names", "resolve_member"]
+    from .rt_bdev import BdevContainer
+
+__all__ = ["MEMBER_BASE", "MemberRequest", "find_block_store", "member_names", "resolve_member"]
 
 MEMBER_BASE = 900  # pool-id suggestions for auto-created member and target devices
 MEMBER_TYPES = ("file", "ram")
@@ -58,7 +61,7 @@ async def resolve_member(
 ) -> BdevContainer:
     """The device for ``req`` with ``needed`` free bytes; ``member_of`` names the array a pool
     already belongs to."""
-    from ..modules.rt_bdev import BdevContainer
+    from .rt_bdev import BdevContainer
 
     errors: dict[str, str] = {}
     if req.node_id not in ("", str(runtime.node_id)):
@@ -106,3 +109,11 @@ async def resolve_member(
         existing = runtime.pools.get(PoolId.parse(body["pool_id"]))
     assert isinstance(existing, BdevContainer)
     return existing
+
+
+def find_block_store(runtime: Runtime, pool_id: PoolId) -> BlockStore | None:
+    """The open block-device-like container of ``pool_id`` on this node, or None."""
+    container = runtime.pools.find(pool_id)
+    if isinstance(container, BlockStore) and not container.closed:
+        return container
+    return None

@@ -25,8 +25,8 @@ __all__ = ["main"]
 
 
 def _preload() -> None:
-    import cluster.cli  # noqa: F401
-    from cluster.node import preload
+    import cluster.node.cli  # noqa: F401
+    from cluster.node.process import preload
 
     preload()
 
@@ -45,7 +45,7 @@ def _child(request: dict[str, Any]) -> None:
         os.dup2(log, 2)
         os.close(null)
         os.close(log)
-        from cluster.cli import main as rt_run
+        from cluster.node.cli import main as rt_run
 
         code = rt_run([str(a) for a in request["argv"]])
     except SystemExit as exc:

@@ -20,13 +20,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..costmodel import CostModel
-from ..errors import BadRequest, NotFound
-from ..ids import PoolId
-from ..workers import PoolGone
+from cluster.errors import BadRequest, NotFound, PoolGone
+from cluster.ids import PoolId
+
+from .costmodel import CostModel
 
 if TYPE_CHECKING:
-    from ..runtime import Runtime
+    from .runtime import Runtime
 
 __all__ = [
     "Container",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 __all__ = ["find_assets", "viz_roots"]
 
-_SOURCE_VIZ = Path(__file__).resolve().parent.parent / "viz"
+_SOURCE_VIZ = Path(__file__).resolve().parents[2] / "viz"
 
 
 def viz_roots(extra: Iterable[str] = ()) -> list[Path]:

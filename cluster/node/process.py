@@ -27,14 +27,14 @@ from typing import Any
 import trio
 
 import swim
+from cluster.errors import BadRequest, PeerUnavailable, SettingsError
+from cluster.ids import ADMIN_POOL_ID, PoolId
+from cluster.runtime.runtime import Runtime
+from cluster.runtime.workload import serve_workload, startup_compose
+from cluster.settings import Settings
 
-from .errors import BadRequest, PeerUnavailable, SettingsError
-from .ids import ADMIN_POOL_ID, PoolId
 from .logs import configure_logging, set_node_id
 from .rpc import RpcServerStats, rpc_call, serve_rpc
-from .runtime import Runtime
-from .settings import Settings
-from .workload import serve_workload, startup_compose
 
 __all__ = ["Node", "open_node", "parse_hostfile", "preload", "run_node", "serve_node"]
 
@@ -192,7 +192,7 @@ class Node:
     async def _compose_entries(self, entries: Any) -> dict[str, Any]:
         if not isinstance(entries, list):
             raise BadRequest("compose: expected a list of pool entries")
-        return {"results": [await compose_entry(self.runtime, e) for e in entries]}
+        return {"results": [await self.runtime.compose_entry(e) for e in entries]}
 
     async def _migrate(self, pool: str, to: Any) -> dict[str, Any]:
         pool_id = PoolId.parse(pool)
@@ -229,23 +229,6 @@ class Node:
         )
         await self.runtime.pools.get(PoolId.parse(body["pool_id"])).import_state(state)
         return body
-
-
-async def compose_entry(runtime: Runtime, entry: Any) -> dict[str, Any]:
-    """Compose one entry of a compose section; module parameters are the other keys."""
-    if not isinstance(entry, Mapping):
-        raise BadRequest("each compose entry is a mapping")
-    identity = ("mod_name", "pool_name", "pool_id", "pool_query")
-    params = {k: v for k, v in entry.items() if k not in identity}
-    mod_name = str(entry.get("mod_name", ""))
-    pool_id = str(entry.get("pool_id", "") or runtime.suggest_pool_id(mod_name))
-    return await runtime.compose(
-        mod_name,
-        str(entry.get("pool_name", "")),
-        pool_id,
-        params,
-        pool_query=str(entry.get("pool_query", "local")),
-    )
 
 
 async def _peer_call(node: Node, member: Any, frame: dict[str, Any], timeout: float) -> Any:

@@ -1,0 +1,59 @@
+"""The runtime of one node, without its network: pools, workers, cost model, stats ring, the
+module contract and registry, and the view the dashboard and the node RPC serve.
+
+    Runtime                   one node's runtime; answers from its own state
+    Membership, SingleNode    what the runtime reads of the cluster (the SWIM handle, or itself)
+    Module, Container, ...    the contract every module implements (``cluster.modules``)
+    load_modules, BUILTIN     the registry: modules by dotted path, never imported by name here
+    serve_workload            the synthetic workload
+
+The runtime imports nothing of the node process, the dashboard or the modules.
+"""
+
+from .assets import find_assets, viz_roots
+from .costmodel import CostModel
+from .module import (
+    Container,
+    FormField,
+    FormSpec,
+    Module,
+    ModuleRoute,
+    PoolInfo,
+    RouteCall,
+    pool_id_field,
+    pool_name_field,
+)
+from .pools import PoolManager
+from .registry import BUILTIN, available_modules, load_modules
+from .runtime import FORWARD_TIMEOUT, Membership, Runtime, SingleNode
+from .sysstats import StatsRing
+from .workers import PeriodicTask, WorkerPool
+from .workload import serve_workload, startup_compose
+
+__all__ = [
+    "BUILTIN",
+    "FORWARD_TIMEOUT",
+    "Container",
+    "CostModel",
+    "FormField",
+    "FormSpec",
+    "Membership",
+    "Module",
+    "ModuleRoute",
+    "PeriodicTask",
+    "PoolInfo",
+    "PoolManager",
+    "RouteCall",
+    "Runtime",
+    "SingleNode",
+    "StatsRing",
+    "WorkerPool",
+    "available_modules",
+    "find_assets",
+    "load_modules",
+    "pool_id_field",
+    "pool_name_field",
+    "serve_workload",
+    "startup_compose",
+    "viz_roots",
+]
