@@ -7,6 +7,7 @@
     ├── NotFound (404)          no such pool, route or asset
     ├── Conflict (409)          the action cannot be done in the current state
     └── PeerUnavailable (503)   the runtime or a peer did not answer in time
+        └── PeerUnreachable     the transport to a peer failed (refused, reset, bad reply)
 
 The dashboard translates every ApiError once, at its boundary, into ``{"error": message}``
 (or ``{"ok": false, "errors": {...}}`` for ValidationFailed). Nothing else maps to a status.
@@ -23,6 +24,7 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "PeerUnavailable",
+    "PeerUnreachable",
     "PoolGone",
     "SettingsError",
     "ValidationFailed",
@@ -71,6 +73,11 @@ class Conflict(ApiError):
 
 class PeerUnavailable(ApiError):
     status = 503
+
+
+class PeerUnreachable(PeerUnavailable):
+    """The node RPC client's one error for every transport failure: the peer refused the
+    connection, reset it, or answered something that is not a reply."""
 
 
 class PoolGone(Exception):

@@ -18,8 +18,7 @@ from typing import Any
 import trio
 from quart import Blueprint, Response, current_app
 
-from cluster.runtime.module import FormField, FormSpec
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import FormField, FormSpec, Runtime
 
 from .assets import asset_response, mounts
 from .metrics import CONTENT_TYPE, DashboardMetrics

@@ -18,6 +18,11 @@ from typing import Any
 
 import trio
 
+from cluster.errors import BadRequest
+from cluster.runtime import is_local, routing_forwards
+
+from .params import parse_pairs
+
 __all__ = ["Admission", "is_forward"]
 
 Scope = Any  # an ASGI scope mapping
@@ -25,17 +30,20 @@ Asgi = Callable[..., Any]
 
 
 def is_forward(path: str, query: bytes, own_id: int) -> bool:
-    """Whether a request will be forwarded to a peer (decided from its path and query)."""
+    """Whether a request will be forwarded to a peer, by the runtime's own decision
+    (``cluster.runtime.is_local``, ``routing_forwards``) on its path and query parameters,
+    parsed as the handler will parse them."""
     if not path.startswith("/api/"):
         return False
-    parts = path.strip("/").split("/")
+    parts = path.strip("/").split("/")  # ASGI's path is percent-decoded already
     if len(parts) >= 4 and parts[1] == "nodes":
-        return parts[2] not in ("local", "self", str(own_id))
+        return not is_local(parts[2], own_id)
     if len(parts) == 4 and parts[1] == "pools" and parts[3] == "monitor":
-        for pair in query.split(b"&"):
-            if pair.startswith(b"routing="):
-                kind = pair[8:].split(b"%3A")[0].split(b":")[0]
-                return kind not in (b"", b"local", b"dynamic")
+        try:
+            params = parse_pairs(query.decode("utf-8"), "query string")
+        except (UnicodeDecodeError, BadRequest):
+            return False  # the handler refuses it with a 400 before any forward
+        return routing_forwards(params.get("routing", ""))
     return False
 
 

@@ -21,7 +21,7 @@ from quart import request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime
 from cluster.settings import VizSettings
 
 from .admin import ADMIN, admin_blueprint

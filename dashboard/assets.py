@@ -20,8 +20,7 @@ import trio
 from quart import Response, request
 
 from cluster.errors import NotFound
-from cluster.runtime.assets import find_assets
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime, find_assets
 
 __all__ = ["COMMON", "asset_response", "mounts"]
 

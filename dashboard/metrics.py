@@ -18,7 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime
 
 __all__ = ["CONTENT_TYPE", "DashboardMetrics"]
 

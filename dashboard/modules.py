@@ -17,8 +17,7 @@ from typing import Any
 
 from quart import Blueprint
 
-from cluster.runtime.module import Module, ModuleRoute, RouteCall
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Module, ModuleRoute, RouteCall, Runtime
 
 from .params import request_params
 

@@ -19,7 +19,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime
 from cluster.settings import VizSettings
 
 from .app import create_app

@@ -3,6 +3,7 @@ module contract and registry, and the view the dashboard and the node RPC serve.
 
     Runtime                   one node's runtime; answers from its own state
     Membership, SingleNode    what the runtime reads of the cluster (the SWIM handle, or itself)
+    Peers, is_local           how it reaches peers, and the one "answer here?" decision
     Module, Container, ...    the contract every module implements (``cluster.modules``)
     load_modules, BUILTIN     the registry: modules by dotted path, never imported by name here
     serve_workload            the synthetic workload
@@ -12,20 +13,23 @@ The runtime imports nothing of the node process, the dashboard or the modules.
 
 from .assets import find_assets, viz_roots
 from .costmodel import CostModel
+from .membership import MemberLike, Membership, SingleNode, state_name
 from .module import (
     Container,
     FormField,
     FormSpec,
     Module,
+    ModuleContext,
     ModuleRoute,
     PoolInfo,
     RouteCall,
     pool_id_field,
     pool_name_field,
 )
+from .peers import FORWARD_TIMEOUT, Peers, is_local, routing_forwards
 from .pools import PoolManager
 from .registry import BUILTIN, available_modules, load_modules
-from .runtime import FORWARD_TIMEOUT, Membership, Runtime, SingleNode
+from .runtime import Runtime
 from .sysstats import StatsRing
 from .workers import PeriodicTask, WorkerPool
 from .workload import serve_workload, startup_compose
@@ -37,9 +41,12 @@ __all__ = [
     "CostModel",
     "FormField",
     "FormSpec",
+    "MemberLike",
     "Membership",
     "Module",
+    "ModuleContext",
     "ModuleRoute",
+    "Peers",
     "PeriodicTask",
     "PoolInfo",
     "PoolManager",
@@ -50,10 +57,13 @@ __all__ = [
     "WorkerPool",
     "available_modules",
     "find_assets",
+    "is_local",
     "load_modules",
     "pool_id_field",
     "pool_name_field",
+    "routing_forwards",
     "serve_workload",
     "startup_compose",
+    "state_name",
     "viz_roots",
 ]

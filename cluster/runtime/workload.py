@@ -46,9 +46,7 @@ async def serve_workload(runtime: Runtime, seed: int | None = None) -> None:
         await trio.sleep(period)
         tick += 1
         if tick % 10 == 0:
-            await runtime.workers.run(
-                ADMIN_POOL_ID, "monitor", 0, lambda: runtime.admin_monitor("workers", {})
-            )
+            await runtime.run_admin_monitor("workers", {})
         pools = [c for c in runtime.pools.all() if c.info.pool_id != ADMIN_POOL_ID and not c.closed]
         if not pools:
             continue

@@ -119,4 +119,6 @@ async def test_pool_monitor_routing(runtime: Runtime) -> None:
 
 async def test_forward_without_rpc_is_unavailable(runtime: Runtime) -> None:
     with pytest.raises(PeerUnavailable):
-        await runtime.call_peer(0, {"k": "monitor"}, "monitor 'workers'")
+        await runtime.forward(
+            0, "monitor 'workers'", lambda peers, m: peers.monitor(m, "workers", {})
+        )

@@ -18,9 +18,9 @@ from cluster.errors import NotFound
 from cluster.ids import PoolId
 from cluster.runtime.module import Container, FormField, FormSpec, Module, ModuleRoute, RouteCall
 from cluster.runtime.runtime import Runtime
+from cluster.runtime.testing import FakeMembership, FakePeers
 from cluster.settings import VizSettings, load_settings
 from dashboard import create_app
-from dashboard.testing import FakeMembership, FakePeers
 
 JSON = dict[str, Any]
 

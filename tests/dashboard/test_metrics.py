@@ -10,8 +10,8 @@ import trio.testing
 from prometheus_client.parser import text_string_to_metric_families
 
 from cluster.runtime.runtime import Runtime
+from cluster.runtime.testing import FakePeers, FakeStatistics
 from dashboard import create_app
-from dashboard.testing import FakePeers, FakeStatistics
 
 
 async def scrape(client: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

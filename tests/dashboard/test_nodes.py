@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from cluster.runtime.runtime import Runtime
-from dashboard.testing import FakePeers
+from cluster.runtime.testing import FakePeers
 
 from .conftest import call
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from cluster.runtime.runtime import Runtime
-from dashboard.testing import FakePeers
+from cluster.runtime.testing import FakePeers
 
 from .conftest import call
 

@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from cluster.runtime.runtime import Runtime
+from cluster.runtime.testing import FakePeers
 from dashboard import serve_dashboard
-from dashboard.testing import FakePeers
 
 
 async def test_port_zero_reports_bound_port(runtime: Runtime, nursery: trio.Nursery) -> None:
@@ -65,13 +65,11 @@ async def test_taken_port_is_oserror(runtime: Runtime, nursery: trio.Nursery) ->
         assert info.type is not BaseExceptionGroup
 
 
-async def test_health_answers_while_forwards_hang(
-    runtime: Runtime, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_health_answers_while_forwards_hang(runtime: Runtime, nursery: trio.Nursery) -> None:
     """max_threads=4: three slots for forwards, one kept for local routes; 8 forwards to a
     silent peer are in flight or queued, and health still answers at once. (The forward bound
     is shortened to 1 s to keep the test short; the 5 s value is tested in test_nodes.)"""
-    monkeypatch.setattr("cluster.runtime.runtime.FORWARD_TIMEOUT", 1.0)
+    runtime.forward_timeout = 1.0
     peers = FakePeers(runtime)
     peers.hang(1)
     viz = replace(runtime.settings.viz, port=0, max_threads=4)

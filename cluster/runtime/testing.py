@@ -1,23 +1,27 @@
-"""Fakes for testing the dashboard without a cluster: a membership and a peer network.
+"""Fakes of what the runtime reads and calls, for tests without a cluster: a membership (with
+the SWIM statistics the dashboard's ``/metrics`` reads) and the peers.
 
-    rt = Runtime(settings, 0, membership=FakeMembership.of(3), peer_call=None)
-    peers = FakePeers(rt)          # installs itself as rt.peer_call
+    rt = Runtime(settings, 0, membership=FakeMembership.of(3))
+    peers = FakePeers(rt)          # installs itself as rt.peers
     peers.hang(2)                  # node 2 never answers: forwards to it time out (503)
 
 A real node answers a forwarded monitor by running the admin monitor of its own runtime; the
-fake answers with ``answer(node_id, frame)`` (by default the same body shape, for that id).
+fake answers with ``answer(node_id, request)``, where ``request`` is the RPC frame the node
+would send (by default the same body shape, for that id).
 """
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
-from cluster.runtime.runtime import Runtime
+from cluster.errors import PeerUnreachable
+
+from .membership import MemberLike
+from .runtime import Runtime
 
 __all__ = ["FakeMember", "FakeMembership", "FakePeers", "FakeStatistics"]
 
@@ -80,7 +84,7 @@ class FakeMembership:
 
 
 class FakePeers:
-    """The node RPC as seen by ``Runtime.call_peer``: per peer, answer, hang or refuse."""
+    """The peers as seen by ``Runtime.forward``: per peer, answer, hang or refuse."""
 
     def __init__(self, runtime: Runtime, answer: Callable[[int, JSON], Any] | None = None) -> None:
         self.runtime = runtime
@@ -90,7 +94,7 @@ class FakePeers:
         self._hang: set[int] = set()
         self._refuse: set[int] = set()
         self.delay = 0.0  # seconds before an answer
-        runtime.peer_call = self
+        runtime.peers = self
 
     def hang(self, node_id: int) -> None:
         self._hang.add(node_id)
@@ -98,22 +102,33 @@ class FakePeers:
     def refuse(self, node_id: int) -> None:
         self._refuse.add(node_id)
 
-    def _default_answer(self, node_id: int, frame: JSON) -> Any:
-        if frame.get("k") == "monitor":
-            return {"node_id": node_id, "query": frame.get("query"), "params": frame["params"]}
-        return {"node_id": node_id, "frame": frame}
+    def _default_answer(self, node_id: int, request: JSON) -> Any:
+        if request.get("k") == "monitor":
+            return {"node_id": node_id, "query": request.get("query"), "params": request["params"]}
+        return {"node_id": node_id, "frame": request}
 
-    async def __call__(self, member: Any, frame: JSON, timeout: float) -> Any:
+    async def monitor(self, member: MemberLike, query: str, params: Mapping[str, str]) -> JSON:
+        request = {"k": "monitor", "query": query, "params": dict(params)}
+        answer: JSON = await self._call(member, request)
+        return answer
+
+    async def pool_monitor(
+        self, member: MemberLike, pool_id: str, query: str, params: Mapping[str, str]
+    ) -> Any:
+        request = {"k": "pool_monitor", "pool_id": pool_id, "query": query, "params": dict(params)}
+        return await self._call(member, request)
+
+    async def _call(self, member: MemberLike, request: JSON) -> Any:
         node_id = member.node_id
-        self.calls.append((node_id, frame))
+        self.calls.append((node_id, request))
         self.in_flight += 1
         try:
             if node_id in self._refuse:
-                raise OSError(errno.ECONNREFUSED, "Connection refused")
+                raise PeerUnreachable("[Errno 111] Connection refused")
             if node_id in self._hang:
                 await trio.sleep_forever()
             if self.delay:
                 await trio.sleep(self.delay)
-            return self.answer(node_id, frame)
+            return self.answer(node_id, request)
         finally:
             self.in_flight -= 1
