@@ -86,6 +86,24 @@ def _compose_form(runtime: Runtime, mod_name: str) -> JSON:
 
 def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
     bp = Blueprint(ADMIN, __name__)
+    _node_routes(bp, runtime)
+    for query in PER_NODE:
+        bp.add_url_rule(
+            f"/api/nodes/<node>/{query}",
+            f"node_{query}",
+            _per_node_view(runtime, metrics, query),
+            methods=["GET"],
+        )
+    _pool_routes(bp, runtime)
+    _page_routes(bp, runtime, metrics)
+    admin_module = runtime.modules.get(ADMIN)
+    if admin_module is not None:
+        add_module_routes(bp, runtime, admin_module)
+    return bp
+
+
+def _node_routes(bp: Blueprint, runtime: Runtime) -> None:
+    """This node's own answers."""
     route = bp.route
 
     @route("/api/health", methods=["GET"])
@@ -118,31 +136,31 @@ def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
         """loaded modules, with create form and pages flags"""
         return runtime.chimods()
 
-    def per_node(query: str) -> Callable[..., Any]:
-        async def view(node: str) -> JSON:
-            params = await request_params()
-            args = {}
-            if query == "system_stats" and "min_event_id" in params:
-                args["min_event_id"] = params["min_event_id"]
-            if runtime.resolve_node(node) == runtime.node_id:
-                return await runtime.node_monitor(node, query, args)
-            started, outcome = trio.current_time(), "error"
-            try:
-                body = await runtime.node_monitor(node, query, args)
-                outcome = "ok"
-                return body
-            finally:
-                metrics.forward_seconds.labels(query, outcome).observe(
-                    trio.current_time() - started
-                )
 
-        view.__doc__ = f"{query} of a node (local, or forwarded to a peer)"
-        return view
+def _per_node_view(runtime: Runtime, metrics: DashboardMetrics, query: str) -> Callable[..., Any]:
+    """``/api/nodes/<node>/<query>``: answered here, or forwarded (and timed into /metrics)."""
 
-    for query in PER_NODE:
-        bp.add_url_rule(
-            f"/api/nodes/<node>/{query}", f"node_{query}", per_node(query), methods=["GET"]
-        )
+    async def view(node: str) -> JSON:
+        params = await request_params()
+        args = {}
+        if query == "system_stats" and "min_event_id" in params:
+            args["min_event_id"] = params["min_event_id"]
+        if runtime.resolve_node(node) == runtime.node_id:  # 400 for a bad id, not timed
+            return await runtime.node_monitor(node, query, args)
+        started, outcome = trio.current_time(), "error"
+        try:
+            body = await runtime.node_monitor(node, query, args)
+            outcome = "ok"
+            return body
+        finally:
+            metrics.forward_seconds.labels(query, outcome).observe(trio.current_time() - started)
+
+    view.__doc__ = f"{query} of a node (local, or forwarded to a peer)"
+    return view
+
+
+def _pool_routes(bp: Blueprint, runtime: Runtime) -> None:
+    route = bp.route
 
     @route("/api/pools/<pool>/monitor", methods=["GET"])
     async def pool_monitor(pool: str) -> JSON:
@@ -182,6 +200,10 @@ def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
             errors=errors,
         )
 
+
+def _page_routes(bp: Blueprint, runtime: Runtime, metrics: DashboardMetrics) -> None:
+    route = bp.route
+
     @route("/metrics", methods=["GET"])
     async def prometheus() -> Response:
         """Prometheus text: membership, SWIM, HTTP, forwards, workers"""
@@ -197,8 +219,3 @@ def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
     async def asset(mod: str, rest: str = "") -> Response:
         """page assets of a module"""
         return await asset_response(runtime, mod, rest)
-
-    admin_module = runtime.modules.get(ADMIN)
-    if admin_module is not None:
-        add_module_routes(bp, runtime, admin_module)
-    return bp
