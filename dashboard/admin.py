@@ -1,7 +1,7 @@
 """The rt_admin blueprint: node-local, per-node and per-pool routes, ``/metrics`` and ``/``.
 
 Rules:
-1. Handlers are thin: read parameters, call one ``Runtime`` method, return its dict. Errors
+1. Handlers are thin: read parameters, call one ``RuntimeView`` method, return its dict. Errors
    are ``ApiError``s raised by the runtime and translated once (``dashboard.errors``).
 2. A per-node route is one admin monitor task: answered here for ``local``/``self``/this
    node's id, else forwarded to the peer by the runtime (5 s bound, then 503). Forwards are
@@ -18,7 +18,7 @@ from typing import Any
 import trio
 from quart import Blueprint, Response, current_app
 
-from cluster.runtime import FormField, FormSpec, Runtime
+from cluster.runtime import FormField, FormSpec, RuntimeView
 
 from .assets import asset_response, mounts
 from .metrics import CONTENT_TYPE, DashboardMetrics
@@ -39,7 +39,7 @@ def pattern(rule: str) -> str:
     return _CONVERTER.sub(r"{\1}", rule)
 
 
-def route_table(runtime: Runtime) -> JSON:
+def route_table(runtime: RuntimeView) -> JSON:
     """Every route of the running app with its registering module, and every asset mount."""
     routes = []
     for rule in current_app.url_map.iter_rules():
@@ -62,7 +62,7 @@ def route_table(runtime: Runtime) -> JSON:
     }
 
 
-def _compose_form(runtime: Runtime, mod_name: str) -> JSON:
+def _compose_form(runtime: RuntimeView, mod_name: str) -> JSON:
     mods = tuple(runtime.modules)
     return FormSpec(
         mod_name=mod_name,
@@ -84,7 +84,7 @@ def _compose_form(runtime: Runtime, mod_name: str) -> JSON:
     ).to_json()
 
 
-def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
+def admin_blueprint(runtime: RuntimeView, metrics: DashboardMetrics) -> Blueprint:
     bp = Blueprint(ADMIN, __name__)
     _node_routes(bp, runtime)
     for query in PER_NODE:
@@ -102,7 +102,7 @@ def admin_blueprint(runtime: Runtime, metrics: DashboardMetrics) -> Blueprint:
     return bp
 
 
-def _node_routes(bp: Blueprint, runtime: Runtime) -> None:
+def _node_routes(bp: Blueprint, runtime: RuntimeView) -> None:
     """This node's own answers."""
     route = bp.route
 
@@ -137,7 +137,9 @@ def _node_routes(bp: Blueprint, runtime: Runtime) -> None:
         return runtime.chimods()
 
 
-def _per_node_view(runtime: Runtime, metrics: DashboardMetrics, query: str) -> Callable[..., Any]:
+def _per_node_view(
+    runtime: RuntimeView, metrics: DashboardMetrics, query: str
+) -> Callable[..., Any]:
     """``/api/nodes/<node>/<query>``: answered here, or forwarded (and timed into /metrics)."""
 
     async def view(node: str) -> JSON:
@@ -159,7 +161,7 @@ def _per_node_view(runtime: Runtime, metrics: DashboardMetrics, query: str) -> C
     return view
 
 
-def _pool_routes(bp: Blueprint, runtime: Runtime) -> None:
+def _pool_routes(bp: Blueprint, runtime: RuntimeView) -> None:
     route = bp.route
 
     @route("/api/pools/<pool>/monitor", methods=["GET"])
@@ -201,7 +203,7 @@ def _pool_routes(bp: Blueprint, runtime: Runtime) -> None:
         )
 
 
-def _page_routes(bp: Blueprint, runtime: Runtime, metrics: DashboardMetrics) -> None:
+def _page_routes(bp: Blueprint, runtime: RuntimeView, metrics: DashboardMetrics) -> None:
     route = bp.route
 
     @route("/metrics", methods=["GET"])

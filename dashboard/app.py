@@ -21,7 +21,7 @@ from quart import request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from cluster.runtime import Runtime
+from cluster.runtime import RuntimeView
 from cluster.settings import VizSettings
 
 from .admin import ADMIN, admin_blueprint
@@ -80,7 +80,7 @@ class ResponseTap:
 class DashboardState:
     """What one app holds: the runtime it serves and its own policy, metrics, admission."""
 
-    runtime: Runtime
+    runtime: RuntimeView
     viz: VizSettings
     policy: SitePolicy
     metrics: DashboardMetrics
@@ -92,7 +92,7 @@ def dashboard_state(app: QuartTrio) -> DashboardState:
     return state
 
 
-def create_app(runtime: Runtime, viz_settings: VizSettings) -> QuartTrio:
+def create_app(runtime: RuntimeView, viz_settings: VizSettings) -> QuartTrio:
     """A QuartTrio app serving ``runtime``; ``viz_settings.port`` is the bound port."""
     app = QuartTrio("dashboard", static_folder=None, template_folder=None)
     app.json = JsonProvider(app)

@@ -20,7 +20,7 @@ import trio
 from quart import Response, request
 
 from cluster.errors import NotFound
-from cluster.runtime import Runtime, find_assets
+from cluster.runtime import RuntimeView, find_assets
 
 __all__ = ["COMMON", "asset_response", "mounts"]
 
@@ -51,7 +51,7 @@ def mime_type(name: str) -> str:
     return guessed or "application/octet-stream"
 
 
-def mounts(runtime: Runtime) -> dict[str, str]:
+def mounts(runtime: RuntimeView) -> dict[str, str]:
     """``mod_name -> folder`` for every mount, the shared ``common`` folder included."""
     found = dict(runtime.assets)
     if COMMON not in found:
@@ -73,7 +73,7 @@ def _resolve(folder: str, rest: str) -> Path | None:
     return target if target.is_file() else None
 
 
-async def asset_response(runtime: Runtime, mod_name: str, rest: str) -> Response:
+async def asset_response(runtime: RuntimeView, mod_name: str, rest: str) -> Response:
     """The file ``rest`` of ``mod_name``'s folder, or NotFound (the unknown-route message)."""
     folder = mounts(runtime).get(mod_name)
     target = _resolve(folder, rest) if folder is not None else None

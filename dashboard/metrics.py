@@ -18,7 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from cluster.runtime import Runtime
+from cluster.runtime import RuntimeView
 
 __all__ = ["CONTENT_TYPE", "DashboardMetrics"]
 
@@ -49,7 +49,7 @@ def _number(v: Any) -> float | None:
 class _RuntimeCollector:
     """Collected at scrape time from the runtime (rule 2)."""
 
-    def __init__(self, runtime: Runtime, admission: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(self, runtime: RuntimeView, admission: Callable[[], Mapping[str, int]]) -> None:
         self.runtime = runtime
         self.admission = admission
 
@@ -148,7 +148,7 @@ class _RuntimeCollector:
 class DashboardMetrics:
     """The registry of one app and the instruments its hooks update."""
 
-    def __init__(self, runtime: Runtime, admission: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(self, runtime: RuntimeView, admission: Callable[[], Mapping[str, int]]) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests = Counter(
             "rt_http_requests", "HTTP requests answered", ["route", "method", "status"],

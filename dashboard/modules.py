@@ -17,7 +17,7 @@ from typing import Any
 
 from quart import Blueprint
 
-from cluster.runtime import Module, ModuleRoute, RouteCall, Runtime
+from cluster.runtime import Module, ModuleRoute, RouteCall, RuntimeView
 
 from .params import request_params
 
@@ -32,7 +32,7 @@ def to_rule(path: str) -> str:
     return _SEGMENT.sub(r"<\1>", path)
 
 
-def _view(runtime: Runtime, route: ModuleRoute) -> Any:
+def _view(runtime: RuntimeView, route: ModuleRoute) -> Any:
     async def view(**path_args: str) -> JSON:
         params = await request_params()
         return await route.handler(RouteCall(runtime, params, path_args))
@@ -41,7 +41,7 @@ def _view(runtime: Runtime, route: ModuleRoute) -> Any:
     return view
 
 
-def add_module_routes(bp: Blueprint, runtime: Runtime, module: Module) -> None:
+def add_module_routes(bp: Blueprint, runtime: RuntimeView, module: Module) -> None:
     """Register ``module``'s routes on ``bp``."""
     prefix = f"/api/mod/{module.mod_name}/"
     for route in module.routes():
@@ -51,7 +51,7 @@ def add_module_routes(bp: Blueprint, runtime: Runtime, module: Module) -> None:
         bp.add_url_rule(prefix + to_rule(path), endpoint, _view(runtime, route), methods=[method])
 
 
-def module_blueprint(runtime: Runtime, module: Module) -> Blueprint:
+def module_blueprint(runtime: RuntimeView, module: Module) -> Blueprint:
     """The blueprint of a module other than rt_admin."""
     bp = Blueprint(module.mod_name, __name__)
     add_module_routes(bp, runtime, module)

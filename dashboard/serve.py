@@ -19,7 +19,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from cluster.runtime import Runtime
+from cluster.runtime import RuntimeView
 from cluster.settings import VizSettings
 
 from .app import create_app
@@ -61,7 +61,7 @@ def hypercorn_config(sock: socket.socket, max_threads: int) -> Config:
 
 
 async def serve_dashboard(
-    runtime: Runtime,
+    runtime: RuntimeView,
     viz_settings: VizSettings,
     *,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,

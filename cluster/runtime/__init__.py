@@ -4,6 +4,7 @@ module contract and registry, and the view the dashboard and the node RPC serve.
     Runtime                   one node's runtime; answers from its own state
     Membership, SingleNode    what the runtime reads of the cluster (the SWIM handle, or itself)
     Peers, is_local           how it reaches peers, and the one "answer here?" decision
+    RuntimeView               the narrow view the dashboard is given
     Module, Container, ...    the contract every module implements (``cluster.modules``)
     load_modules, BUILTIN     the registry: modules by dotted path, never imported by name here
     serve_workload            the synthetic workload
@@ -31,6 +32,7 @@ from .pools import PoolManager
 from .registry import BUILTIN, available_modules, load_modules
 from .runtime import Runtime
 from .sysstats import StatsRing
+from .view import RuntimeView
 from .workers import PeriodicTask, WorkerPool
 from .workload import serve_workload, startup_compose
 
@@ -52,6 +54,7 @@ __all__ = [
     "PoolManager",
     "RouteCall",
     "Runtime",
+    "RuntimeView",
     "SingleNode",
     "StatsRing",
     "WorkerPool",
