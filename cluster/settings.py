@@ -259,24 +259,42 @@ def load_settings(
     """Resolve the node's settings with the precedence in the module docstring.
 
     ``flags`` holds command-line values that were given (keys ``viz``, ``viz_port``,
-    ``viz_bind``, ``port``, ``hostfile``, ``node_id``, ``host``); absent keys change nothing.
+    ``viz_bind``, ``port``, ``hostfile``, ``node_id``, ``host``, ``events``, ``log_file``,
+    ``data_dir``); absent keys change nothing.
     """
     env = os.environ if env is None else env
     flags = flags or {}
-    path = config_file or find_config_file(env)
-    if path is not None:
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
-        settings = parse_settings_text(text, str(path))
-        file_viz = (yaml.safe_load(text) or {}).get("viz") or {}
-    else:
-        settings, file_viz = Settings(), {}
-
+    settings, file_viz = _read_config(config_file or find_config_file(env))
     viz = settings.viz
     if "enabled" not in file_viz:
         viz = replace(viz, enabled=(mode == "daemon"))
+    viz = _checked_viz(_viz_flags(_viz_env(viz, env), flags))
+    net = settings.networking
+    for key in ("port", "hostfile", "node_id", "host"):
+        if flags.get(key) is not None:
+            net = replace(net, **{key: flags[key]})
+    runtime = settings.runtime
+    if flags.get("data_dir") is not None:
+        runtime = replace(runtime, data_dir=str(flags["data_dir"]))
+    log = _logging(settings, flags)
+    return replace(settings, viz=viz, networking=net, logging=log, runtime=runtime)
+
+
+def _read_config(path: Path | None) -> tuple[Settings, Mapping[str, Any]]:
+    """The file's settings (built-in defaults without a file) and its raw ``viz`` section,
+    which tells what the file set explicitly."""
+    if path is None:
+        return Settings(), {}
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
+    settings = parse_settings_text(text, str(path))
+    return settings, (yaml.safe_load(text) or {}).get("viz") or {}
+
+
+def _viz_env(viz: VizSettings, env: Mapping[str, str]) -> VizSettings:
+    """The ``RT_VIZ_*`` variables over the file's viz section."""
     enable = env.get("RT_VIZ_ENABLE", "")
     if enable:
         if enable not in ("0", "1"):
@@ -290,22 +308,29 @@ def load_settings(
         viz = replace(viz, max_threads=threads)
     if env.get("RT_VIZ_PATH"):
         viz = replace(viz, path=tuple(p for p in env["RT_VIZ_PATH"].split(":") if p))
+    return viz
 
+
+def _viz_flags(viz: VizSettings, flags: Mapping[str, Any]) -> VizSettings:
+    """``--viz``/``--no-viz``; ``--viz-port`` and ``--viz-bind`` turn the dashboard on."""
     if flags.get("viz") is not None:
         viz = replace(viz, enabled=bool(flags["viz"]))
     if flags.get("viz_port") is not None:
         viz = replace(viz, enabled=True, port=int(flags["viz_port"]))
     if flags.get("viz_bind") is not None:
         viz = replace(viz, enabled=True, bind=str(flags["viz_bind"]))
+    return viz
+
+
+def _checked_viz(viz: VizSettings) -> VizSettings:
     if viz.port > 65535:
         raise SettingsError(f"viz.port {viz.port}: not a TCP port")
     if viz.max_threads < 1:
         raise SettingsError(f"viz.max_threads {viz.max_threads}: must be at least 1")
+    return viz
 
-    net = settings.networking
-    for key in ("port", "hostfile", "node_id", "host"):
-        if flags.get(key) is not None:
-            net = replace(net, **{key: flags[key]})
+
+def _logging(settings: Settings, flags: Mapping[str, Any]) -> LoggingSettings:
     log = settings.logging
     if log.level not in LOG_LEVELS:
         raise SettingsError(
@@ -316,7 +341,4 @@ def load_settings(
         log = replace(log, events=str(flags["events"]))
     if flags.get("log_file") is not None:
         log = replace(log, file=str(flags["log_file"]))
-    runtime = settings.runtime
-    if flags.get("data_dir") is not None:
-        runtime = replace(runtime, data_dir=str(flags["data_dir"]))
-    return replace(settings, viz=viz, networking=net, logging=log, runtime=runtime)
+    return log

@@ -20,7 +20,7 @@ import trio
 
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime
 from cluster.settings import load_settings
 
 BUDGET_S = 1.0  # seconds per measurement

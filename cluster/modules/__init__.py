@@ -2,9 +2,11 @@
 
     rt_admin      the admin pool 1.0: the runtime itself
     rt_bdev       block devices (ram, file, noop)
-    rt_safe_bdev  striped arrays with parity over rt_bdev devices
-    rt_cte_core   blob placement over block devices
+    rt_safe_bdev  striped arrays with parity over rt_bdev devices (a package)
+    rt_cte_core   blob placement over block devices (a package)
+    members       finding block devices, and picking or creating an array member's device
 
-Nothing imports these by name but the registry (``cluster.runtime.registry.BUILTIN``), through
-their dotted paths, so the runtime never points back at its modules.
+Modules see their node through a ``ModuleContext`` (``cluster.runtime``), never the Runtime
+class. Nothing imports these by name but the registry (``cluster.runtime.registry.BUILTIN``),
+through their dotted paths, so the runtime never points back at its modules.
 """

@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from cluster.errors import ValidationFailed
 from cluster.ids import PoolId
-from cluster.storage.blockdev import BlockStore
-from cluster.storage.sizes import parse_size
+from cluster.runtime import ModuleContext
+from cluster.storage import BlockStore, parse_size
 
 if TYPE_CHECKING:
-    from cluster.runtime.runtime import Runtime
-
     from .rt_bdev import BdevContainer
 
 __all__ = ["MEMBER_BASE", "MemberRequest", "find_block_store", "member_names", "resolve_member"]
@@ -54,7 +52,7 @@ class MemberRequest:
 
 
 async def resolve_member(
-    runtime: Runtime,
+    runtime: ModuleContext,
     req: MemberRequest,
     needed: int,
     member_of: Callable[[PoolId], str | None],
@@ -111,7 +109,7 @@ async def resolve_member(
     return existing
 
 
-def find_block_store(runtime: Runtime, pool_id: PoolId) -> BlockStore | None:
+def find_block_store(runtime: ModuleContext, pool_id: PoolId) -> BlockStore | None:
     """The open block-device-like container of ``pool_id`` on this node, or None."""
     container = runtime.pools.find(pool_id)
     if isinstance(container, BlockStore) and not container.closed:

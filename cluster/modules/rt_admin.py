@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.runtime.module import Container, Module
+from cluster.runtime import Container, Module
 
 __all__ = ["AdminContainer", "AdminModule"]
 

@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 
 from cluster.errors import BadRequest
-from cluster.runtime.module import (
+from cluster.runtime import (
     Container,
     FormField,
     FormSpec,
@@ -28,11 +28,19 @@ from cluster.runtime.module import (
     pool_id_field,
     pool_name_field,
 )
-from cluster.storage.alloc import Allocator, Extent, NoSpace
-from cluster.storage.backends import Store, export_chunks, import_chunks, open_store
-from cluster.storage.blockdev import BlockStore
-from cluster.storage.iometer import IoMeter, IoSnapshot
-from cluster.storage.sizes import parse_size
+from cluster.storage import (
+    Allocator,
+    BlockStore,
+    Extent,
+    IoMeter,
+    IoSnapshot,
+    NoSpace,
+    Store,
+    export_chunks,
+    import_chunks,
+    open_store,
+    parse_size,
+)
 
 __all__ = ["BDEV_TYPES", "BdevContainer", "BdevModule", "bdev_config_errors"]
 

@@ -2,15 +2,18 @@
 
 Rules:
 1. A ``Module`` is loaded once per node; it makes one ``Container`` per pool composed with it.
-2. Every pool is created through ``Runtime.compose`` (the API's compose, a module's typed create
-   form, ``rt_run compose`` and the settings' compose section all end there), so validation is
-   in one place: generic fields by the runtime, module parameters by ``validate_config``.
+2. Every pool is created through the runtime's ``compose`` (the API's compose, a module's typed
+   create form, ``rt_run compose`` and the settings' compose section all end there), so
+   validation is in one place: generic fields by the runtime, module parameters by
+   ``validate_config``.
 3. Route handlers receive a ``RouteCall`` and return a JSON-able dict or raise an ``ApiError``;
    the dashboard mounts them under ``/api/mod/<mod_name>/`` without knowing what they do.
    Every module has the conventional ``GET pools``; one with a create form also ``GET create``
    (the form spec) and ``POST create`` (validate or create); its own ``action_routes`` follow.
 4. A container's periodic tasks keep retrying after the pool is destroyed (the spec's
    behaviour): ``ensure_open`` raises ``PoolGone`` for them.
+5. Modules and containers see the node through a ``ModuleContext``, never the ``Runtime``
+   class: the few members named there are all a module may use.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from cluster.errors import BadRequest, NotFound, PoolGone
 from cluster.ids import PoolId
@@ -26,13 +29,17 @@ from cluster.ids import PoolId
 from .costmodel import CostModel
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from cluster.settings import Settings
+
+    from .pools import PoolManager
+    from .workers import WorkerPool
 
 __all__ = [
     "Container",
     "FormField",
     "FormSpec",
     "Module",
+    "ModuleContext",
     "ModuleRoute",
     "PoolInfo",
     "RouteCall",
@@ -42,6 +49,44 @@ __all__ = [
 
 JSON = dict[str, Any]
 C = TypeVar("C", bound="Container")
+
+
+class ModuleContext(Protocol):
+    """What modules and containers may use of their node (the ``Runtime`` satisfies it)."""
+
+    @property
+    def node_id(self) -> int:
+        """This node's id (read when needed: it is settled once the node joined)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def pools(self) -> PoolManager:
+        """This node's pool table: find, by_name, of_module, suggest."""
+
+    @property
+    def workers(self) -> WorkerPool:
+        """The node's workers: module I/O runs as their tasks; periodic tasks are added here."""
+
+    async def compose(
+        self,
+        mod_name: str,
+        pool_name: str,
+        pool_id: str,
+        config: Mapping[str, Any] | str | None = None,
+        *,
+        pool_query: str = "local",
+        validate_only: bool = False,
+        errors: Mapping[str, str] | None = None,
+    ) -> JSON:
+        """Validate, then create a pool (every pool is created here)."""
+
+    async def destroy(self, pool: str) -> JSON:
+        """Destroy the pool with id ``pool``."""
+
+    def admin_monitor(self, query: str, params: Mapping[str, str]) -> JSON:
+        """The admin pool's monitor answer for this node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +133,7 @@ class FormSpec:
 class RouteCall:
     """One request to a module route: the merged parameters and the path's ``{name}`` parts."""
 
-    runtime: Runtime
+    runtime: ModuleContext
     params: Mapping[str, str]
     path_args: Mapping[str, str]
 
@@ -131,7 +176,7 @@ class PoolInfo:
 class Container:
     """The state of one pool on this node. Subclasses add data and override ``monitor``."""
 
-    runtime: Runtime
+    runtime: ModuleContext
     info: PoolInfo
     config: Mapping[str, Any]
     cost: CostModel = field(init=False)
@@ -180,7 +225,7 @@ class Module:
     container_class: ClassVar[type[Container]] = Container
     suggest_base: ClassVar[int] = 800  # pool-id suggestions start at this major
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: ModuleContext) -> None:
         self.runtime = runtime
 
     @property

@@ -19,10 +19,8 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -32,8 +30,10 @@ from cluster.ids import PoolId
 
 from .blockdev import BlockStore
 from .erasure import Codec
+from .roster import ArrayMember, MemberState, RecoveryProgress
+from .slots import SlotLocks, slot_runs
 
-__all__ = ["ArrayMember", "MemberState", "RecoveryProgress", "StripeArray", "Unreadable"]
+__all__ = ["StripeArray", "Unreadable"]
 
 log = logging.getLogger(__name__)
 RunOp = Callable[[str, float, Callable[[], Awaitable[Any]]], Awaitable[Any]]
@@ -43,34 +43,6 @@ PARALLEL_SLOTS = 8
 
 class Unreadable(Conflict):
     """A slot with fewer readable blocks than data members."""
-
-
-class MemberState(StrEnum):
-    ACTIVE = "active"
-    FAULTY = "faulty"
-    REMOVED = "removed"
-    RECOVERING = "recovering"
-
-
-@dataclass(frozen=True, slots=True)
-class ArrayMember:
-    pool_name: str
-    pool_id: PoolId
-    base: int  # byte offset of the array's region on the member device
-    state: MemberState = MemberState.ACTIVE
-
-
-@dataclass(slots=True)
-class RecoveryProgress:
-    active: bool = False
-    total: int = 0  # slots to rebuild in the current run
-    completed: int = 0
-    in_flight: int = 0
-    generation: int = 0  # bumped whenever a member starts recovering
-
-    @property
-    def remaining(self) -> int:
-        return max(0, self.total - self.completed)
 
 
 class StripeArray:
@@ -93,7 +65,7 @@ class StripeArray:
         self.written: set[int] = set()
         self.dirty: set[int] = set()
         self.recovery = RecoveryProgress()
-        self._locks: dict[int, list[Any]] = {}
+        self._locks = SlotLocks()
         self._zero = bytes(chunk)
 
     # -- geometry and roster ----------------------------------------------------------------
@@ -199,26 +171,6 @@ class StripeArray:
             for p, block in blocks:
                 nursery.start_soon(self._write_one, slot, p, block)
 
-    @asynccontextmanager
-    async def _slot(self, slot: int) -> AsyncIterator[None]:
-        entry = self._locks.setdefault(slot, [trio.Lock(), 0])
-        entry[1] += 1
-        try:
-            async with entry[0]:
-                yield
-        finally:
-            entry[1] -= 1
-            if entry[1] == 0:
-                del self._locks[slot]
-
-    @asynccontextmanager
-    async def _slots(self, first: int, n: int) -> AsyncIterator[None]:
-        """Hold the locks of ``n`` consecutive slots (taken in order: no deadlock)."""
-        async with AsyncExitStack() as stack:
-            for slot in range(first, first + n):
-                await stack.enter_async_context(self._slot(slot))
-            yield
-
     async def _gather(self, slot: int, want: int, n: int = 1) -> list[bytes | None]:
         """At least ``want`` readable blocks of ``n`` consecutive slots (data first)."""
         blocks: list[bytes | None] = [None] * (self.k + self.m)
@@ -266,7 +218,7 @@ class StripeArray:
         out = bytearray(size)
 
         async def one(slot: int, pieces: list[tuple[int, int, int, int]]) -> None:
-            async with self._slot(slot):
+            async with self._locks.hold(slot):
                 chunks = await self._stripe_data(slot, sorted({p[0] for p in pieces}))
             for index, within, n, at in pieces:
                 out[at : at + n] = chunks[index][within : within + n]
@@ -277,13 +229,13 @@ class StripeArray:
     async def write(self, offset: int, data: bytes) -> None:
         split = self._split(offset, len(data))
         full = [s for s, pieces in split.items() if sum(p[2] for p in pieces) == self.stripe_bytes]
-        for first, n in _runs(full):
+        for first, n in slot_runs(full):
             await self._write_full(first, n, data, split[first][0][3])
         done = set(full)
         partial = {s: pieces for s, pieces in split.items() if s not in done}
 
         async def one(slot: int, pieces: list[tuple[int, int, int, int]]) -> None:
-            async with self._slot(slot):
+            async with self._locks.hold(slot):
                 await self._write_slot(slot, pieces, data)
 
         if partial:
@@ -297,7 +249,7 @@ class StripeArray:
             data = [buf[base + j * self.chunk : base + (j + 1) * self.chunk] for j in range(self.k)]
             for p, block in enumerate(data + self.codec.encode(data)):
                 per_position[p].append(block)
-        async with self._slots(first, n):
+        async with self._locks.hold_run(first, n):
             await self._write_positions(
                 first, [(p, b"".join(c)) for p, c in enumerate(per_position)]
             )
@@ -371,7 +323,7 @@ class StripeArray:
 
         try:
             async with trio.open_nursery() as nursery:
-                for first, n in _runs(slots):
+                for first, n in slot_runs(slots):
                     nursery.start_soon(one, first, n)
         finally:
             rec.active = False
@@ -387,7 +339,7 @@ class StripeArray:
     async def _rebuild(self, first: int, n: int, targets: Sequence[int]) -> None:
         """Rebuild ``n`` consecutive written slots onto ``targets``: one I/O per member."""
         c = self.chunk
-        async with self._slots(first, n):
+        async with self._locks.hold_run(first, n):
             runs = await self._gather(first, self.k, n)
             if sum(b is not None for b in runs) < self.k:
                 raise Unreadable(
@@ -404,7 +356,7 @@ class StripeArray:
     async def check_slot(self, slot: int, repair: bool = False) -> tuple[bool, bool]:
         """``(readable, consistent)`` of a written slot from every readable block; with
         ``repair``, an inconsistent slot with every position active gets its parity rewritten."""
-        async with self._slot(slot):
+        async with self._locks.hold(slot):
             blocks = await self._gather(slot, self.k + self.m)
             present = [p for p, b in enumerate(blocks) if b is not None]
             if len(present) < self.k:
@@ -418,14 +370,3 @@ class StripeArray:
                 await self._write_positions(slot, parity)
                 self.dirty.discard(slot)
             return True, consistent
-
-
-def _runs(slots: Sequence[int], limit: int = 32) -> list[tuple[int, int]]:
-    """Sorted slots as ``(first, count)`` runs of consecutive slots, at most ``limit`` long."""
-    runs: list[tuple[int, int]] = []
-    for slot in sorted(slots):
-        if runs and runs[-1][0] + runs[-1][1] == slot and runs[-1][1] < limit:
-            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
-        else:
-            runs.append((slot, 1))
-    return runs

@@ -9,7 +9,7 @@ import pytest
 import trio
 from storage_helpers import make_runtime
 
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime
 
 
 @pytest.fixture

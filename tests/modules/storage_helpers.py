@@ -8,7 +8,7 @@ from pathlib import Path
 
 import trio
 
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime
 from cluster.settings import load_settings
 
 
@@ -28,7 +28,7 @@ async def call_route(
     runtime: Runtime, mod: str, method: str, path: str, params: dict[str, str] | None = None
 ) -> dict[str, object]:
     """Call a module route the way the dashboard does: ``path`` below /api/mod/<mod>/."""
-    from cluster.runtime.module import RouteCall
+    from cluster.runtime import RouteCall
 
     parts = path.split("/")
     for route in runtime.modules[mod].routes():

@@ -9,8 +9,8 @@ from storage_helpers import call_route
 
 from cluster.errors import BadRequest, NotFound, ValidationFailed
 from cluster.modules.rt_bdev import BdevContainer
-from cluster.runtime.runtime import Runtime
-from cluster.storage.alloc import NoSpace
+from cluster.runtime import Runtime
+from cluster.storage import NoSpace
 
 STATS_KEYS = [
     "pool_name", "bdev_type", "total_capacity", "remaining_capacity", "read_bandwidth_mbps",

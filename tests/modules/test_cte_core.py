@@ -9,7 +9,7 @@ from storage_helpers import call_route, digest, wait_for
 
 from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.modules.rt_cte_core import CteCoreContainer
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime
 
 
 async def make_core(runtime: Runtime, name: str = "core") -> CteCoreContainer:

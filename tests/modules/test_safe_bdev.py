@@ -9,7 +9,7 @@ from storage_helpers import call_route, digest, wait_for
 
 from cluster.errors import Conflict, ValidationFailed
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
-from cluster.runtime.runtime import Runtime
+from cluster.runtime import Runtime
 
 
 async def make_array(

@@ -7,10 +7,7 @@ import os
 
 import pytest
 
-from cluster.storage.alloc import Allocator, Extent, NoSpace
-from cluster.storage.erasure import Codec
-from cluster.storage.placement import plan_moves
-from cluster.storage.sizes import format_size, parse_size
+from cluster.storage import Allocator, Codec, Extent, NoSpace, format_size, parse_size, plan_moves
 
 
 @pytest.mark.parametrize(

@@ -1,44 +1,27 @@
-"""rt_cte_core: blobs grouped in tags, placed on storage targets by score.
+"""The container of one core: targets (register, unregister, score), blobs (put, get, delete,
+move) and the monitor queries that reach them.
 
-Rules:
-1. A target is a block-device-like pool (``BlockStore``): a fresh rt_bdev created for it
-   (pool id suggested from 900) or an attached existing pool such as a safe_bdev array.
-2. A blob goes to the best-scoring target that can hold it; puts, gets and moves are tasks of
-   this pool whose device I/O are subtasks of the targets' pools.
-3. Unregistering a target never loses data: its blobs move to the other targets first, or the
-   request is refused (409) when they cannot hold them, and the target stays registered.
-4. One periodic task (``rescore``) refreshes target scores; after destroy it keeps retrying.
+A blob's bytes are written on a target's device through its ``BlockStore``; the core keeps
+where each blob lives (``BlobLoc``) by tag and name.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import random
 from collections.abc import Mapping
 from typing import Any
 
 from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.ids import PoolId
-from cluster.runtime.module import (
-    Container,
-    FormSpec,
-    Module,
-    ModuleRoute,
-    RouteCall,
-    pool_id_field,
-    pool_name_field,
-)
-from cluster.storage.alloc import NoSpace
-from cluster.storage.blockdev import BlockStore
-from cluster.storage.placement import BlobLoc, Target, plan_moves, score
+from cluster.runtime import Container
+from cluster.storage import BlobLoc, BlockStore, NoSpace, Target, plan_moves, score
 
-from .members import MEMBER_BASE, find_block_store
-from .rt_bdev import bdev_config_errors
+from ..members import MEMBER_BASE, find_block_store
+from ..rt_bdev import bdev_config_errors
 
-__all__ = ["CteCoreContainer", "CteCoreModule"]
+__all__ = ["CteCoreContainer"]
 
-log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 
 
@@ -345,78 +328,3 @@ class CteCoreContainer(Container):
             except NoSpace:  # full: make room for the next step
                 if name in self.tags.get("workload", {}):
                     await self.delete("workload", name)
-
-
-class CteCoreModule(Module):
-    mod_name = "rt_cte_core"
-    title = "Storage-target core"
-    container_class = CteCoreContainer
-    suggest_base = 700
-
-    def create_form(self) -> FormSpec:
-        return FormSpec(
-            self.mod_name,
-            self.title,
-            (pool_name_field(), pool_id_field(self.suggestion())),
-            note="Register storage targets on the core's page once it exists.",
-        )
-
-    def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
-        targets = config.get("targets") or []
-        if not isinstance(targets, list) or not all(
-            isinstance(t, Mapping) and t.get("name") for t in targets
-        ):
-            return {"targets": "must be a list of mappings, each with a name"}
-        try:
-            if float(config.get("rescore_period_s", 1.0)) <= 0:
-                raise ValueError
-        except (TypeError, ValueError):
-            return {"rescore_period_s": "must be a number of seconds > 0"}
-        return {}
-
-    def action_routes(self) -> list[ModuleRoute]:
-        return [
-            ModuleRoute(
-                "GET",
-                "{pool}/targets",
-                self._targets,
-                "Registered storage targets with score and capacity",
-            ),
-            ModuleRoute(
-                "POST",
-                "{pool}/register_target",
-                self._register,
-                "Register a storage target (fields: name; bdev_type and capacity, or "
-                "attach_pool_id)",
-            ),
-            ModuleRoute(
-                "POST",
-                "{pool}/unregister_target",
-                self._unregister,
-                "Remove a target from placement (fields: name)",
-            ),
-        ]
-
-    async def _targets(self, call: RouteCall) -> JSON:
-        core = self.pool_of(call, CteCoreContainer)
-        return await core.monitor("targets", {})  # type: ignore[no-any-return]
-
-    async def _register(self, call: RouteCall) -> JSON:
-        return await self.pool_of(call, CteCoreContainer).register_target(call.params)
-
-    async def _unregister(self, call: RouteCall) -> JSON:
-        return await self.pool_of(call, CteCoreContainer).unregister_target(
-            call.params.get("name", "").strip()
-        )
-
-    def demo_entries(self) -> list[JSON]:
-        return [
-            {
-                "mod_name": self.mod_name,
-                "pool_name": "demo_cte",
-                "targets": [
-                    {"name": "ram0", "bdev_type": "ram", "capacity": "1M"},
-                    {"name": "array", "attach_pool_name": "demo_array"},
-                ],
-            }
-        ]

@@ -1,0 +1,91 @@
+"""The rt_cte_core module: its create form, the validation of a compose entry and the target
+routes ``{pool}/targets``, ``register_target`` and ``unregister_target``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cluster.runtime import FormSpec, Module, ModuleRoute, RouteCall, pool_id_field, pool_name_field
+
+from .container import CteCoreContainer
+
+__all__ = ["CteCoreModule"]
+
+JSON = dict[str, Any]
+
+
+class CteCoreModule(Module):
+    mod_name = "rt_cte_core"
+    title = "Storage-target core"
+    container_class = CteCoreContainer
+    suggest_base = 700
+
+    def create_form(self) -> FormSpec:
+        return FormSpec(
+            self.mod_name,
+            self.title,
+            (pool_name_field(), pool_id_field(self.suggestion())),
+            note="Register storage targets on the core's page once it exists.",
+        )
+
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
+        targets = config.get("targets") or []
+        if not isinstance(targets, list) or not all(
+            isinstance(t, Mapping) and t.get("name") for t in targets
+        ):
+            return {"targets": "must be a list of mappings, each with a name"}
+        try:
+            if float(config.get("rescore_period_s", 1.0)) <= 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            return {"rescore_period_s": "must be a number of seconds > 0"}
+        return {}
+
+    def action_routes(self) -> list[ModuleRoute]:
+        return [
+            ModuleRoute(
+                "GET",
+                "{pool}/targets",
+                self._targets,
+                "Registered storage targets with score and capacity",
+            ),
+            ModuleRoute(
+                "POST",
+                "{pool}/register_target",
+                self._register,
+                "Register a storage target (fields: name; bdev_type and capacity, or "
+                "attach_pool_id)",
+            ),
+            ModuleRoute(
+                "POST",
+                "{pool}/unregister_target",
+                self._unregister,
+                "Remove a target from placement (fields: name)",
+            ),
+        ]
+
+    async def _targets(self, call: RouteCall) -> JSON:
+        core = self.pool_of(call, CteCoreContainer)
+        return await core.monitor("targets", {})  # type: ignore[no-any-return]
+
+    async def _register(self, call: RouteCall) -> JSON:
+        return await self.pool_of(call, CteCoreContainer).register_target(call.params)
+
+    async def _unregister(self, call: RouteCall) -> JSON:
+        return await self.pool_of(call, CteCoreContainer).unregister_target(
+            call.params.get("name", "").strip()
+        )
+
+    def demo_entries(self) -> list[JSON]:
+        return [
+            {
+                "mod_name": self.mod_name,
+                "pool_name": "demo_cte",
+                "targets": [
+                    {"name": "ram0", "bdev_type": "ram", "capacity": "1M"},
+                    {"name": "array", "attach_pool_name": "demo_array"},
+                ],
+            }
+        ]

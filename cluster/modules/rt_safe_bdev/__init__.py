@@ -1,0 +1,24 @@
+"""rt_safe_bdev: an erasure-coded array over rt_bdev pools (XOR for one parity member,
+Reed-Solomon for more), with member management and recovery.
+
+    SafeBdevContainer   one array: composition, block I/O, recover and scrub   (container)
+    add/remove/replace  member changes on a running array                        (member_ops)
+    SafeBdevModule      the create form, its validation, the member routes       (module)
+
+Rules:
+1. The data path lives in ``cluster.storage`` (``StripeArray``); this package wires it to the
+   module context: logical reads and writes are tasks of the array's pool whose member I/O are
+   subtasks of the members' pools; each rebuilt slot is a ``recover`` task.
+2. Members are ordinary rt_bdev pools; ``members`` of the create form are the data members and
+   ``max_failures`` parity members are created next to them (``<pool>_p<j>``, ids from 900)
+   unless ``parity_members`` names existing ones.
+3. Two periodic tasks per array: ``recover`` (runs a pending rebuild) and ``scrub`` (checks a
+   few written slots, repairs parity of dirty ones). After destroy they keep retrying.
+4. An action that would leave more members out of service than the parity level is refused
+   (409); nothing is changed by a refused or invalid request.
+"""
+
+from .container import SafeBdevContainer
+from .module import SafeBdevModule
+
+__all__ = ["SafeBdevContainer", "SafeBdevModule"]

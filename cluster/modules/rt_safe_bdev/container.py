@@ -1,0 +1,280 @@
+"""The container of one array: composition over its members, the ``BlockStore`` it offers,
+its periodic ``recover`` and ``scrub`` tasks, ``verify`` and its ``stats``.
+
+Member changes on a running array are in ``member_ops``; the container's methods of the same
+names hand over to it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from typing import Any
+
+import trio
+
+from cluster.errors import BadRequest, Conflict, NotFound
+from cluster.ids import PoolId
+from cluster.runtime import Container
+from cluster.storage import (
+    Allocator,
+    ArrayMember,
+    BlockStore,
+    Extent,
+    IoMeter,
+    IoSnapshot,
+    MemberState,
+    NoSpace,
+    StripeArray,
+    parse_size,
+)
+
+from ..members import MemberRequest, find_block_store, member_names, resolve_member
+from ..rt_bdev import BdevContainer
+from . import member_ops
+
+__all__ = ["DEFAULT_CHUNK", "SafeBdevContainer"]
+
+JSON = dict[str, Any]
+DEFAULT_CHUNK = 4096
+
+
+class SafeBdevContainer(Container, BlockStore):
+    methods = ("read", "write", "allocate", "free", "recover", "scrub", "verify")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.max_failures = int(self.config.get("max_failures", 1))
+        self.chunk = parse_size(self.config.get("chunk_size", DEFAULT_CHUNK))
+        self.meter = IoMeter()
+        self.array: StripeArray | None = None
+        self.allocator = Allocator(0, self.chunk)
+        self._scrub_cursor = 0
+
+    # -- composition ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        data = [self._bdev(n) for n in member_names(self.config.get("members"))]
+        parity = [self._bdev(n) for n in member_names(self.config.get("parity_members"))]
+        slots = min(b.largest_free for b in data + parity) // self.chunk if data else 0
+        if slots <= 0:
+            raise Conflict(f"members of {self.info.pool_name} have no free space")
+        for j in range(len(parity), self.max_failures):
+            parity.append(await self._create_member(f"{self.info.pool_name}_p{j}", data[0], slots))
+        members = [await self.claim(b, slots) for b in data + parity]
+        self.array = StripeArray(
+            self.info.pool_name,
+            self.chunk,
+            slots,
+            members[: len(data)],
+            members[len(data) :],
+            self._open_member,
+            self._run_op,
+        )
+        self.allocator = Allocator(self.array.capacity, self.chunk)
+        workers, pid = self.runtime.workers, self.info.pool_id
+        workers.add_periodic(
+            pid, "recover", float(self.config.get("recover_period_s", 0.2)), self._recover_tick
+        )
+        workers.add_periodic(
+            pid, "scrub", float(self.config.get("scrub_period_s", 2.0)), self._scrub_tick
+        )
+
+    def _bdev(self, name: str) -> BdevContainer:
+        found = self.runtime.pools.by_name(name, "rt_bdev")
+        if not isinstance(found, BdevContainer):
+            raise NotFound(f"no rt_bdev pool named '{name}'")
+        return found
+
+    async def _create_member(self, name: str, like: BdevContainer, slots: int) -> BdevContainer:
+        bdev_type = like.bdev_type if like.bdev_type in ("ram", "file") else "ram"
+        req = MemberRequest(name, str(slots * self.chunk), bdev_type)
+        return await self.resolve_member(req, slots * self.chunk)
+
+    async def resolve_member(self, req: MemberRequest, needed: int) -> BdevContainer:
+        """The device ``req`` names or creates, with ``needed`` free bytes for this array."""
+        member_of = partial(member_ops.member_of, self.runtime)
+        return await resolve_member(self.runtime, req, needed, member_of)
+
+    async def claim(self, bdev: BdevContainer, slots: int) -> ArrayMember:
+        """Allocate the array's region on ``bdev``: the member record of that device."""
+        extent = await bdev.allocate(slots * self.chunk)
+        return ArrayMember(bdev.info.pool_name, bdev.info.pool_id, extent.offset)
+
+    def _open_member(self, pool_id: PoolId) -> BlockStore | None:
+        return find_block_store(self.runtime, pool_id)
+
+    async def _run_op(self, method: str, size_kib: float, fn: Callable[[], Awaitable[Any]]) -> Any:
+        async def task() -> Any:
+            self.ensure_open()
+            return await fn()
+
+        return await self.runtime.workers.run(self.info.pool_id, method, size_kib, task)
+
+    def require_array(self) -> StripeArray:
+        """The started array of an open pool (``PoolGone`` once destroyed, 409 before start)."""
+        self.ensure_open()
+        if self.array is None:
+            raise Conflict(f"array {self.info.pool_name} is not started")
+        return self.array
+
+    # -- BlockStore -------------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int:
+        return self.array.capacity if self.array else 0
+
+    @property
+    def remaining_capacity(self) -> int:
+        return self.allocator.remaining
+
+    @property
+    def largest_free(self) -> int:
+        return self.allocator.largest_free
+
+    def io_snapshot(self) -> IoSnapshot:
+        return self.meter.snapshot()
+
+    async def allocate(self, size: int) -> Extent:
+        def task() -> Extent:
+            self.ensure_open()
+            return self.allocator.allocate(size)
+
+        return await self.runtime.workers.run(self.info.pool_id, "allocate", size / 1024, task)
+
+    async def free(self, extent: Extent) -> None:
+        def task() -> None:
+            self.ensure_open()
+            self.allocator.free(extent)
+
+        await self.runtime.workers.run(self.info.pool_id, "free", extent.size / 1024, task)
+
+    def _check_range(self, offset: int, size: int) -> None:
+        if offset < 0 or size < 0 or offset + size > self.capacity:
+            raise BadRequest(
+                f"{size} bytes at offset {offset} are outside array {self.info.pool_id} "
+                f"(capacity {self.capacity})"
+            )
+
+    async def read(self, offset: int, size: int) -> bytes:
+        self._check_range(offset, size)
+
+        async def io() -> bytes:
+            t0 = time.perf_counter()
+            data = await self.require_array().read(offset, size)
+            self.meter.record("read", size, time.perf_counter() - t0)
+            return data
+
+        return await self._run_op("read", size / 1024, io)  # type: ignore[no-any-return]
+
+    async def write(self, offset: int, data: bytes) -> None:
+        self._check_range(offset, len(data))
+
+        async def io() -> None:
+            t0 = time.perf_counter()
+            await self.require_array().write(offset, data)
+            self.meter.record("write", len(data), time.perf_counter() - t0)
+
+        await self._run_op("write", len(data) / 1024, io)
+
+    # -- member management ------------------------------------------------------------------
+
+    async def add_member(self, req: MemberRequest, as_parity: bool) -> JSON:
+        return await member_ops.add_member(self, req, as_parity)
+
+    async def remove_member(self, member_pool_id: str, was_faulty: bool) -> JSON:
+        return await member_ops.remove_member(self, member_pool_id, was_faulty)
+
+    async def replace_member(self, failed_pool_id: str, req: MemberRequest) -> JSON:
+        return await member_ops.replace_member(self, failed_pool_id, req)
+
+    # -- periodic tasks, checks -------------------------------------------------------------
+
+    async def _recover_tick(self) -> None:
+        array = self.require_array()
+        if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
+            await array.recover()
+
+    async def _scrub_tick(self) -> None:
+        array = self.require_array()
+        slots = sorted(array.written)[self._scrub_cursor : self._scrub_cursor + 8]
+        self._scrub_cursor = self._scrub_cursor + 8 if len(slots) == 8 else 0
+        for slot in slots:
+            await array.check_slot(slot, repair=True)
+
+    async def wait_recovered(self, poll_s: float = 0.01) -> None:
+        """Return once no member is recovering (tests and benchmarks; polls the roster)."""
+        array = self.require_array()
+        while any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
+            await trio.sleep(poll_s)
+
+    async def verify(self) -> JSON:
+        """Check every slot: unwritten slots are zeros by definition, written ones are read."""
+        array = self.require_array()
+        unreadable = mismatches = 0
+        for slot in sorted(array.written):
+            readable, consistent = await self._run_op(
+                "verify", array.stripe_bytes / 1024, partial(array.check_slot, slot)
+            )
+            unreadable += not readable
+            mismatches += not consistent
+        return {
+            "slots_checked": array.slots,
+            "unreadable_slots": unreadable,
+            "parity_mismatches": mismatches,
+        }
+
+    async def monitor(self, query: str, params: Mapping[str, str]) -> Any:
+        if query == "verify":
+            return await self.verify()
+        return await super().monitor(query, params)
+
+    def stats(self) -> JSON:
+        a = self.array
+        if a is None:
+            return {"pool_name": self.info.pool_name, "max_failures": self.max_failures}
+        rec = a.recovery
+        members = [
+            {
+                "role": "data" if p < a.k else "parity",
+                "index": p if p < a.k else p - a.k,
+                "pool_name": a.member(p).pool_name,
+                "pool_id": str(a.member(p).pool_id),
+                "state": str(a.member(p).state),
+                "recovering": a.member(p).state == MemberState.RECOVERING,
+            }
+            for p in a.positions()
+        ]
+        return {
+            "pool_name": self.info.pool_name,
+            "max_failures": self.max_failures,
+            "data_count": a.k,
+            "parity_level": a.m,
+            "total_slots": a.slots,
+            "total_capacity": a.capacity,
+            "remaining_capacity": self.allocator.remaining,
+            "written_slots": len(a.written),
+            "dirty_slots": len(a.dirty),
+            "recovery_active": int(rec.active),
+            "recovery_ops_total": rec.total,
+            "recovery_ops_completed": rec.completed,
+            "recovery_ops_in_flight": rec.in_flight,
+            "recovery_ops_remaining": rec.remaining,
+            "faulty_members": sum(m["state"] == "faulty" for m in members),
+            "members": members,
+            **self.meter.snapshot().to_json(),
+        }
+
+    async def workload_step(self, rng: random.Random, io_size: int) -> None:
+        size = max(1, min(io_size, self.capacity))
+        try:
+            extent = await self.allocate(size)
+        except NoSpace:
+            return
+        try:
+            await self.write(extent.offset, rng.randbytes(size))
+            await self.read(extent.offset, size)
+        finally:
+            await self.free(extent)

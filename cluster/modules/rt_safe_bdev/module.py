@@ -1,0 +1,177 @@
+"""The rt_safe_bdev module: its create form, the validation of a compose entry (every bad
+field at once) and the member routes ``{pool}/add_member``, ``replace_member`` and
+``remove_member``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cluster.runtime import (
+    FormField,
+    FormSpec,
+    Module,
+    ModuleRoute,
+    RouteCall,
+    pool_id_field,
+    pool_name_field,
+)
+from cluster.storage import parse_size
+
+from ..members import MemberRequest, member_names
+from ..rt_bdev import BdevContainer
+from .container import DEFAULT_CHUNK, SafeBdevContainer
+from .member_ops import member_of
+
+__all__ = ["SafeBdevModule"]
+
+JSON = dict[str, Any]
+
+
+def _int_field(raw: Any, low: int, high: int) -> int | None:
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        return None
+    return value if low <= value <= high else None
+
+
+class SafeBdevModule(Module):
+    mod_name = "rt_safe_bdev"
+    title = "Safe block device (EC array)"
+    container_class = SafeBdevContainer
+    suggest_base = 850
+
+    def create_form(self) -> FormSpec:
+        return FormSpec(
+            self.mod_name,
+            self.title,
+            (
+                pool_name_field(),
+                pool_id_field(self.suggestion()),
+                FormField(
+                    "max_failures",
+                    "Max failures",
+                    default="1",
+                    help="simultaneous member failures the array survives",
+                ),
+                FormField(
+                    "members",
+                    "Data members",
+                    required=True,
+                    placeholder="bdev_a, bdev_b, bdev_c",
+                    help="comma-separated names of EXISTING bdev pools (create them with the "
+                    "Block device form first); max_failures parity members are created for them",
+                ),
+            ),
+        )
+
+    def form_to_compose(self, params: Mapping[str, str]) -> tuple[JSON, dict[str, str]]:
+        return {
+            "members": params.get("members", ""),
+            "max_failures": params.get("max_failures", "").strip() or "1",
+        }, {}
+
+    def _member_errors(self, names: list[str], chunk: int) -> list[str]:
+        msgs: list[str] = []
+        for i, name in enumerate(names):
+            found = self.runtime.pools.by_name(name)
+            if name in names[:i]:
+                msgs.append(f"'{name}' is listed twice")
+            elif found is None:
+                msgs.append(f"no pool named '{name}' exists")
+            elif not isinstance(found, BdevContainer) or found.closed:
+                msgs.append(f"'{name}' exists but is not a rt_bdev pool")
+            elif (array := member_of(self.runtime, found.info.pool_id)) is not None:
+                msgs.append(f"'{name}' is a member of array '{array}' already")
+            elif found.largest_free < chunk:
+                msgs.append(f"'{name}' has no free space left")
+        return msgs
+
+    def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        max_failures = _int_field(config.get("max_failures", 1), 0, 64)
+        if max_failures is None:
+            errors["max_failures"] = "must be a whole number from 0 to 64"
+        try:
+            chunk = parse_size(config.get("chunk_size", DEFAULT_CHUNK))
+        except ValueError as exc:
+            errors["chunk_size"] = str(exc)
+            chunk = DEFAULT_CHUNK
+        if chunk < 512 or chunk > 1 << 20 or chunk & (chunk - 1):
+            errors["chunk_size"] = "must be a power of two from 512 bytes to 1M"
+        names = member_names(config.get("members"))
+        parity = member_names(config.get("parity_members"))
+        if msgs := self._member_errors(names, chunk):
+            errors["members"] = "; ".join(msgs)
+        elif not names:
+            errors["members"] = "at least one existing bdev pool name is required"
+        if msgs := self._member_errors(parity, chunk):
+            errors["parity_members"] = "; ".join(msgs)
+        elif set(parity) & set(names):
+            errors["parity_members"] = "a pool cannot be a data and a parity member"
+        elif max_failures is not None and len(parity) > max_failures:
+            errors["parity_members"] = f"more parity members than max_failures ({max_failures})"
+        for key in ("recover_period_s", "scrub_period_s"):
+            try:
+                if float(config.get(key, 1.0)) <= 0:
+                    raise ValueError
+            except (TypeError, ValueError):
+                errors[key] = "must be a number of seconds > 0"
+        if not errors and max_failures is not None and len(names) <= max_failures:
+            errors["max_failures"] = "needs more data members than tolerated failures"
+        return errors
+
+    def create_result(self, body: JSON, config: Mapping[str, Any]) -> JSON:
+        return {**body, "data_members": len(member_names(config.get("members")))}
+
+    def action_routes(self) -> list[ModuleRoute]:
+        return [
+            ModuleRoute(
+                "POST",
+                "{pool}/add_member",
+                self._add_member,
+                "Add a data or parity member bdev (fields: member_name[, capacity, bdev_type, "
+                "node_id, as_parity])",
+            ),
+            ModuleRoute(
+                "POST",
+                "{pool}/replace_member",
+                self._replace_member,
+                "Replace a failed member with a fresh bdev and recover onto it (fields: "
+                "failed_pool_id, member_name, capacity[, bdev_type, node_id])",
+            ),
+            ModuleRoute(
+                "POST",
+                "{pool}/remove_member",
+                self._remove_member,
+                "Take a member out of service (fields: member_pool_id[, was_faulty])",
+            ),
+        ]
+
+    async def _add_member(self, call: RouteCall) -> JSON:
+        array = self.pool_of(call, SafeBdevContainer)
+        as_parity = call.params.get("as_parity", "0") == "1"
+        return await array.add_member(MemberRequest.from_params(call.params), as_parity)
+
+    async def _replace_member(self, call: RouteCall) -> JSON:
+        array = self.pool_of(call, SafeBdevContainer)
+        failed = call.params.get("failed_pool_id", "")
+        return await array.replace_member(failed, MemberRequest.from_params(call.params))
+
+    async def _remove_member(self, call: RouteCall) -> JSON:
+        array = self.pool_of(call, SafeBdevContainer)
+        member = call.require("member_pool_id")
+        return await array.remove_member(member, call.params.get("was_faulty", "0") == "1")
+
+    def demo_entries(self) -> list[JSON]:
+        return [
+            {
+                "mod_name": self.mod_name,
+                "pool_name": "demo_array",
+                "members": "demo_m0,demo_m1,demo_m2",
+                "parity_members": "demo_m3",
+                "max_failures": 1,
+            }
+        ]
