@@ -5,7 +5,7 @@ Rules:
    module from the blueprint name). rt_admin's blueprint also holds the node routes
    (``dashboard.admin``).
 2. The routes are the module's own ``routes()`` (the conventional ``pools`` and ``create``
-   come from ``cluster.modules.base.Module``); the dashboard mounts them and knows no more.
+   come from ``cluster.runtime.Module``); the dashboard mounts them and knows no more.
 3. A route's ``{name}`` segments match one path segment each; the handler receives a
    ``RouteCall`` with the merged parameters and the path arguments. Handlers stay thin.
 """

@@ -10,12 +10,8 @@ import importlib
 import logging
 from collections.abc import Iterable
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING
 
-from .module import Module
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
+from .module import Module, ModuleContext
 
 __all__ = ["BUILTIN", "available_modules", "load_modules"]
 
@@ -45,7 +41,7 @@ def _import(path: str) -> type[Module]:
     return cls
 
 
-def load_modules(runtime: Runtime, names: Iterable[str]) -> dict[str, Module]:
+def load_modules(runtime: ModuleContext, names: Iterable[str]) -> dict[str, Module]:
     """Load the named modules (rt_admin always first); a module that fails is logged, skipped."""
     available = available_modules()
     wanted = ["rt_admin", *[n for n in names if n != "rt_admin"]]
