@@ -4,7 +4,7 @@
 timers, sending, loop-lag probe, TCP push/pulls) in its own nursery, and yields a
 ``SwimHandle``. The TCP *listener* belongs to the node (cluster/rpc.py): it hands frames of
 kind ``"swim"`` to ``await handle.handle_tcp(msg)``; ``swim.testing.serve_tcp_for`` does the
-same for tests and the benchmark.
+same for tests and the benchmark. The frames themselves are built and read in ``exchange``.
 
 Rules:
 1. The machine is only ever called from synchronous code between checkpoints, so no lock is
@@ -13,8 +13,10 @@ Rules:
    are counted and the loop goes on.
 3. ``handle.faults`` is applied to every packet sent and received, and to TCP push/pulls in
    both directions (blocked peers are refused, lossy peers lose exchanges).
-4. Time is ``time.monotonic()`` (system-wide on Linux), so event logs of processes on one host
-   line up; the event log gets one JSON line per membership change.
+4. Time is ``trio.current_time()``, so a ``trio.testing.MockClock`` drives the member. The
+   event log's ``mono`` is that time moved onto ``time.monotonic()`` (system-wide on Linux) by
+   the offset measured when the log is opened, so event logs of processes on one host line
+   up; the log gets one JSON line per membership change.
 """
 
 from __future__ import annotations
@@ -27,34 +29,39 @@ import socket as _socket
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
+from dataclasses import replace
 from typing import IO, Any
 
 import trio
 
-from . import wire
+from . import exchange, wire
 from .config import SwimConfig
+from .exchange import Seed, parse_seed
 from .faults import Faults
 from .framing import FrameError, recv_frame, send_frame
 from .machine import SwimMachine
-from .members import Member
+from .members import Member, MemberEvent
 from .outputs import Output, SwimStatistics, SyncRequest
 
-__all__ = ["SwimHandle", "open_swim", "parse_seed"]
+__all__ = ["SwimHandle", "open_swim"]
 
 log = logging.getLogger(__name__)
 
-Seed = tuple[str, int] | str
 
+class _EventLog:
+    """JSON lines, ``mono`` on the host's ``time.monotonic()`` and ``wall`` on ``time.time()``."""
 
-def parse_seed(seed: Seed) -> tuple[str, int]:
-    """``("h", 7946)`` or ``"h:7946"`` -> ``("h", 7946)``; ValueError otherwise."""
-    if isinstance(seed, str):
-        host, sep, port = seed.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"seed {seed!r} is not host:port")
-        return host.strip("[]"), int(port)
-    return str(seed[0]), int(seed[1])
+    def __init__(self, file: IO[str]) -> None:
+        self._file = file
+        # Fixed at opening: under trio's own clock both run at the same rate; under a
+        # MockClock, ``mono`` then follows virtual time.
+        self._offset = time.monotonic() - trio.current_time()
+
+    def write(self, events: Sequence[MemberEvent]) -> None:
+        for ev in events:
+            line = replace(ev, mono=ev.mono + self._offset).as_dict(wall=time.time())
+            self._file.write(json.dumps(line) + "\n")
 
 
 class SwimHandle:
@@ -65,7 +72,7 @@ class SwimHandle:
         machine: SwimMachine,
         sock: trio.socket.SocketType,
         nursery: trio.Nursery,
-        event_log: IO[str] | None,
+        event_log: _EventLog | None,
         rng: random.Random,
     ) -> None:
         self.machine = machine
@@ -120,7 +127,7 @@ class SwimHandle:
 
     async def leave(self) -> None:
         """Leave gracefully: gossip the departure for ``leave_propagate_time`` seconds."""
-        self._process(self.machine.leave(time.monotonic()))
+        self._process(self.machine.leave(trio.current_time()))
         await trio.sleep(self.config.leave_propagate_time)
 
     async def wait_members(self, predicate: Callable[[list[Member]], bool]) -> list[Member]:
@@ -135,39 +142,40 @@ class SwimHandle:
         """Answer one TCP request frame of kind ``"swim"`` (join, push/pull, induct)."""
         op = msg.get("op")
         if op == "induct":
-            return {"k": "swim", "ok": True, "node_id": self.machine.next_free_id()}
+            return exchange.induct_reply(self.machine.next_free_id())
         if op != "pushpull":
-            self.machine.counters.drop("bad_tcp_op")
-            return {"k": "swim", "ok": False, "error": f"unknown swim op {op!r:.40}"}
-        peer = msg.get("from")
-        if isinstance(peer, bool) or not isinstance(peer, int):
-            peer = None
+            return self._refuse("bad_tcp_op", f"unknown swim op {op!r:.40}")
+        peer = exchange.sender(msg)
         if self.faults.verdict(peer, self._rng) is not None:
-            self.machine.counters.drop("tcp_refused")
-            return {"k": "swim", "ok": False, "error": "refused by fault injection"}
+            return self._refuse("tcp_refused", "refused by fault injection")
         try:
             entries = wire.decode_state_untrusted(msg.get("state"))
         except wire.BadMessage as exc:
-            self.machine.counters.drop(exc.reason)
-            return {"k": "swim", "ok": False, "error": str(exc)}
+            return self._refuse(exc.reason, str(exc))
         await trio.sleep(self.faults.delay(peer))
-        reply = wire.encode_state(self.machine.local_state())
-        self._process(self.machine.merge_state(entries, time.monotonic(), peer))
-        return {"k": "swim", "ok": True, "from": self.node_id, "state": reply}
+        reply = exchange.pushpull_reply(self.node_id, self.machine.local_state())
+        self._process(self.machine.merge_state(entries, trio.current_time(), peer))
+        return reply
 
     # ---- carrying out the machine's output ------------------------------------------------
 
+    def _start(self) -> None:
+        for task in (self._recv_loop, self._send_loop, self._tick_loop, self._lag_loop):
+            self._nursery.start_soon(task)
+        self._process(self.machine.join(trio.current_time()))
+
     def _process(self, out: Output, *, wake: bool = True) -> None:
         """Carry out a machine output; ``wake`` makes the tick loop recompute its deadline."""
-        for ev in out.events:
-            if self._log is not None:
-                self._log.write(json.dumps(ev.as_dict(wall=time.time())) + "\n")
         if out.events:
+            if self._log is not None:
+                self._log.write(out.events)
             self._changed.set()
             self._changed = trio.Event()
         for dg in out.datagrams:
             dest = dg.dest if dg.dest is not None else self.machine.table.id_at(*dg.addr)
-            self._send_nowait(dg.data, dg.addr, dest)
+            delay = self._admit(dest, "out")
+            if delay is not None:
+                self._after(delay, self._send_nowait, dg.data, dg.addr)
         for req in out.syncs:
             key = (req.host, req.port)
             if key not in self._syncing:
@@ -176,67 +184,53 @@ class SwimHandle:
         if wake:
             self._wake.set()
 
-    def _send_nowait(self, data: bytes, addr: tuple[str, int], dest: int | None) -> None:
-        why = self.faults.verdict(dest, self._rng)
+    def _refuse(self, reason: str, error: str) -> dict[str, Any]:
+        self.machine.counters.drop(reason)
+        return exchange.error_reply(error)
+
+    def _admit(self, peer: int | None, way: str) -> float | None:
+        """Faults on one packet to/from ``peer``: None if dropped (counted), else its delay (s)."""
+        why = self.faults.verdict(peer, self._rng)
         if why is not None:
-            self.machine.counters.drop(f"{why}_out")
-            return
-        delay = self.faults.delay(dest)
+            self.machine.counters.drop(f"{why}_{way}")
+            return None
+        return self.faults.delay(peer)
+
+    def _after(self, delay: float, fn: Callable[..., None], *args: Any) -> None:
+        """``fn(*args)`` now, or ``delay`` seconds from now in a task of its own."""
         if delay > 0:
-            self._nursery.start_soon(self._send_later, delay, data, addr)
-            return
+            self._nursery.start_soon(_call_after, delay, fn, *args)
+        else:
+            fn(*args)
+
+    def _send_nowait(self, data: bytes, addr: tuple[str, int]) -> None:
         try:
             self._send_q.send_nowait((data, addr))
         except trio.WouldBlock:
             self.machine.counters.drop("send_queue_full")
 
-    async def _send_later(self, delay: float, data: bytes, addr: tuple[str, int]) -> None:
-        await trio.sleep(delay)
-        try:
-            self._send_q.send_nowait((data, addr))
-        except trio.WouldBlock:
-            self.machine.counters.drop("send_queue_full")
+    def _receive(self, data: bytes, src: tuple[str, int]) -> None:
+        self._process(self.machine.receive(data, src, trio.current_time()))
 
     async def _pushpull(self, req: SyncRequest) -> None:
+        """One push/pull exchange with ``req``'s member (at most one per address at a time)."""
         try:
-            await self._pushpull_once(req)
+            if self.faults.verdict(req.dest, self._rng) is not None:
+                self.machine.counters.drop("tcp_faulted")
+                return
+            local = self.machine.local_state()
+            request = exchange.pushpull_request(self.node_id, local, join=req.join)
+            reply: Any = None
+            with trio.move_on_after(self.config.tcp_timeout):
+                await trio.sleep(self.faults.delay(req.dest))
+                reply = await _request(req.host, req.port, request, self.config.max_frame_bytes)
+            peer, entries = exchange.read_pushpull_reply(reply)
+        except wire.BadMessage as exc:
+            self.machine.counters.drop(exc.reason)
+        else:
+            self._process(self.machine.merge_state(entries, trio.current_time(), peer))
         finally:
             self._syncing.discard((req.host, req.port))
-
-    async def _pushpull_once(self, req: SyncRequest) -> None:
-        counters = self.machine.counters
-        if self.faults.verdict(req.dest, self._rng) is not None:
-            counters.drop("tcp_faulted")
-            return
-        request = {
-            "k": "swim",
-            "op": "pushpull",
-            "join": req.join,
-            "from": self.node_id,
-            "state": wire.encode_state(self.machine.local_state()),
-        }
-        reply: Any = None
-        with trio.move_on_after(self.config.tcp_timeout):
-            try:
-                await trio.sleep(self.faults.delay(req.dest))
-                stream = await trio.open_tcp_stream(req.host, req.port)
-                async with stream:
-                    await send_frame(stream, request)
-                    reply = await recv_frame(stream, self.config.max_frame_bytes)
-            except (OSError, FrameError, trio.BrokenResourceError) as exc:
-                log.debug("node %s: push/pull to %s:%s: %s", self.node_id, req.host, req.port, exc)
-        if not isinstance(reply, dict) or reply.get("ok") is not True:
-            counters.drop("pushpull_failed")
-            return
-        peer = reply.get("from")
-        if isinstance(peer, bool) or not isinstance(peer, int):
-            peer = None
-        try:
-            entries = wire.decode_state_untrusted(reply.get("state"))
-        except wire.BadMessage as exc:
-            counters.drop(exc.reason)
-            return
-        self._process(self.machine.merge_state(entries, time.monotonic(), peer))
 
     # ---- tasks ----------------------------------------------------------------------------
 
@@ -253,20 +247,9 @@ class SwimHandle:
                 counters.drop("oversize")
                 continue
             src = (str(addr[0]), int(addr[1]))
-            peer = self.machine.table.id_at(*src)
-            why = self.faults.verdict(peer, self._rng)
-            if why is not None:
-                counters.drop(f"{why}_in")
-                continue
-            delay = self.faults.delay(peer)
-            if delay > 0:
-                self._nursery.start_soon(self._receive_later, delay, data, src)
-            else:
-                self._process(self.machine.receive(data, src, time.monotonic()))
-
-    async def _receive_later(self, delay: float, data: bytes, src: tuple[str, int]) -> None:
-        await trio.sleep(delay)
-        self._process(self.machine.receive(data, src, time.monotonic()))
+            delay = self._admit(self.machine.table.id_at(*src), "in")
+            if delay is not None:
+                self._after(delay, self._receive, data, src)
 
     async def _send_loop(self) -> None:
         async for data, addr in self._send_r:
@@ -277,38 +260,80 @@ class SwimHandle:
 
     async def _tick_loop(self) -> None:
         while True:
-            wait = self.machine.next_deadline() - time.monotonic()
-            if wait > 0:
-                with trio.move_on_after(min(wait, 1.0)):
-                    await self._wake.wait()
+            # Capped at a second: a backstop should a change ever fail to wake this loop.
+            deadline = min(self.machine.next_deadline(), trio.current_time() + 1.0)
+            with trio.move_on_at(deadline):
+                await self._wake.wait()
             self._wake = trio.Event()
             # The tick's own output must not wake this loop again (it would spin).
-            self._process(self.machine.tick(time.monotonic()), wake=False)
+            self._process(self.machine.tick(trio.current_time()), wake=False)
 
     async def _lag_loop(self) -> None:
         # Ten samples a second: how late a 10 ms sleep wakes is the direct view of starvation.
         while True:
-            t0 = time.monotonic()
+            t0 = trio.current_time()
             await trio.sleep(0.01)
-            self._lags.append(max(0.0, time.monotonic() - t0 - 0.01))
+            self._lags.append(max(0.0, trio.current_time() - t0 - 0.01))
             await trio.sleep(0.09)
 
 
-async def _induct(seeds: Sequence[tuple[str, int]], timeout: float) -> int:
+async def _call_after(delay: float, fn: Callable[..., None], *args: Any) -> None:
+    await trio.sleep(delay)
+    fn(*args)
+
+
+async def _request(host: str, port: int, frame: dict[str, Any], max_bytes: int) -> Any:
+    """One TCP request and its reply frame; None if the exchange failed."""
+    try:
+        stream = await trio.open_tcp_stream(host, port)
+        async with stream:
+            await send_frame(stream, frame)
+            return await recv_frame(stream, max_bytes)
+    except (OSError, FrameError, trio.BrokenResourceError) as exc:
+        log.debug("swim request to %s:%s: %s", host, port, exc)
+        return None
+
+
+async def _resolve_node_id(
+    node_id: int | None, induct: bool, seeds: Sequence[tuple[str, int]], timeout: float
+) -> int:
+    """``node_id``, or (with ``induct``) the next free id handed out by the first seed to answer."""
+    if node_id is not None:
+        return node_id
+    if not induct:
+        raise ValueError("node_id=None needs induct=True (and seeds to ask)")
     for host, port in seeds:
+        reply: Any = None
         with trio.move_on_after(timeout):
-            try:
-                stream = await trio.open_tcp_stream(host, port)
-                async with stream:
-                    await send_frame(stream, {"k": "swim", "op": "induct"})
-                    reply = await recv_frame(stream, 1 << 16)
-            except (OSError, FrameError, trio.BrokenResourceError):
-                continue
-            if isinstance(reply, dict) and reply.get("ok") is True:
-                nid = reply.get("node_id")
-                if isinstance(nid, int) and not isinstance(nid, bool) and 0 <= nid < 1 << 31:
-                    return nid
+            reply = await _request(host, port, exchange.induct_request(), 1 << 16)
+        with suppress(wire.BadMessage):
+            return exchange.read_induct_reply(reply)
     raise ConnectionError(f"no seed of {list(seeds)} answered the induct request")
+
+
+@asynccontextmanager
+async def _open_udp(host: str, port: int) -> AsyncIterator[trio.socket.SocketType]:
+    """A UDP socket bound to ``host:port`` (0 picks a free port), closed on exit."""
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    with trio.socket.socket(family, _socket.SOCK_DGRAM) as sock:
+        with suppress(OSError):  # a bigger receive buffer is welcome, not required
+            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, 1 << 21)
+        await sock.bind((host, port))
+        yield sock
+
+
+@asynccontextmanager
+async def _open_event_log(path: str | os.PathLike[str] | None) -> AsyncIterator[_EventLog | None]:
+    if path is None:
+        yield None
+        return
+    # Opened off the loop; each event is then one small line-buffered write.
+    name = os.fspath(path)
+    file = await trio.to_thread.run_sync(
+        lambda: open(name, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    )
+    with file:
+        yield _EventLog(file)
 
 
 @asynccontextmanager
@@ -332,46 +357,14 @@ async def open_swim(
     """
     seed_addrs = [parse_seed(s) for s in seeds]
     rng = rng or random.Random()
-    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
-    sock = trio.socket.socket(family, _socket.SOCK_DGRAM)
-    with sock:
-        try:
-            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, 1 << 21)
-        except OSError:
-            pass
-        await sock.bind((host, port))
+    async with _open_udp(host, port) as sock:
         bound_port = int(sock.getsockname()[1])
-        if node_id is None:
-            if not induct:
-                raise ValueError("node_id=None needs induct=True (and seeds to ask)")
-            node_id = await _induct(seed_addrs, config.tcp_timeout)
-        machine = SwimMachine(
-            config,
-            node_id,
-            host,
-            bound_port,
-            rng=rng,
-            now=time.monotonic(),
-            seeds=seed_addrs,
-        )
-        log_file: IO[str] | None = None
-        if event_log is not None:
-            # Opened off the loop; each event is then one small line-buffered write.
-            path = os.fspath(event_log)
-            log_file = await trio.to_thread.run_sync(
-                lambda: open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-            )
-        try:
-            async with trio.open_nursery() as nursery:
-                handle = SwimHandle(machine, sock, nursery, log_file, rng)
-                nursery.start_soon(handle._recv_loop)
-                nursery.start_soon(handle._send_loop)
-                nursery.start_soon(handle._tick_loop)
-                nursery.start_soon(handle._lag_loop)
-                handle._process(machine.join(time.monotonic()))
-                log.info("node %s: swim bound on %s:%s", node_id, host, bound_port)
-                yield handle
-                nursery.cancel_scope.cancel()
-        finally:
-            if log_file is not None:
-                log_file.close()
+        node_id = await _resolve_node_id(node_id, induct, seed_addrs, config.tcp_timeout)
+        now = trio.current_time()
+        machine = SwimMachine(config, node_id, host, bound_port, rng=rng, now=now, seeds=seed_addrs)
+        async with _open_event_log(event_log) as events, trio.open_nursery() as nursery:
+            handle = SwimHandle(machine, sock, nursery, events, rng)
+            handle._start()
+            log.info("node %s: swim bound on %s:%s", node_id, host, bound_port)
+            yield handle
+            nursery.cancel_scope.cancel()

@@ -1,12 +1,14 @@
-"""The trio driver on real loopback sockets: five members in one trio run."""
+"""The trio driver on real loopback sockets: up to five members in one trio run."""
 
 from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -226,6 +228,56 @@ async def test_loss_and_delay_faults_are_survivable(tmp_path: Path) -> None:
             + hs[1].statistics().dropped.get("loss_in", 0)
             > 0
         )
+
+
+@pytest.fixture
+def virtual_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps to the next deadline once every task has waited 2 ms of real
+    time. Loopback delivers a datagram within the ``sendto`` call, so nothing is in flight by
+    then; a late packet would only be delayed in virtual time, which SWIM tolerates."""
+    return trio.testing.MockClock(autojump_threshold=0.002)
+
+
+def _log(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_mock_clock_drives_failure_detection(
+    tmp_path: Path, virtual_clock: trio.testing.MockClock
+) -> None:
+    """Under a MockClock, a silenced member is suspected, then declared dead after the
+    suspicion timeout in virtual seconds, in a fraction of that in wall time."""
+    cfg = SwimConfig.lan(pushpull_interval=60.0, rejoin_interval=60.0)
+    lo = cfg.suspicion_mult * cfg.probe_interval  # 4 s: Min for 3 members, with K = 0
+    mono_offset = time.monotonic() - trio.current_time()
+    async with cluster(3, tmp_path, cfg) as hs:
+        await wait_all(hs, lambda ms: len(ms) == 3 and all(m.state == "alive" for m in ms))
+        hs[2].faults.block([0, 1])
+        for h in hs[:2]:
+            h.faults.block([2])
+        virtual0, wall0 = trio.current_time(), time.monotonic()
+        await wait_all(hs[:1], lambda ms: ms[2].state is MemberState.DEAD, timeout=60)
+        seen_dead = trio.current_time()
+        await wait_all(hs[1:2], lambda ms: ms[2].state is MemberState.DEAD, timeout=60)
+        virtual, wall = trio.current_time() - virtual0, time.monotonic() - wall0
+        await wait_all(hs[:2], lambda ms: ms[0].state == ms[1].state == "alive", timeout=60)
+    # Detection takes the suspicion timeout plus a few periods of virtual time, and less wall
+    # time than the timeout itself, which no driver on the wall clock could do.
+    assert lo <= virtual <= lo + 8 * cfg.probe_interval
+    assert wall < lo
+    # Some survivor declared member 2 dead on its own timer, exactly `lo` after suspecting it.
+    for i in (0, 1):
+        events = [e for e in _log(tmp_path / f"events-{i}.jsonl") if e["subject"] == 2]
+        suspected = next(e for e in events if e["new"] == "suspected")
+        dead = next(e for e in events if e["new"] == "dead")
+        if dead["cause"] == "suspicion_timeout":
+            assert dead["mono"] - suspected["mono"] == pytest.approx(lo, abs=1e-6)
+            break
+    else:
+        pytest.fail("no survivor declared member 2 dead on its suspicion timeout")
+    # ``mono`` is virtual time moved onto time.monotonic() by an offset measured at start.
+    dead = next(e for e in _log(tmp_path / "events-0.jsonl") if e["new"] == "dead")
+    assert dead["mono"] == pytest.approx(mono_offset + seen_dead, abs=0.5)
 
 
 async def test_framing_round_trip_and_errors() -> None:
