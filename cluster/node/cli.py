@@ -14,14 +14,17 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 import trio
 import yaml
 
-from cluster.errors import ApiError, PeerUnavailable, SettingsError
+from cluster.errors import ApiError, PeerUnavailable, PeerUnreachable, SettingsError
 from cluster.settings import Settings, load_settings
+
+from .frames import Call, Compose, Migrate, Monitor, Pools, Stop
+from .rpc import PeerTimeout, rpc_call
 
 __all__ = ["main"]
 
@@ -88,15 +91,14 @@ def _target(args: argparse.Namespace) -> tuple[str, int]:
     return s.networking.host, s.networking.port
 
 
-def _call(args: argparse.Namespace, frame: dict[str, Any], timeout: float = RPC_TIMEOUT) -> Any:
-    from .rpc import rpc_call
-
+def _call(args: argparse.Namespace, request: Call, timeout: float = RPC_TIMEOUT) -> Any:
     host, port = _target(args)
     try:
-        return trio.run(rpc_call, host, port, frame, timeout)
-    except (OSError, trio.TooSlowError) as exc:
+        return trio.run(rpc_call, host, port, request, timeout)
+    except (PeerUnreachable, PeerTimeout) as exc:
+        cause = exc.__cause__ or exc  # the transport's own error, as the user knows it
         raise CliError(
-            f"no node is running at {host}:{port} ({exc.__class__.__name__}: {exc})"
+            f"no node is running at {host}:{port} ({cause.__class__.__name__}: {cause})"
         ) from None
     except ApiError as exc:
         raise CliError(f"node at {host}:{port}: {exc.message}") from None
@@ -114,7 +116,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace, quiet_if_none: bool = False) -> int:
     host, port = _target(args)
     try:
-        ident = _call(args, {"k": "control", "op": "stop"})
+        ident = _call(args, Stop())
     except CliError:
         if quiet_if_none:
             return 0
@@ -144,8 +146,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    from cluster.runtime.registry import available_modules
-    from cluster.runtime.runtime import Runtime
+    from cluster.runtime import Runtime, available_modules
 
     settings = _settings(args, "embedded")
     runtime = Runtime(settings, 0)
@@ -162,7 +163,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 def cmd_compose(args: argparse.Namespace) -> int:
     if args.file == "list":
-        body = _call(args, {"k": "control", "op": "pools"})
+        body = _call(args, Pools())
         for p in body["pools"]:
             print(f"{p['pool_id']:>10}  {p['mod_name']:<14} {p['pool_name']}")
         return 0
@@ -177,7 +178,7 @@ def cmd_compose(args: argparse.Namespace) -> int:
     failed = 0
     for i, entry in enumerate(entries):
         try:
-            body = _call(args, {"k": "control", "op": "compose", "entries": [entry]})
+            body = _call(args, Compose((entry,)))
             r = body["results"][0]
             print(f"composed {r['pool_name']} ({r['pool_id']})")
         except CliError as exc:
@@ -200,16 +201,14 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    body = _call(
-        args, {"k": "control", "op": "migrate", "pool_id": args.pool, "to": args.to}, timeout=15.0
-    )
+    body = _call(args, Migrate(args.pool, args.to), timeout=15.0)
     print(f"moved pool {body['pool_id']} to node {body['to']}")
     return 0
 
 
 def _monitor_once(args: argparse.Namespace) -> dict[str, Any]:
-    workers = _call(args, {"k": "monitor", "query": "workers", "params": {}})
-    containers = _call(args, {"k": "monitor", "query": "containers", "params": {}})
+    workers = _call(args, Monitor("workers"))
+    containers = _call(args, Monitor("containers"))
     return {
         "node_id": workers["node_id"],
         "workers": workers["workers"],
@@ -254,46 +253,49 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 # -- parser -----------------------------------------------------------------------------------
 
 
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def _add_start(
+    sub: Subparsers, name: str, fn: Callable[[argparse.Namespace], int], help_: str
+) -> None:
+    p = sub.add_parser(name, help=help_)
+    _add_node_flags(p)
+    p.add_argument("--timeout", type=float, default=10.0, help=argparse.SUPPRESS)
+    p.set_defaults(fn=fn)
+
+
+def _add_stop(sub: Subparsers) -> None:
+    p = sub.add_parser("stop", help="stop the local node (found by its runtime port)")
+    _add_target_flags(p)
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for it to end")
+    p.set_defaults(fn=cmd_stop)
+
+
+def _add_refresh(sub: Subparsers) -> None:
+    p = sub.add_parser("refresh", help="re-scan installed modules: methods, routes, assets")
+    p.add_argument("--config", type=Path)
+    p.set_defaults(fn=cmd_refresh)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rt_run", description="Run an rtsim runtime node and manage the local one."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def add_start(
-        sp: argparse._SubParsersAction[argparse.ArgumentParser],
-        name: str,
-        fn: Callable[[argparse.Namespace], int],
-        help_: str,
-    ) -> None:
-        p = sp.add_parser(name, help=help_)
-        _add_node_flags(p)
-        p.add_argument("--timeout", type=float, default=10.0, help=argparse.SUPPRESS)
-        p.set_defaults(fn=fn)
-
-    def add_stop(sp: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-        p = sp.add_parser("stop", help="stop the local node (found by its runtime port)")
-        _add_target_flags(p)
-        p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for it to end")
-        p.set_defaults(fn=cmd_stop)
-
-    def add_refresh(sp: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-        p = sp.add_parser("refresh", help="re-scan installed modules: methods, routes, assets")
-        p.add_argument("--config", type=Path)
-        p.set_defaults(fn=cmd_refresh)
-
-    add_start(sub, "start", cmd_start, "run a node in the foreground until SIGINT/SIGTERM or stop")
-    add_stop(sub)
-    add_start(sub, "restart", cmd_restart, "stop the local node if running, then start one")
-    add_refresh(sub)
+    _add_start(sub, "start", cmd_start, "run a node in the foreground until SIGINT/SIGTERM or stop")
+    _add_stop(sub)
+    _add_start(sub, "restart", cmd_restart, "stop the local node if running, then start one")
+    _add_refresh(sub)
 
     runtime = sub.add_parser("runtime", help="legacy form: runtime start|stop|restart")
     rsub = runtime.add_subparsers(dest="legacy", required=True, metavar="COMMAND")
-    add_start(rsub, "start", cmd_start, "same as rt_run start")
-    add_stop(rsub)
-    add_start(rsub, "restart", cmd_restart, "same as rt_run restart")
+    _add_start(rsub, "start", cmd_start, "same as rt_run start")
+    _add_stop(rsub)
+    _add_start(rsub, "restart", cmd_restart, "same as rt_run restart")
     repo = sub.add_parser("repo", help="legacy form: repo refresh")
-    add_refresh(repo.add_subparsers(dest="legacy", required=True, metavar="COMMAND"))
+    _add_refresh(repo.add_subparsers(dest="legacy", required=True, metavar="COMMAND"))
 
     p = sub.add_parser(
         "compose", help="compose the pools of FILE on the local node; 'compose list' lists pools"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster.node import cli
 from cluster.local.ports import free_port
+from cluster.node import cli
 
 
 @pytest.fixture(autouse=True)

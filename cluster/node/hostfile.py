@@ -1,0 +1,69 @@
+"""Who this node is and whom it joins: the hostfile and the identity resolved from it.
+
+Rules:
+1. A hostfile has one entry ``host[:port]`` per line; blank lines and ``#`` comments are not
+   entries. A node's id is the offset of its own entry, unless ``--node-id`` overrides it.
+2. A node's own entry is the one with its port on the same host (names resolved); every
+   other entry is a seed to join through.
+3. A node with no entry starts only with ``--induct``, and then asks the cluster for its id.
+   Every problem is a ``SettingsError`` naming the file (and line).
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from cluster.errors import SettingsError
+from cluster.settings import Settings
+
+__all__ = ["parse_hostfile", "resolve_identity"]
+
+
+def parse_hostfile(path: str, default_port: int) -> list[tuple[str, int]]:
+    """Entries ``host[:port]``, one per line; blank lines and ``#`` comments are not entries."""
+    entries = []
+    try:
+        text = Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise SettingsError(f"hostfile {path}: cannot read: {exc.strerror}") from None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        host, sep, port = line.rpartition(":")
+        if not sep:
+            host, port = line, str(default_port)
+        if not port.isdigit() or not 0 < int(port) < 65536 or not host:
+            raise SettingsError(f"hostfile {path}:{lineno}: expected host[:port], got {raw!r}")
+        entries.append((host, int(port)))
+    return entries
+
+
+def _same_host(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return socket.gethostbyname(a) == socket.gethostbyname(b)
+    except OSError:
+        return False
+
+
+def resolve_identity(settings: Settings, induct: bool) -> tuple[int | None, list[tuple[str, int]]]:
+    """This node's id (None: ask the cluster) and the seeds to join, from the hostfile."""
+    net = settings.networking
+    if not net.hostfile:
+        return (max(net.node_id, 0), [])
+    entries = parse_hostfile(net.hostfile, net.port)
+    own = [i for i, (h, p) in enumerate(entries) if p == net.port and _same_host(h, net.host)]
+    seeds = [e for i, e in enumerate(entries) if i not in own]
+    if net.node_id >= 0:
+        return net.node_id, seeds
+    if own:
+        return own[0], seeds
+    if induct:
+        return None, seeds
+    raise SettingsError(
+        f"hostfile {net.hostfile} has no entry for {net.host}:{net.port}; add one, or start "
+        "with --induct to join and take the next free id"
+    )
