@@ -21,8 +21,7 @@ from typing import Any
 import psutil
 import trio
 
-from cluster.local.launcher import LocalCluster, launch, plan_cluster
-from cluster.local.record import ClusterError
+from cluster.local import ClusterError, LocalCluster, launch, plan_cluster
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "cluster.json"
 GOALS = {"converged_s_at_100": 60.0, "rss_mb_per_node": 60.0}

@@ -1,28 +1,28 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
+import trio
+
+from cluster.local import ClusterRecord, NodeRecord, Processes
 
 
-def _kill_recorded(home: Path) -> None:
-    """Last resort: SIGKILL every process any cluster under ``home`` recorded."""
-    for rec in home.glob("*/cluster.json"):
+def _end_recorded(home: Path) -> None:
+    """Last resort: SIGKILL every process any cluster under ``home`` recorded (a pid that now
+    belongs to another process is left alone) and prove each gone."""
+    recorded: list[NodeRecord] = []
+    for path in home.glob("*/cluster.json"):
         try:
-            nodes = json.loads(rec.read_text()).get("nodes", [])
-        except (OSError, ValueError):
+            record = ClusterRecord.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
             continue
-        for n in nodes:
-            pid = int(n.get("pid") or 0)
-            if pid > 0:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+        recorded += [n for n in record.nodes if n.pid > 0]
+    end = partial(Processes().terminate, recorded, hard=True, name=lambda n: f"pid {n.pid}")
+    trio.run(end)
 
 
 @pytest.fixture
@@ -34,4 +34,4 @@ def cluster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     try:
         yield home
     finally:
-        _kill_recorded(home)
+        _end_recorded(home)

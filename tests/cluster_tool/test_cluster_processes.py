@@ -7,8 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +14,8 @@ import psutil
 import pytest
 import trio
 
-from cluster.local.launcher import LocalCluster
-from cluster.local.ports import pick_free_ports
-from cluster.local.record import load_record
+from cluster.local import LocalCluster, load_record, pick_free_ports
+from tests.support import wait_for
 
 pytestmark = pytest.mark.slow
 NO_WORKLOAD = "workload: {enabled: false}\n"
@@ -64,13 +61,6 @@ def up(name: str, n: int, tmp_path: Path) -> dict[str, Any]:
     return body
 
 
-def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 def view(name: str, node: int) -> dict[int, str]:
     """What ``node`` believes of every member, over its RPC."""
 
@@ -80,6 +70,17 @@ def view(name: str, node: int) -> dict[int, str]:
 
     body = trio.run(ask)
     return {} if body is None else {m["node_id"]: m["state"] for m in body["nodes"]}
+
+
+def wait_seen(what: str, node: int, member: int, states: set[str], timeout: float) -> None:
+    """Wait until ``node`` of cluster t4 believes ``member`` is in one of ``states``."""
+    wait_for(
+        what,
+        lambda: view("t4", node).get(member),
+        until=lambda state: state in states,
+        timeout=timeout,
+        interval=0.2,
+    )
 
 
 def test_up_status_down_leaves_no_orphans(cluster_home: Path, tmp_path: Path) -> None:
@@ -156,20 +157,22 @@ def test_chaos_changes_membership(cluster_home: Path, tmp_path: Path) -> None:
     try:
         assert rt_cluster("kill", "3", "--name", "t4").returncode == 0
         assert gone(pids[3])
-        wait_for(lambda: view("t4", 0).get(3) == "dead", 20, "node 0 to see 3 dead")
+        wait_seen("node 0 to see 3 dead", 0, 3, {"dead"}, 20)
         assert rt_cluster("pause", "2", "--name", "t4").returncode == 0
         assert psutil.Process(pids[2]).status() == psutil.STATUS_STOPPED
-        wait_for(lambda: view("t4", 0).get(2) in ("suspected", "dead"), 20, "2 suspected")
+        wait_seen("2 suspected", 0, 2, {"suspected", "dead"}, 20)
         assert rt_cluster("resume", "2", "--name", "t4").returncode == 0
-        wait_for(lambda: view("t4", 0).get(2) == "alive", 25, "2 alive again")
+        wait_seen("2 alive again", 0, 2, {"alive"}, 25)
         res = rt_cluster("partition", "0", "1,2,3", "--name", "t4")
         assert res.returncode == 0, res.stderr
-        wait_for(lambda: view("t4", 0).get(1) == "dead", 25, "0 to see 1 dead")
+        wait_seen("0 to see 1 dead", 0, 1, {"dead"}, 25)
         assert rt_cluster("heal", "--name", "t4").returncode == 0
         wait_for(
-            lambda: view("t4", 0).get(1) == "alive" and view("t4", 1).get(0) == "alive",
-            40,
             "the partition to heal",
+            lambda: (view("t4", 0).get(1), view("t4", 1).get(0)),
+            until=lambda states: states == ("alive", "alive"),
+            timeout=40,
+            interval=0.2,
         )
         res = rt_cluster("restart", "3", "--name", "t4")
         assert res.returncode == 0, res.stderr
@@ -182,7 +185,7 @@ def test_chaos_changes_membership(cluster_home: Path, tmp_path: Path) -> None:
         assert "on node(s) 0, 1, 2, 3, 4" in res.stdout
         res = rt_cluster("stop", "4", "--name", "t4")
         assert res.returncode == 0, res.stderr
-        wait_for(lambda: view("t4", 0).get(4) == "dead", 10, "a stopped node shown as dead")
+        wait_seen("a stopped node shown as dead", 0, 4, {"dead"}, 10)
     finally:
         res = rt_cluster("down", "--name", "t4")
     assert res.returncode == 0, res.stderr

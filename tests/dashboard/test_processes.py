@@ -1,106 +1,26 @@
 """The dashboard on real node processes (``rt_run start``): launch rules, and forwards to a
 killed and to a paused (SIGSTOP) peer while local routes keep answering.
 
-Every process started here is ended in a ``finally`` (SIGCONT first, then SIGTERM, then
-SIGKILL), whatever the test did.
+Every process runs on the tests' harness (``tests.support``), which ends it at teardown
+(SIGCONT first, then SIGTERM, then SIGKILL), whatever the test did.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import trio
 
-from cluster.local.ports import free_port
+from cluster.local import free_port
+from tests.support import RETRY_ON, Child, Harness, wait_for
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-LISTENING = re.compile(r"Viz: dashboard listening at http://([\d.]+):(\d+)")
-
-
-class Procs:
-    """Node processes of one test, each logging to its own file."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.procs: list[tuple[subprocess.Popen[bytes], Path]] = []
-        self.env = {
-            **os.environ,
-            "HOME": str(tmp),
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONPATH": str(ROOT),
-            "RT_VIZ_PORT": "0",  # never the shared default 8080
-        }
-        for key in ("RT_SERVER_CONF", "RT_VIZ_ENABLE", "RT_VIZ_BIND", "RT_VIZ_PATH"):
-            self.env.pop(key, None)
-
-    def spawn(self, argv: list[str], name: str, **env: str) -> tuple[subprocess.Popen[bytes], Path]:
-        log = self.tmp / f"{name}.log"
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                argv, cwd=ROOT, env={**self.env, **env}, stdout=out, stderr=subprocess.STDOUT
-            )
-        self.procs.append((proc, log))
-        return proc, log
-
-    def start(self, port: int, *flags: str, name: str = "node", **env: str) -> Any:
-        argv = [sys.executable, "-m", "cluster.node.cli", "start", "--port", str(port), *flags]
-        return self.spawn(argv, name, **env)
-
-    @staticmethod
-    def wait_log(
-        proc: subprocess.Popen[bytes], log: Path, pattern: str, timeout: float = 30
-    ) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = log.read_text(errors="replace")
-            if re.search(pattern, text):
-                return text
-            assert proc.poll() is None, f"exited {proc.returncode}:\n{text[-3000:]}"
-            time.sleep(0.05)
-        raise AssertionError(f"no {pattern!r} within {timeout}s:\n{log.read_text()[-3000:]}")
-
-    def dashboard(self, proc: subprocess.Popen[bytes], log: Path) -> str:
-        text = self.wait_log(proc, log, LISTENING.pattern)
-        m = LISTENING.search(text)
-        assert m is not None
-        return f"http://{m.group(1)}:{m.group(2)}"
-
-    def cleanup(self) -> None:
-        for proc, _ in self.procs:
-            if proc.poll() is None:
-                try:
-                    proc.send_signal(signal.SIGCONT)
-                    proc.terminate()
-                except ProcessLookupError:
-                    pass
-        for proc, _ in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Procs]:
-    p = Procs(tmp_path)
-    try:
-        yield p
-    finally:
-        p.cleanup()
 
 
 def up_line(port: int) -> str:
@@ -110,10 +30,8 @@ def up_line(port: int) -> str:
 # -- launch rules ----------------------------------------------------------------------------
 
 
-def test_daemon_serves_by_default_and_logs_bound_port(procs: Procs) -> None:
-    port = free_port()
-    proc, log = procs.start(port)
-    url = procs.dashboard(proc, log)
+def test_daemon_serves_by_default_and_logs_bound_port(harness: Harness) -> None:
+    url = harness.dashboard_url(harness.start_node())
     assert not url.endswith(":0")
     r = httpx.get(url + "/api/health", timeout=10)
     assert r.status_code == 200
@@ -129,14 +47,12 @@ def test_daemon_serves_by_default_and_logs_bound_port(procs: Procs) -> None:
     ("flags", "env"), [(("--no-viz",), {}), ((), {"RT_VIZ_ENABLE": "0"})], ids=["flag", "env"]
 )
 def test_daemon_without_dashboard(
-    procs: Procs, flags: tuple[str, ...], env: dict[str, str]
+    harness: Harness, flags: tuple[str, ...], env: dict[str, str]
 ) -> None:
-    port = free_port()
-    proc, log = procs.start(port, *flags, **env)
-    text = procs.wait_log(proc, log, up_line(port))
-    time.sleep(0.3)
-    assert "Viz: dashboard listening" not in log.read_text()
-    assert "Viz: dashboard listening" not in text
+    node = harness.start_node(*flags, env=env)
+    # the node logs "up" after it has started its dashboard or decided not to
+    harness.wait_log(node, up_line(node.port))
+    assert "Viz: dashboard listening" not in harness.log_text(node)
 
 
 EMBEDDED = """
@@ -156,12 +72,12 @@ trio.run(main)
 
 
 @pytest.mark.parametrize("enable", ["", "1"])
-def test_embedded_runtime_serves_only_when_enabled(procs: Procs, enable: str) -> None:
+def test_embedded_runtime_serves_only_when_enabled(harness: Harness, enable: str) -> None:
     port = free_port()
     env = {"RT_VIZ_ENABLE": enable} if enable else {}
-    proc, log = procs.spawn([sys.executable, "-c", EMBEDDED, str(port), "3"], "emb", **env)
-    text = procs.wait_log(proc, log, r"EMBEDDED dashboard \S+")
-    url = re.search(r"EMBEDDED dashboard (\S+)", text).group(1)  # type: ignore[union-attr]
+    emb = harness.start([sys.executable, "-c", EMBEDDED, str(port), "3"], "emb", env=env)
+    url = harness.wait_log(emb, r"EMBEDDED dashboard (\S+)").group(1)
+    text = harness.log_text(emb)
     if enable:
         assert url.startswith("http://127.0.0.1:")
         assert httpx.get(url + "/api/health", timeout=10).status_code == 200
@@ -170,20 +86,20 @@ def test_embedded_runtime_serves_only_when_enabled(procs: Procs, enable: str) ->
         assert url == "None"
 
 
-def test_taken_port_warns_and_node_runs_on(procs: Procs) -> None:
+def test_taken_port_warns_and_node_runs_on(harness: Harness) -> None:
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         viz_port = holder.getsockname()[1]
-        port = free_port()
-        proc, log = procs.start(port, "--viz-port", str(viz_port))
-        text = procs.wait_log(proc, log, up_line(port))
+        node = harness.start_node(viz_port=viz_port)
+        harness.wait_log(node, up_line(node.port))
+        text = harness.log_text(node)
         assert re.search(
             rf"Viz: could not listen on 127\.0\.0\.1:{viz_port} \(.+\); dashboard disabled", text
         )
         assert "Viz: dashboard listening" not in text
-        time.sleep(0.5)
-        assert proc.poll() is None
+        harness.wait_ready(node)  # it runs on: it answers its RPC
+        assert harness.alive(node)
 
 
 MISSING_LIBRARY = """
@@ -195,51 +111,55 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_missing_http_library_warns_and_node_runs(procs: Procs) -> None:
+def test_missing_http_library_warns_and_node_runs(harness: Harness) -> None:
     port = free_port()
     argv = [sys.executable, "-c", MISSING_LIBRARY, "start", "--port", str(port)]
-    proc, log = procs.spawn(argv, "nolib")
-    text = procs.wait_log(proc, log, up_line(port))
+    node = harness.start(argv, "nolib", port=port)
+    harness.wait_log(node, up_line(port))
+    text = harness.log_text(node)
     assert "Viz: runtime built without the HTTP server library" in text
     assert "dashboard absent" in text
     assert "Viz: dashboard listening" not in text
-    time.sleep(0.5)
-    assert proc.poll() is None
+    harness.wait_ready(node)  # it runs on: it answers its RPC
+    assert harness.alive(node)
 
 
 # -- forwards to real peers ------------------------------------------------------------------
 
 
-def two_nodes(procs: Procs) -> tuple[str, subprocess.Popen[bytes]]:
-    """Nodes 0 and 1 of one hostfile; returns node 0's dashboard URL and node 1's process."""
+def two_nodes(harness: Harness) -> tuple[str, Child]:
+    """Nodes 0 and 1 of one hostfile; returns node 0's dashboard URL and node 1."""
     ports = [free_port(), free_port()]
-    hostfile = procs.tmp / "hosts"
+    hostfile = harness.workdir / "hosts"
     hostfile.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
     # Node 1 first, so node 0 joins at once (a seed that is not up yet is retried later).
-    peer = procs.start(ports[1], "--hostfile", str(hostfile), name="n1")
-    procs.dashboard(*peer)
-    url = procs.dashboard(*procs.start(ports[0], "--hostfile", str(hostfile), name="n0"))
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    peer = harness.start_node("--hostfile", str(hostfile), port=ports[1], name="n1")
+    harness.dashboard_url(peer)
+    n0 = harness.start_node("--hostfile", str(hostfile), port=ports[0], name="n0")
+    url = harness.dashboard_url(n0)
+
+    def table() -> list[tuple[int, str]]:
         nodes = httpx.get(url + "/api/topology", timeout=10).json()["nodes"]
-        if [(n["node_id"], n["state"]) for n in nodes] == [(0, "alive"), (1, "alive")]:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError(f"node 1 never alive in node 0's table: {nodes}")
-    return url, peer[0]
+        return [(n["node_id"], n["state"]) for n in nodes]
+
+    wait_for(
+        "node 1 alive in node 0's table",
+        table,
+        until=lambda t: t == [(0, "alive"), (1, "alive")],
+        retry_on=(*RETRY_ON, httpx.HTTPError),
+    )
+    return url, peer
 
 
-def test_forward_to_live_then_killed_peer(procs: Procs) -> None:
-    url, peer = two_nodes(procs)
+def test_forward_to_live_then_killed_peer(harness: Harness) -> None:
+    url, peer = two_nodes(harness)
     for query, key in (("workers", "workers"), ("system_stats", "entries"),
                        ("containers", "containers"), ("bdevs", "devices")):  # fmt: skip
         r = httpx.get(f"{url}/api/nodes/1/{query}", timeout=10)
         assert r.status_code == 200, r.text
         assert list(r.json())[:2] == ["node_id", key]
         assert r.json()["node_id"] == 1
-    peer.kill()
-    peer.wait()
+    harness.kill(peer)
     start = time.monotonic()
     r = httpx.get(f"{url}/api/nodes/1/workers", timeout=10)
     assert r.status_code == 503
@@ -248,9 +168,9 @@ def test_forward_to_live_then_killed_peer(procs: Procs) -> None:
     assert httpx.get(url + "/api/health", timeout=10).status_code == 200
 
 
-async def test_paused_peer_forwards_time_out_while_local_routes_answer(procs: Procs) -> None:
-    url, peer = two_nodes(procs)
-    peer.send_signal(signal.SIGSTOP)
+async def test_paused_peer_forwards_time_out_while_local_routes_answer(harness: Harness) -> None:
+    url, peer = two_nodes(harness)
+    harness.pause(peer)
     statuses: list[tuple[int, float, Any]] = []
     local_latencies: list[float] = []
     async with httpx.AsyncClient(base_url=url, timeout=30,

@@ -1,12 +1,10 @@
-"""Helpers of the module tests: a network-less runtime, route calls, condition waits."""
+"""Helpers of the module tests: a network-less runtime, route calls (waits: tests.support)."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 from pathlib import Path
-
-import trio
 
 from cluster.runtime import Runtime
 from cluster.settings import load_settings
@@ -39,11 +37,3 @@ async def call_route(
         if all(p.startswith("{") or p == v for p, v in zip(pattern, parts, strict=True)):
             return await route.handler(RouteCall(runtime, params or {}, args))
     raise AssertionError(f"no route {method} {path} in {mod}")
-
-
-async def wait_for(predicate: object, timeout: float = 10.0) -> None:
-    """Poll ``predicate()`` until it is true (a condition, not a fixed sleep)."""
-    assert callable(predicate)
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(0.01)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from storage_helpers import call_route, digest, wait_for
+from storage_helpers import call_route, digest
 
 from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.modules.rt_cte_core import CteCoreContainer
 from cluster.runtime import Runtime
+from tests.support import wait_for_async
 
 
 async def make_core(runtime: Runtime, name: str = "core") -> CteCoreContainer:
@@ -139,7 +140,9 @@ async def test_destroy_leaves_periodic_tasks_retrying(runtime: Runtime) -> None:
     assert totals() == (3, 0)
     await runtime.destroy("850.0")
     await runtime.destroy("700.0")
-    await wait_for(lambda: totals() == (0, 3))
+    await wait_for_async(
+        "the periodic tasks to become retries", totals, until=lambda t: t == (0, 3), timeout=10
+    )
     # nothing else broken: other pools still work, ids are free again
     await bdev.write(0, b"still here")  # type: ignore[attr-defined]
     assert await bdev.read(0, 10) == b"still here"  # type: ignore[attr-defined]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from storage_helpers import call_route, digest, wait_for
+from storage_helpers import call_route, digest
 
 from cluster.errors import Conflict, ValidationFailed
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
 from cluster.runtime import Runtime
+from tests.support import wait_for_async
 
 
 async def make_array(
@@ -64,7 +65,12 @@ async def test_data_survives_faulty_members_replace_and_recovery(
              "bdev_type": "ram"},
         )  # fmt: skip
         assert list(body) == ["ok", "failed_pool_id", "member_name", "member_pool_id"]
-    await wait_for(lambda: all(m["state"] == "active" for m in array.stats()["members"]))
+    await wait_for_async(
+        "every member active",
+        lambda: [m["state"] for m in array.stats()["members"]],
+        until=lambda states: set(states) == {"active"},
+        timeout=10,
+    )
     stats = array.stats()
     assert stats["recovery_ops_total"] == stats["written_slots"] > 0
     assert stats["recovery_ops_completed"] == stats["recovery_ops_total"]
@@ -107,7 +113,12 @@ async def test_add_parity_member_raises_level_and_recovers(runtime: Runtime) -> 
     )  # fmt: skip
     assert list(body) == ["ok", "member_name", "member_pool_id", "as_parity"]
     assert body["as_parity"] is True
-    await wait_for(lambda: all(m["state"] == "active" for m in array.stats()["members"]))
+    await wait_for_async(
+        "every member active",
+        lambda: [m["state"] for m in array.stats()["members"]],
+        until=lambda states: set(states) == {"active"},
+        timeout=10,
+    )
     assert array.stats()["parity_level"] == 2
     for pool_id in member_ids(array, "data"):
         await array.remove_member(pool_id, True)

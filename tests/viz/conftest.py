@@ -1,26 +1,20 @@
 """Real node processes and a real Chromium for the dashboard pages' browser tests.
 
 Rules:
-1. Nodes are started with the node CLI (``python -m cluster.node.cli start``) on free ports,
-   each with its own HOME (so no user configuration leaks in) and log file; a test sees a
-   ``LocalNodes``.
-2. Every process started here is ended in a ``finally``: resumed if paused, terminated, waited
-   for, killed if it lingers.
+1. Nodes run on the tests' process harness (``tests.support``): the node CLI on free ports,
+   each with its own HOME and log; a test sees a ``LocalNodes``.
+2. Every process started here is ended when its fixture ends, whatever the test did: resumed
+   if paused, terminated, killed if it lingers, proved gone.
 3. Chromium is Debian's (``/usr/bin/chromium``); nothing is downloaded.
-4. Tests wait for conditions (selectors, ``expect``, polling the API with a deadline), never for
+4. Tests wait for conditions (selectors, ``expect``, ``wait_for`` polling the API), never for
    fixed sleeps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from cluster.local.ports import free_port
+from cluster.local import free_port, log_tail
+from tests.support import Child, Harness, open_harness, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "tests" / "artifacts" / "screenshots"
@@ -45,6 +40,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 WIDTHS = (1280, 390)
+START_TIMEOUT = 45.0  # seconds for a node's dashboard, and for the cluster to converge
+POLL = 0.2  # seconds between looks at the nodes' API
 
 
 def get_json(url: str, timeout: float = 3.0) -> Any:
@@ -52,78 +49,46 @@ def get_json(url: str, timeout: float = 3.0) -> Any:
         return json.loads(resp.read())
 
 
-def wait_for(what: str, check: Any, timeout: float = 45.0, interval: float = 0.2) -> Any:
-    """Call ``check()`` until it returns a truthy value; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-            if last:
-                return last
-        except (OSError, urllib.error.URLError, ValueError) as exc:
-            last = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-@dataclass
-class NodeProc:
-    node_id: int
-    port: int
-    viz_port: int
-    log: Path
-    proc: subprocess.Popen[bytes]
-    paused: bool = False
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.viz_port}"
-
-
 @dataclass
 class LocalNodes:
     """N node processes on loopback, one hostfile; node id = line offset."""
 
-    workdir: Path
-    nodes: list[NodeProc] = field(default_factory=list)
+    harness: Harness
+    nodes: list[Child] = field(default_factory=list)
 
     def url(self, i: int = 0) -> str:
         return self.nodes[i].url
 
     def start(self, n: int) -> None:
+        workdir = self.harness.workdir
         ports = [free_port() for _ in range(n)]
-        hostfile = self.workdir / "hosts"
+        hostfile = workdir / "hosts"
         hostfile.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RT_")}
         for i, port in enumerate(ports):
-            home = self.workdir / f"home{i}"
-            home.mkdir()
-            log = self.workdir / f"node{i}.log"
-            viz_port = free_port()
-            cmd = [
-                sys.executable, "-m", "cluster.node.cli", "start",
-                "--host", "127.0.0.1", "--port", str(port), "--hostfile", str(hostfile),
-                "--viz-port", str(viz_port), "--log-file", str(log),
-                "--events", str(self.workdir / f"events{i}.jsonl"),
-            ]  # fmt: skip
-            out = (self.workdir / f"node{i}.out").open("wb")
-            proc = subprocess.Popen(
-                cmd, cwd=REPO, env={**env, "HOME": str(home)}, stdout=out, stderr=subprocess.STDOUT
-            )
-            out.close()
-            self.nodes.append(NodeProc(i, port, viz_port, log, proc))
-        for node in self.nodes:
-            wait_for(f"node {node.node_id}'s dashboard", lambda node=node: self._healthy(node))
-        for node in self.nodes:
+            node = self.harness.start_node(
+                "--host", "127.0.0.1", "--hostfile", str(hostfile),
+                "--events", str(workdir / f"events{i}.jsonl"),
+                port=port, viz_port=free_port(), name=f"node{i}",
+            )  # fmt: skip
+            self.nodes.append(node)
+        for i, node in enumerate(self.nodes):
             wait_for(
-                f"node {node.node_id} to see {n} alive nodes",
-                lambda node=node: self.alive_seen_by(node.node_id) == set(range(n)),
+                f"node {i}'s dashboard",
+                lambda node=node: self._healthy(node),
+                timeout=START_TIMEOUT,
+                interval=POLL,
+            )
+        for i in range(n):
+            wait_for(
+                f"node {i} to see {n} alive nodes",
+                lambda i=i: self.alive_seen_by(i),
+                until=lambda seen: seen == set(range(n)),
+                timeout=START_TIMEOUT,
+                interval=POLL,
             )
 
-    def _healthy(self, node: NodeProc) -> bool:
-        if node.proc.poll() is not None:
-            raise AssertionError(f"node {node.node_id} exited: {self.tail(node.node_id)}")
+    def _healthy(self, node: Child) -> bool:
+        self.harness.require_alive(node)
         return bool(get_json(f"{node.url}/api/health").get("ok"))
 
     def alive_seen_by(self, i: int) -> set[int]:
@@ -135,59 +100,46 @@ class LocalNodes:
         return next((m["state"] for m in topo["nodes"] if m["node_id"] == j), None)
 
     def kill(self, i: int) -> None:
-        node = self.nodes[i]
-        node.proc.kill()
-        node.proc.wait(timeout=10)
+        self.harness.kill(self.nodes[i])
 
     def pause(self, i: int) -> None:
-        self.nodes[i].proc.send_signal(signal.SIGSTOP)
-        self.nodes[i].paused = True
+        self.harness.pause(self.nodes[i])
 
     def resume(self, i: int) -> None:
-        self.nodes[i].proc.send_signal(signal.SIGCONT)
-        self.nodes[i].paused = False
+        self.harness.resume(self.nodes[i])
 
     def tail(self, i: int, lines: int = 30) -> str:
-        texts = []
-        for p in (self.nodes[i].log, self.workdir / f"node{i}.out"):
-            if p.exists():
-                texts.append("\n".join(p.read_text(errors="replace").splitlines()[-lines:]))
-        return "\n".join(texts)
+        return log_tail(self.nodes[i].log, lines)
 
-    def stop_all(self) -> None:
-        for node in self.nodes:
-            if node.paused and node.proc.poll() is None:
-                node.proc.send_signal(signal.SIGCONT)
-            if node.proc.poll() is None:
-                node.proc.terminate()
-        for node in self.nodes:
-            try:
-                node.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                node.proc.kill()
-                node.proc.wait(timeout=10)
+
+@contextlib.contextmanager
+def local_nodes(workdir: Path, n: int) -> Iterator[LocalNodes]:
+    """``n`` converged nodes for the block; every process ends with it."""
+    with open_harness(workdir) as harness:
+        nodes = LocalNodes(harness)
+        nodes.start(n)
+        yield nodes
 
 
 @pytest.fixture(scope="module")
 def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNodes]:
     """A 3-node cluster shared by a module's tests (tests leave it as they found it)."""
-    nodes = LocalNodes(tmp_path_factory.mktemp("cluster3"))
-    try:
-        nodes.start(3)
+    with local_nodes(tmp_path_factory.mktemp("cluster3"), 3) as nodes:
         yield nodes
-    finally:
-        nodes.stop_all()
 
 
 @pytest.fixture
 def fresh_cluster3(tmp_path: Path) -> Iterator[LocalNodes]:
     """A 3-node cluster of the test's own (for tests that kill a node)."""
-    nodes = LocalNodes(tmp_path)
-    try:
-        nodes.start(3)
+    with local_nodes(tmp_path, 3) as nodes:
         yield nodes
-    finally:
-        nodes.stop_all()
+
+
+@pytest.fixture
+def cluster1(tmp_path: Path) -> Iterator[LocalNodes]:
+    """One node of the test's own."""
+    with local_nodes(tmp_path, 1) as nodes:
+        yield nodes
 
 
 @pytest.fixture(scope="session")

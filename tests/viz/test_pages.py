@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import LocalNodes, get_json, screenshot, wait_for
+from tests.support import wait_for
+
+from .conftest import LocalNodes, get_json, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -267,7 +269,12 @@ def test_node_page_of_a_paused_peer_shows_the_error_and_recovers(
     expect(panel.locator(".panel-status")).to_be_hidden(timeout=60_000)
     expect(panel).not_to_have_class(re.compile(r"\bstale\b"))
     expect(page.locator("#bdevs-panel .panel-status")).to_be_hidden(timeout=60_000)
-    wait_for("node 2 alive again", lambda: cluster3.state_seen_by(0, 2) == "alive", timeout=60)
+    wait_for(
+        "node 2 alive again in node 0's view",
+        lambda: cluster3.state_seen_by(0, 2),
+        until=lambda state: state == "alive",
+        timeout=60,
+    )
 
 
 def test_cluster_page_marks_a_killed_node_dead(fresh_cluster3: LocalNodes, page: Any) -> None:
@@ -302,46 +309,41 @@ def test_cluster_page_marks_a_killed_node_dead(fresh_cluster3: LocalNodes, page:
 
 
 def test_pools_page_with_500_pools_paints_and_bounds_stats_requests(
-    tmp_path: Any, page: Any
+    cluster1: LocalNodes, page: Any
 ) -> None:
-    node = LocalNodes(tmp_path)
-    try:
-        node.start(1)
-        base = node.url(0)
-        before = len(pool_ids(base))
-        for i in range(500 - before):
-            post_form(
-                f"{base}/api/mod/rt_bdev/create",
-                {"pool_name": f"s{i:03d}", "pool_id": f"{2000 + i}.0", "bdev_type": "noop",
-                 "capacity": "4K"},
-            )  # fmt: skip
-        assert len(pool_ids(base)) == 500
-        in_flight = {"now": 0, "max": 0, "done": 0}
+    base = cluster1.url(0)
+    before = len(pool_ids(base))
+    for i in range(500 - before):
+        post_form(
+            f"{base}/api/mod/rt_bdev/create",
+            {"pool_name": f"s{i:03d}", "pool_id": f"{2000 + i}.0", "bdev_type": "noop",
+             "capacity": "4K"},
+        )  # fmt: skip
+    assert len(pool_ids(base)) == 500
+    in_flight = {"now": 0, "max": 0, "done": 0}
 
-        def started(req: Any) -> None:
-            if "/monitor?query=stats" in req.url:
-                in_flight["now"] += 1
-                in_flight["max"] = max(in_flight["max"], in_flight["now"])
+    def started(req: Any) -> None:
+        if "/monitor?query=stats" in req.url:
+            in_flight["now"] += 1
+            in_flight["max"] = max(in_flight["max"], in_flight["now"])
 
-        def ended(req: Any) -> None:
-            if "/monitor?query=stats" in req.url:
-                in_flight["now"] -= 1
-                in_flight["done"] += 1
+    def ended(req: Any) -> None:
+        if "/monitor?query=stats" in req.url:
+            in_flight["now"] -= 1
+            in_flight["done"] += 1
 
-        page.on("request", started)
-        page.on("requestfinished", ended)
-        page.on("requestfailed", ended)
-        page.goto(f"{base}/viz/rt_admin/pools.html")
-        expect(page.locator("#pools-body article.pool-card")).to_have_count(500, timeout=TIMEOUT_MS)
-        # stats stream in after the list, cards on screen first, then by pool id (the node
-        # answers each stats query in tens of ms with 500 pools, so all 500 take a while)
-        expect(page.locator("article.pool-card[data-key='1.0'] dl.kv")).to_be_visible()
-        hundredth = page.locator("#pools-body article.pool-card[data-key='2100.0'] dl.kv")
-        expect(hundredth).to_contain_text("bdev type", timeout=60_000)
-        assert in_flight["done"] >= 100
-        assert 1 <= in_flight["max"] <= 6, in_flight
-        page.locator("#pool-filter").fill("s48")
-        expect(page.locator("#pools-body article.pool-card")).to_have_count(10)
-        screenshot(page, "pools_500_filtered")
-    finally:
-        node.stop_all()
+    page.on("request", started)
+    page.on("requestfinished", ended)
+    page.on("requestfailed", ended)
+    page.goto(f"{base}/viz/rt_admin/pools.html")
+    expect(page.locator("#pools-body article.pool-card")).to_have_count(500, timeout=TIMEOUT_MS)
+    # stats stream in after the list, cards on screen first, then by pool id (the node
+    # answers each stats query in tens of ms with 500 pools, so all 500 take a while)
+    expect(page.locator("article.pool-card[data-key='1.0'] dl.kv")).to_be_visible()
+    hundredth = page.locator("#pools-body article.pool-card[data-key='2100.0'] dl.kv")
+    expect(hundredth).to_contain_text("bdev type", timeout=60_000)
+    assert in_flight["done"] >= 100
+    assert 1 <= in_flight["max"] <= 6, in_flight
+    page.locator("#pool-filter").fill("s48")
+    expect(page.locator("#pools-body article.pool-card")).to_have_count(10)
+    screenshot(page, "pools_500_filtered")

@@ -1,0 +1,222 @@
+"""Processes this host starts and ends: spawned detached or forked from a zygote, watched,
+signalled, and ended with proof that they are gone.
+
+Rules:
+1. A process runs in its own session (its pid is its process group), stdin from /dev/null,
+   stdout and stderr appended to its log: it outlives whoever started it, and a terminal's
+   Ctrl-C never reaches it. Signals go to its process group.
+2. A process is known by its pid *and* its create time, so a reused pid is never mistaken for
+   it (``process_state``). Children spawned here are reaped here, so none is left a zombie.
+3. Ending never trusts a signal: SIGCONT+SIGTERM, wait, then SIGKILL, wait; whatever survives
+   is an error (``ClusterError``).
+4. Nothing here knows what a node is: argv, log and environment come from the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import trio
+
+from .record import ClusterError, create_time, process_state
+
+__all__ = ["PROJECT_ROOT", "Proc", "Processes", "Watched", "Zygote", "child_env", "log_tail"]
+
+log = logging.getLogger(__name__)
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+POLL_INTERVAL = 0.05  # seconds between looks while waiting for processes to end
+KILL_WAIT = 10.0  # seconds a SIGKILLed process gets to vanish before it counts as a survivor
+
+
+class Watched(Protocol):
+    """Anything naming a process: its pid and create time (epoch seconds, 0 when unknown)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def started(self) -> float: ...
+
+
+W = TypeVar("W", bound=Watched)
+
+
+@dataclass(frozen=True, slots=True)
+class Proc:
+    """A process started here: pid, create time (epoch seconds) and the log it writes to."""
+
+    pid: int
+    started: float
+    log: str
+
+
+def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: our environment) with the project on PYTHONPATH, output unbuffered."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
+    )
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def log_tail(path: str | Path, lines: int = 12) -> str:
+    """The last ``lines`` lines of a log, indented, for an error message."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return "(no log written)"
+    tail = text.splitlines()[-lines:]
+    return "\n".join("    " + line for line in tail) if tail else "(log is empty)"
+
+
+class Zygote:
+    """A pre-imported parent that forks processes on request (the ``cluster.node.zygote``
+    protocol: ``{"argv": [...], "log": path}`` in, ``{"pid": n}`` out, one JSON line each)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self._proc = proc
+        self.broken = False  # set at the first failure; later requests are refused
+
+    def fork(self, argv: Sequence[str], log_path: str, name: str) -> Proc | None:
+        """Have the zygote fork a process running ``argv``; None (and broken) when it cannot."""
+        if self.broken:
+            return None
+        assert self._proc.stdin is not None
+        assert self._proc.stdout is not None
+        try:
+            self._proc.stdin.write(json.dumps({"argv": list(argv), "log": log_path}) + "\n")
+            self._proc.stdin.flush()
+            reply = json.loads(self._proc.stdout.readline() or "{}")
+        except (OSError, ValueError) as exc:
+            log.warning("zygote failed (%s); spawning the rest one by one", exc)
+            self._proc.kill()
+            self.broken = True
+            return None
+        if not isinstance(reply, dict) or not isinstance(reply.get("pid"), int):
+            log.warning("zygote could not start %s: %s", name, reply)
+            self.broken = True
+            return None
+        pid = reply["pid"]
+        return Proc(pid, create_time(pid), log_path)
+
+
+class Processes:
+    """The processes one caller starts and watches; it reaps the children it spawned."""
+
+    def __init__(self) -> None:
+        self._children: set[int] = set()  # pids spawned here, reaped in state()
+        self._exits: dict[int, int] = {}  # pid -> exit status of a child reaped here
+
+    def spawn(self, argv: Sequence[str], log_path: str | Path, env: Mapping[str, str]) -> Proc:
+        """Start ``argv`` (``argv[0]`` a path) detached in its own session, output to the log."""
+        # posix_spawn rather than Popen: the process must be able to outlive us, and a Popen
+        # object of a running child complains when collected. We reap our own in state().
+        pid = os.posix_spawn(
+            argv[0],
+            list(argv),
+            dict(env),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (
+                    os.POSIX_SPAWN_OPEN,
+                    1,
+                    str(log_path),
+                    os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                    0o644,
+                ),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+        )
+        self._children.add(pid)
+        self._exits.pop(pid, None)
+        return Proc(pid, create_time(pid), str(log_path))
+
+    @contextlib.contextmanager
+    def open_zygote(
+        self, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> Iterator[Zygote]:
+        """A zygote running ``argv`` for the ``with`` block; it ends at the end of its stdin,
+        and the processes it forked live on."""
+        # As a context manager, Popen closes both pipes and waits for the zygote.
+        with subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=child_env() if env is None else dict(env),
+            text=True,
+        ) as proc:
+            yield Zygote(proc)
+
+    def state(self, proc: Watched) -> str:
+        """The process's state now: ``running``, ``paused`` or ``gone``."""
+        if proc.pid in self._children:
+            try:
+                pid, status = os.waitpid(proc.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = proc.pid, -1
+            if pid == proc.pid:  # reaped here, so no zombie is left behind
+                self._children.discard(proc.pid)
+                if status >= 0:
+                    self._exits[pid] = os.waitstatus_to_exitcode(status)
+                return "gone"
+        return process_state(proc.pid, proc.started)
+
+    def exit_status(self, proc: Watched) -> int | None:
+        """How a child spawned here ended (negative: the signal that ended it); None while it
+        runs, or when it is not ours."""
+        return self._exits.get(proc.pid)
+
+    def signal(self, proc: Watched, sig: signal.Signals) -> bool:
+        """Send ``sig`` to the process group; False if the process is gone."""
+        if self.state(proc) == "gone":
+            return False
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            os.kill(proc.pid, sig)
+        return True
+
+    async def wait_gone(self, procs: Sequence[W], timeout: float) -> list[W]:
+        """Wait until every process is gone or ``timeout`` seconds pass; the survivors."""
+        deadline = trio.current_time() + timeout
+        while True:
+            alive = [p for p in procs if self.state(p) != "gone"]
+            if not alive or trio.current_time() >= deadline:
+                return alive
+            await trio.sleep(POLL_INTERVAL)
+
+    async def terminate(
+        self,
+        procs: Sequence[W],
+        *,
+        grace: float = 10.0,
+        hard: bool = False,
+        name: Callable[[W], str] = lambda p: f"pid {p.pid}",
+    ) -> None:
+        """End the processes (SIGTERM, then SIGKILL after ``grace`` seconds; SIGKILL at once
+        when ``hard``); ClusterError naming (``name``) every one that survived SIGKILL."""
+        procs = [p for p in procs if p.pid > 0]
+        if not hard:
+            for p in procs:
+                self.signal(p, signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+                self.signal(p, signal.SIGTERM)
+            procs = await self.wait_gone(procs, grace)
+        for p in procs:
+            self.signal(p, signal.SIGKILL)
+            self.signal(p, signal.SIGCONT)
+        left = await self.wait_gone(procs, KILL_WAIT)
+        if left:
+            raise ClusterError(f"processes survived SIGKILL: {', '.join(map(name, left))}")
