@@ -1,6 +1,6 @@
 """scenarios: timed fault scenarios (YAML files here) and their runner.
 
-A scenario runs on real node processes (a throwaway local cluster, ``cluster.launcher``) or on
+A scenario runs on real node processes (a throwaway local cluster, ``cluster.local``) or on
 swim's simulated network in virtual time; either way the run becomes a ``Trace`` (events,
 actions, HTTP answers on one clock) judged by one analysis into ``results.json`` and a
 self-contained ``report.html``. See docs/rt_cluster.md for the file format.

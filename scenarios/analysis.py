@@ -230,78 +230,98 @@ def expectations(trace: Trace, views: Views, scenario: Scenario) -> list[dict[st
 
 
 def _judge(trace: Trace, views: Views, e: Expectation) -> dict[str, Any]:
+    """Status, measured value and detail of one expectation (plus the subject for dead/alive)."""
     a = trace.action(e.after) if e.after != "start" else None
     if e.after != "start" and a is None:
         return {"status": "fail", "measured": None, "detail": f"step {e.after} did not run"}
     t = a.t if a is not None else trace.t0
-    deadline = t + e.within
     if e.kind in ("dead", "alive"):
-        x = _subject(trace, views, e, t)
-        if x is None:
-            return {"status": "fail", "measured": None, "detail": "no subject (no leader)"}
-        states = DOWN_STATES if e.kind == "dead" else frozenset({"alive"})
-        late, worst = [], 0.0
-        for o in _observers(trace, e, t, deadline, x):
-            hit = views.first(o, x, states, t, trace.end)
-            if hit is None or hit > deadline:
-                late.append(o)
-            else:
-                worst = max(worst, hit - t)
-        measured = None if late else _r(worst)
-        detail = f"subject {x}" + (f"; not within the bound at: {late}" if late else "")
-        return {
-            "status": "fail" if late else "pass",
-            "measured": measured,
-            "detail": detail,
-            "subject": x,
-        }
+        return _judge_seen(trace, views, e, t)
     if e.kind == "never_dead":
-        seen_by, subjects = e.seen_by, e.subjects
-
-        def seen(o: int) -> bool:
-            return isinstance(seen_by, str) or o in seen_by
-
-        def subj(s: int) -> bool:
-            return isinstance(subjects, str) or s in subjects
-
-        hits = [
-            {
-                "observer": ev["observer"],
-                "subject": ev["subject"],
-                "t": trace.rel(float(ev["mono"])),
-            }
-            for ev in trace.events
-            if ev["new"] in DOWN_STATES
-            and t <= float(ev["mono"]) <= trace.end
-            and ev["observer"] != ev["subject"]
-            and seen(ev["observer"])
-            and subj(ev["subject"])
-        ]
-        detail = ""
-        if hits:
-            h = hits[0]
-            detail = f"first: node {h['observer']} saw {h['subject']} dead at {h['t']}s"
-        return {"status": "fail" if hits else "pass", "measured": len(hits), "detail": detail}
+        return _judge_never_dead(trace, e, t)
     if e.kind == "leader_change":
-        old = _leader_before(trace, views, t)
-        times = [t, *views.event_times(t, trace.end)]
-        for u in times:
-            ups = [o for o in trace.up_nodes(u)]
-            leaders = {views.leader(o, u) for o in ups}
-            if len(leaders) == 1 and old not in leaders:
-                took = u - t
-                ok = took <= e.within
-                return {
-                    "status": "pass" if ok else "fail",
-                    "measured": _r(took),
-                    "detail": f"leader {old} -> {leaders.pop()}",
-                }
-        return {
-            "status": "fail",
-            "measured": None,
-            "detail": f"leader {old} was never replaced everywhere",
+        return _judge_leader_change(trace, views, e, t)
+    return _judge_converged(trace, views, e, t)
+
+
+def _judge_seen(trace: Trace, views: Views, e: Expectation, t: float) -> dict[str, Any]:
+    """dead/alive: every observer saw the subject in that state within the bound after ``t``."""
+    deadline = t + e.within
+    x = _subject(trace, views, e, t)
+    if x is None:
+        return {"status": "fail", "measured": None, "detail": "no subject (no leader)"}
+    states = DOWN_STATES if e.kind == "dead" else frozenset({"alive"})
+    late, worst = [], 0.0
+    for o in _observers(trace, e, t, deadline, x):
+        hit = views.first(o, x, states, t, trace.end)
+        if hit is None or hit > deadline:
+            late.append(o)
+        else:
+            worst = max(worst, hit - t)
+    measured = None if late else _r(worst)
+    detail = f"subject {x}" + (f"; not within the bound at: {late}" if late else "")
+    return {
+        "status": "fail" if late else "pass",
+        "measured": measured,
+        "detail": detail,
+        "subject": x,
+    }
+
+
+def _judge_never_dead(trace: Trace, e: Expectation, t: float) -> dict[str, Any]:
+    """never_dead: no observer of ``seen_by`` declared a subject dead from ``t`` to the end."""
+    seen_by, subjects = e.seen_by, e.subjects
+
+    def seen(o: int) -> bool:
+        return isinstance(seen_by, str) or o in seen_by
+
+    def subj(s: int) -> bool:
+        return isinstance(subjects, str) or s in subjects
+
+    hits = [
+        {
+            "observer": ev["observer"],
+            "subject": ev["subject"],
+            "t": trace.rel(float(ev["mono"])),
         }
-    # converged
+        for ev in trace.events
+        if ev["new"] in DOWN_STATES
+        and t <= float(ev["mono"]) <= trace.end
+        and ev["observer"] != ev["subject"]
+        and seen(ev["observer"])
+        and subj(ev["subject"])
+    ]
+    detail = ""
+    if hits:
+        h = hits[0]
+        detail = f"first: node {h['observer']} saw {h['subject']} dead at {h['t']}s"
+    return {"status": "fail" if hits else "pass", "measured": len(hits), "detail": detail}
+
+
+def _judge_leader_change(trace: Trace, views: Views, e: Expectation, t: float) -> dict[str, Any]:
+    """leader_change: every up node agrees on one leader other than the one before ``t``."""
+    old = _leader_before(trace, views, t)
+    times = [t, *views.event_times(t, trace.end)]
+    for u in times:
+        ups = [o for o in trace.up_nodes(u)]
+        leaders = {views.leader(o, u) for o in ups}
+        if len(leaders) == 1 and old not in leaders:
+            took = u - t
+            ok = took <= e.within
+            return {
+                "status": "pass" if ok else "fail",
+                "measured": _r(took),
+                "detail": f"leader {old} -> {leaders.pop()}",
+            }
+    return {
+        "status": "fail",
+        "measured": None,
+        "detail": f"leader {old} was never replaced everywhere",
+    }
+
+
+def _judge_converged(trace: Trace, views: Views, e: Expectation, t: float) -> dict[str, Any]:
+    """converged: every up node holds every up node alive within the bound after ``t``."""
     conv = converged_at(trace, views, t)
     spent = None if conv is None else conv - t
     ok = spent is not None and spent <= e.within

@@ -19,8 +19,7 @@ from typing import Any
 import trio
 import yaml
 
-from cluster.local.launcher import LocalCluster, launch, plan_cluster
-from cluster.local.record import ClusterError, save_record
+from cluster.local import ClusterError, LocalCluster, launch, plan_cluster, save_record
 
 from .spec import Scenario, Step
 from .trace import Action, HttpResult, Trace

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from cluster.local.launcher import plan_cluster
-from cluster.local.ports import check_port_free, pick_free_ports
-from cluster.local.record import (
+from cluster.local import (
     BadInput,
     ClusterRecord,
     NodeRecord,
+    check_port_free,
     cluster_dir,
     load_record,
+    pick_free_ports,
+    plan_cluster,
     process_state,
     save_record,
 )

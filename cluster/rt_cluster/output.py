@@ -1,0 +1,93 @@
+"""What ``rt_cluster`` prints: plain lines, tables, launch progress and the membership summary.
+
+Rules:
+1. Normal output goes to stdout, flushed line by line (it is often piped or watched); problems
+   go to stderr as one line prefixed ``rt_cluster:``.
+2. Nothing here changes a cluster: ``summary`` only asks the nodes what they believe.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from cluster.local import ClusterRecord, LocalCluster
+
+__all__ = ["err", "out", "print_nodes", "progress", "summary", "table"]
+
+Progress = Callable[[int, int, int, float], None]
+
+
+def out(line: str = "") -> None:
+    """One line on stdout."""
+    print(line, flush=True)
+
+
+def err(line: str) -> None:
+    """One problem line on stderr, prefixed with the command's name."""
+    print(f"rt_cluster: {line}", file=sys.stderr, flush=True)
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    """Left-aligned columns two spaces apart, header first; no trailing blanks."""
+    cells = [[str(c) for c in header], *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells
+    )
+
+
+def progress(quiet: bool) -> Progress:
+    """A launch progress callback: one line rewritten in place on a terminal, else at most
+    one line a second (plus the final one)."""
+    tty = sys.stdout.isatty()
+    last = [-1.0]
+
+    def show(ready: int, converged: int, total: int, elapsed: float) -> None:
+        if quiet or (not tty and elapsed - last[0] < 1.0 and converged < total):
+            return
+        last[0] = elapsed
+        line = (
+            f"  {elapsed:5.1f}s  {ready}/{total} nodes up, {converged}/{total} see all "
+            f"{total} alive"
+        )
+        if tty:
+            print("\r" + line, end="", flush=True)
+            if converged == total:
+                print(flush=True)
+        else:
+            out(line)
+
+    return show
+
+
+def print_nodes(rec: ClusterRecord) -> None:
+    """The table of a cluster's nodes: id, pid, ports and log file."""
+    rows = [
+        (n.node_id, n.pid, n.runtime_port, n.dashboard or "-", Path(n.log).name) for n in rec.nodes
+    ]
+    out(table(rows, ("node", "pid", "runtime", "dashboard", "log")))
+
+
+async def summary(cluster: LocalCluster) -> str:
+    """One line per node: its process state, leader, and what it believes of every member."""
+    ids = [n.node_id for n in cluster.record.nodes]
+    _, bodies = await cluster.converged(set(ids))
+    lines = [time.strftime("%H:%M:%S") + f" cluster {cluster.record.name}"]
+    for rec in cluster.record.nodes:
+        proc = cluster.state_of(rec)
+        body = bodies.get(rec.node_id)
+        if proc == "gone":
+            lines.append(f"  node {rec.node_id}: not running ({rec.state})")
+        elif body is None:
+            lines.append(f"  node {rec.node_id}: {proc}, not answering")
+        else:
+            seen = " ".join(f"{n['node_id']}:{n['state']}" for n in body.get("nodes", ()))
+            alive = sum(1 for n in body.get("nodes", ()) if n.get("state") == "alive")
+            lines.append(
+                f"  node {rec.node_id}: leader {body.get('leader_node_id')}, {alive} alive | {seen}"
+            )
+    return "\n".join(lines)

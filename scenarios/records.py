@@ -1,0 +1,132 @@
+"""What a scenario file becomes: frozen records, checked before anything runs (see ``spec``).
+
+Rules:
+1. Plain data: building these records never fails; the checks live in ``spec``, ``steps`` and
+   ``values``, which raise the one ``ScenarioError``.
+2. Times are seconds after the start (the moment the cluster has converged); node ids are those
+   of the cluster the steps build (``nodes`` at the start, then one per ``add``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "EXPECT_KINDS",
+    "NODE_STEPS",
+    "STEP_KINDS",
+    "Expectation",
+    "HttpExpect",
+    "Scenario",
+    "ScenarioError",
+    "Step",
+    "Target",
+]
+
+STEP_KINDS = (
+    "kill",
+    "stop",
+    "pause",
+    "resume",
+    "restart",
+    "add",
+    "partition",
+    "heal",
+    "loss",
+    "delay",
+    "http",
+)
+EXPECT_KINDS = ("dead", "never_dead", "alive", "leader_change", "converged")
+NODE_STEPS = ("kill", "stop", "pause", "resume", "restart")
+Target = int | str  # a node id, "leader", or "all" where allowed
+
+
+class ScenarioError(Exception):
+    """A scenario file that cannot be run; the message names the file, the step, the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpExpect:
+    """The answer an ``http`` step expects: its status, and when it arrives."""
+
+    status: int
+    within: tuple[float, float]  # the answer arrives between these seconds after the request
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One timed action. ``target`` is a node id or ``leader`` for node steps."""
+
+    index: int
+    at: float
+    kind: str
+    name: str
+    target: Target | None = None
+    duration: float | None = None  # pause: resume after this many seconds
+    count: int = 1  # add: how many nodes
+    induct: bool = False
+    groups: tuple[tuple[int, ...], ...] = ()  # partition
+    rest: int | None = None  # partition: the index of the group written ``rest``
+    value: float = 0.0  # loss percent, delay ms
+    method: str = "GET"  # http
+    path: str = ""
+    expect: HttpExpect | None = None
+
+    def label(self) -> str:
+        return f"step {self.index + 1} ({self.name})"
+
+    def partition_groups(self, ids: list[int]) -> tuple[tuple[int, ...], ...]:
+        """The groups with ``rest`` filled in from ``ids`` (the nodes that exist now)."""
+        listed = {i for g in self.groups for i in g}
+        rest = tuple(i for i in ids if i not in listed)
+        return tuple(rest if k == self.rest else g for k, g in enumerate(self.groups))
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    index: int
+    kind: str
+    subject: Target | None = None  # dead/alive: a node id or "leader" (as of ``after``)
+    subjects: tuple[int, ...] | str = "all"  # never_dead
+    seen_by: tuple[int, ...] | str = "all"
+    within: float = 0.0
+    after: str = "start"  # a step name, or "start"
+
+    def label(self) -> str:
+        return f"expectation {self.index + 1} ({self.kind})"
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    source: str
+    nodes: int
+    seed: int
+    settings: Mapping[str, Any]  # node configuration sections (swim, workload, ...)
+    steps: tuple[Step, ...]
+    expectations: tuple[Expectation, ...]
+    duration: float
+    description: str = ""
+    sim_nodes: int | None = None
+    sim_overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def swim(self) -> Mapping[str, Any]:
+        value = self.settings.get("swim") or {}
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def workload(self) -> bool:
+        w = self.settings.get("workload")
+        return bool(w.get("enabled", True)) if isinstance(w, Mapping) else True
+
+    def step(self, name: str) -> Step:
+        for s in self.steps:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def node_count(self) -> int:
+        return self.nodes + sum(s.count for s in self.steps if s.kind == "add")
