@@ -1,10 +1,11 @@
 """The dashboard: the HTTP layer of a node (quart-trio on hypercorn), nothing else.
 
-    create_app(runtime, viz_settings) -> QuartTrio     the app, for tests and for serving
-    serve_dashboard(runtime, viz_settings, *, task_status)
+    create_app(view, viz_settings) -> QuartTrio        the app, for tests and for serving
+    serve_dashboard(view, viz_settings, *, task_status)
                                                        bind, serve, report (bind, port)
 
-Only ``cluster/node.py`` imports this package, lazily. See ``docs/dashboard.md``.
+``view`` is a ``cluster.runtime.RuntimeView``. Only the node process
+(``cluster/node/process.py``) imports this package, lazily. See ``docs/dashboard.md``.
 """
 
 from .app import DashboardState, create_app, dashboard_state

@@ -2,7 +2,7 @@
 
 ``open_swim(...)`` binds the UDP socket, starts the tasks that feed the machine (receive,
 timers, sending, loop-lag probe, TCP push/pulls) in its own nursery, and yields a
-``SwimHandle``. The TCP *listener* belongs to the node (cluster/rpc.py): it hands frames of
+``SwimHandle``. The TCP *listener* belongs to the node (cluster/node/rpc.py): it hands frames of
 kind ``"swim"`` to ``await handle.handle_tcp(msg)``; ``swim.testing.serve_tcp_for`` does the
 same for tests and the benchmark. The frames themselves are built and read in ``exchange``.
 
