@@ -21,7 +21,6 @@ import psutil
 
 from cluster.errors import BadRequest
 from cluster.runtime import (
-    Container,
     FormField,
     FormSpec,
     Module,
@@ -30,10 +29,7 @@ from cluster.runtime import (
 )
 from cluster.storage import (
     Allocator,
-    BlockStore,
-    Extent,
     IoMeter,
-    IoSnapshot,
     NoSpace,
     Store,
     export_chunks,
@@ -41,6 +37,8 @@ from cluster.storage import (
     open_store,
     parse_size,
 )
+
+from .extents import ExtentDevice
 
 __all__ = ["BDEV_TYPES", "BdevContainer", "BdevModule", "bdev_config_errors"]
 
@@ -77,7 +75,7 @@ def bdev_config_errors(
     return errors
 
 
-class BdevContainer(Container, BlockStore):
+class BdevContainer(ExtentDevice):
     """One block device: its store, its allocator and its measured I/O."""
 
     methods = ("allocate", "free", "read", "write")
@@ -106,17 +104,6 @@ class BdevContainer(Container, BlockStore):
     def capacity(self) -> int:
         return self._capacity
 
-    @property
-    def remaining_capacity(self) -> int:
-        return self.allocator.remaining
-
-    @property
-    def largest_free(self) -> int:
-        return self.allocator.largest_free
-
-    def io_snapshot(self) -> IoSnapshot:
-        return self.meter.snapshot()
-
     def _open_store(self) -> Store:
         self.ensure_open()
         if self.store is None:
@@ -129,20 +116,6 @@ class BdevContainer(Container, BlockStore):
                 f"{size} bytes at offset {offset} are outside block device {self.info.pool_id} "
                 f"(capacity {self._capacity})"
             )
-
-    async def allocate(self, size: int) -> Extent:
-        def task() -> Extent:
-            self.ensure_open()
-            return self.allocator.allocate(size)
-
-        return await self.runtime.workers.run(self.info.pool_id, "allocate", size / 1024, task)
-
-    async def free(self, extent: Extent) -> None:
-        def task() -> None:
-            self.ensure_open()
-            self.allocator.free(extent)
-
-        await self.runtime.workers.run(self.info.pool_id, "free", extent.size / 1024, task)
 
     async def read(self, offset: int, size: int) -> bytes:
         self._check_range(offset, size)

@@ -17,20 +17,18 @@ import trio
 
 from cluster.errors import BadRequest, Conflict, NotFound
 from cluster.ids import PoolId
-from cluster.runtime import Container
 from cluster.storage import (
     Allocator,
     ArrayMember,
     BlockStore,
-    Extent,
     IoMeter,
-    IoSnapshot,
     MemberState,
     NoSpace,
     StripeArray,
     parse_size,
 )
 
+from ..extents import ExtentDevice
 from ..members import MemberRequest, find_block_store, member_names, resolve_member
 from ..rt_bdev import BdevContainer
 from . import member_ops
@@ -41,7 +39,7 @@ JSON = dict[str, Any]
 DEFAULT_CHUNK = 4096
 
 
-class SafeBdevContainer(Container, BlockStore):
+class SafeBdevContainer(ExtentDevice):
     methods = ("read", "write", "allocate", "free", "recover", "scrub", "verify")
 
     def __post_init__(self) -> None:
@@ -125,31 +123,6 @@ class SafeBdevContainer(Container, BlockStore):
     @property
     def capacity(self) -> int:
         return self.array.capacity if self.array else 0
-
-    @property
-    def remaining_capacity(self) -> int:
-        return self.allocator.remaining
-
-    @property
-    def largest_free(self) -> int:
-        return self.allocator.largest_free
-
-    def io_snapshot(self) -> IoSnapshot:
-        return self.meter.snapshot()
-
-    async def allocate(self, size: int) -> Extent:
-        def task() -> Extent:
-            self.ensure_open()
-            return self.allocator.allocate(size)
-
-        return await self.runtime.workers.run(self.info.pool_id, "allocate", size / 1024, task)
-
-    async def free(self, extent: Extent) -> None:
-        def task() -> None:
-            self.ensure_open()
-            self.allocator.free(extent)
-
-        await self.runtime.workers.run(self.info.pool_id, "free", extent.size / 1024, task)
 
     def _check_range(self, offset: int, size: int) -> None:
         if offset < 0 or size < 0 or offset + size > self.capacity:

@@ -1,0 +1,43 @@
+"""The block-store half that every extent-allocating device shares: allocation, free space and
+measured I/O, each allocation or free run as a task of the device's pool.
+
+A device sets ``allocator`` and ``meter`` in ``__post_init__`` and implements ``capacity``,
+``read`` and ``write``; ``rt_bdev`` devices and ``rt_safe_bdev`` arrays both do.
+"""
+
+from __future__ import annotations
+
+from cluster.runtime import Container
+from cluster.storage import Allocator, BlockStore, Extent, IoMeter, IoSnapshot
+
+__all__ = ["ExtentDevice"]
+
+
+class ExtentDevice(Container, BlockStore):
+    allocator: Allocator
+    meter: IoMeter
+
+    @property
+    def remaining_capacity(self) -> int:
+        return self.allocator.remaining
+
+    @property
+    def largest_free(self) -> int:
+        return self.allocator.largest_free
+
+    def io_snapshot(self) -> IoSnapshot:
+        return self.meter.snapshot()
+
+    async def allocate(self, size: int) -> Extent:
+        def task() -> Extent:
+            self.ensure_open()
+            return self.allocator.allocate(size)
+
+        return await self.runtime.workers.run(self.info.pool_id, "allocate", size / 1024, task)
+
+    async def free(self, extent: Extent) -> None:
+        def task() -> None:
+            self.ensure_open()
+            self.allocator.free(extent)
+
+        await self.runtime.workers.run(self.info.pool_id, "free", extent.size / 1024, task)
