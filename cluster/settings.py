@@ -2,9 +2,14 @@
 
 Rules:
 1. The file is ``$RT_SERVER_CONF`` if set, else ``~/.rt/rt.yaml``, else built-in defaults
-   (an empty compose section, so no storage tiers).
+   (an empty compose section, so no storage tiers). It is read through ``cluster.safeyaml``:
+   at most ``MAX_CONFIG_BYTES`` (a larger file is refused unread), no aliases, bounded depth.
 2. Only ``RT_`` variables are read. An unset variable is not an error; a malformed one is.
-3. An unknown key or a wrong type in the file is a SettingsError naming the key and the file.
+3. An unknown key, a wrong type or a value out of range in the file is a SettingsError naming
+   the key and the file. Every number has its range next to its field (``_int``/``_float``);
+   every string is bounded and has no NUL. The ranges hold for every source: the file, the
+   variables (parsed by ``cluster.parse``), flags and ``dataclasses.replace`` (each section
+   checks itself in ``__post_init__``), so no Settings out of range can exist.
 4. ``viz.enabled`` defaults to true for the daemon (``rt_run start``) and false for embedded
    runtimes. ``RT_VIZ_ENABLE`` is an explicit choice the daemon default does not override;
    command-line flags (``--viz``, ``--no-viz``, ``--viz-port``, ``--viz-bind``) override it.
@@ -15,15 +20,17 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from .errors import SettingsError
+from .parse import MAX_NODE_ID, PORT_MAX, ParseError, float_value, int_value, parse_int
+from .safeyaml import Limits, YamlError, YamlTooLarge, load, load_file
 
 __all__ = [
+    "MAX_COMPOSE_ENTRIES",
+    "MAX_CONFIG_BYTES",
     "LoggingSettings",
     "NetworkingSettings",
     "RuntimeSettings",
@@ -32,29 +39,50 @@ __all__ = [
     "WorkloadSettings",
     "find_config_file",
     "load_settings",
+    "parse_settings_text",
 ]
 
 LaunchMode = Literal["daemon", "embedded"]
 LOG_LEVELS = ("debug", "info", "warn", "error")
 DEFAULT_MODULES = ("rt_admin", "rt_bdev", "rt_safe_bdev", "rt_cte_core")
+MAX_CONFIG_BYTES = 1 << 20  # a configuration file larger than this is refused, unread
+MAX_COMPOSE_ENTRIES = 1000  # pools a configuration may compose at start-up
+MAX_TEXT = 4096  # characters of one string setting (a path, a host name)
+MAX_ITEMS = 64  # entries of one list setting (modules, asset paths)
+MAX_THREADS = 1024  # workers, dashboard request slots
+_YAML_LIMITS = Limits(max_bytes=MAX_CONFIG_BYTES)
+
+
+def _int(default: int, low: int, high: int) -> Any:
+    return field(default=default, metadata={"range": (low, high)})
+
+
+def _float(default: float, low: float, high: float, *, low_open: bool = False) -> Any:
+    return field(default=default, metadata={"range": (low, high), "low_open": low_open})
 
 
 @dataclass(frozen=True, slots=True)
 class NetworkingSettings:
     host: str = "127.0.0.1"
-    port: int = 9413
+    port: int = _int(9413, 0, PORT_MAX)  # 0: any free port (tests)
     hostfile: str = ""
-    node_id: int = -1  # -1: the line offset of this node's own entry in the hostfile
+    node_id: int = _int(-1, -1, MAX_NODE_ID)  # -1: this node's line offset in the hostfile
+
+    def __post_init__(self) -> None:
+        _check_section(self, "networking")
 
 
 @dataclass(frozen=True, slots=True)
 class RuntimeSettings:
-    num_threads: int = 4
-    worker_count: int = 0  # 0: as many workers as num_threads
-    learning_rate: float = 0.2
+    num_threads: int = _int(4, 1, MAX_THREADS)
+    worker_count: int = _int(0, 0, MAX_THREADS)  # 0: as many workers as num_threads
+    learning_rate: float = _float(0.2, 0.0, 1.0, low_open=True)
     conf_dir: str = "~/.rt"
     data_dir: str = ""  # "" : <conf_dir>/data/node-<port>
     modules: tuple[str, ...] = DEFAULT_MODULES
+
+    def __post_init__(self) -> None:
+        _check_section(self, "runtime")
 
     @property
     def workers(self) -> int:
@@ -64,11 +92,14 @@ class RuntimeSettings:
 @dataclass(frozen=True, slots=True)
 class VizSettings:
     enabled: bool = False
-    port: int = 8080
+    port: int = _int(8080, 0, PORT_MAX)
     bind: str = "127.0.0.1"
-    max_threads: int = 16
+    max_threads: int = _int(16, 1, MAX_THREADS)
     path: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()  # extra Host names accepted besides the bind address
+
+    def __post_init__(self) -> None:
+        _check_section(self, "viz")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +108,51 @@ class LoggingSettings:
     file: str = ""
     events: str = ""  # membership event log (JSON lines); "" : none
 
+    def __post_init__(self) -> None:
+        _check_section(self, "logging")
+        if self.level not in LOG_LEVELS:
+            raise SettingsError(
+                f"logging.level: expected one of {', '.join(LOG_LEVELS)}, got {self.level!r}"
+            )
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSettings:
     enabled: bool = True
-    rate: float = 20.0  # tasks per second over the node's pools
-    io_size: int = 4096  # bytes per synthetic read or write
+    rate: float = _float(20.0, 0.0, 1000.0)  # tasks per second over the node's pools
+    io_size: int = _int(4096, 1, 64 << 20)  # bytes per synthetic read or write
     pools: bool = True  # compose a small demo bdev, array and cte pool when compose is empty
+
+    def __post_init__(self) -> None:
+        _check_section(self, "workload")
+
+
+def _check_section(section: Any, name: str) -> None:
+    """Every field of ``section`` in its range (the backstop for flags and ``replace``)."""
+    for f in fields(section):
+        _check_value(getattr(section, f.name), f, f"{name}.{f.name}")
+
+
+def _check_value(value: Any, f: Field[Any], where: str) -> Any:
+    """``value`` if it is in the field's range or bounds; SettingsError naming ``where``."""
+    try:
+        if "range" in f.metadata:
+            low, high = f.metadata["range"]
+            if isinstance(value, str):  # text is parsed where it enters (cluster.parse)
+                raise ParseError(f"{where}: expected a number, got {value[:40]!r}")
+            if isinstance(low, float):
+                return float_value(
+                    value, low=low, high=high, what=where, low_open=f.metadata["low_open"]
+                )
+            return int_value(value, low=low, high=high, what=where)
+    except ParseError as exc:
+        raise SettingsError(str(exc)) from None
+    for text in value if isinstance(value, tuple) else (value,):
+        if isinstance(text, str) and (len(text) > MAX_TEXT or "\x00" in text):
+            raise SettingsError(f"{where}: longer than {MAX_TEXT} characters or holds a NUL")
+    if isinstance(value, tuple) and len(value) > MAX_ITEMS:
+        raise SettingsError(f"{where}: more than {MAX_ITEMS} entries")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,31 +212,40 @@ def find_config_file(env: Mapping[str, str]) -> Path | None:
     return home if home.is_file() else None
 
 
-def _coerce(value: Any, default: Any, where: str) -> Any:
-    """Check ``value`` against the type of ``default``; return it in that type."""
+def _coerce(value: Any, f: Field[Any], default: Any, where: str) -> Any:
+    """Check ``value`` against the type of ``default`` and the field's range; return it in
+    that type."""
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
-        raise SettingsError(f"{where}: expected true or false, got {value!r}")
+        raise SettingsError(f"{where}: expected true or false, got {_shown(value)}")
     if isinstance(default, int):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise SettingsError(f"{where}: expected an integer, got {value!r}")
-    if isinstance(default, float):
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        raise SettingsError(f"{where}: expected a number, got {value!r}")
-    if isinstance(default, str):
-        if isinstance(value, str):
-            return value
-        raise SettingsError(f"{where}: expected a string, got {value!r}")
-    if isinstance(default, tuple):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SettingsError(f"{where}: expected an integer, got {_shown(value)}")
+    elif isinstance(default, float):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise SettingsError(f"{where}: expected a number, got {_shown(value)}")
+    elif isinstance(default, str):
+        if not isinstance(value, str):
+            raise SettingsError(f"{where}: expected a string, got {_shown(value)}")
+    elif isinstance(default, tuple):
         if isinstance(value, str):
             value = [v for v in value.split(":" if "path" in where else ",") if v]
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        raise SettingsError(f"{where}: expected a list of strings, got {value!r}")
-    raise SettingsError(f"{where}: unsupported setting")  # pragma: no cover
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise SettingsError(f"{where}: expected a list of strings, got {_shown(value)}")
+        value = tuple(value)
+    return _check_value(value, f, where)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _key(key: Any) -> str:
+    """A key as written when it is printable text, else quoted (a message is one line)."""
+    text = str(key)
+    return text[:60] if text.isprintable() and text else _shown(key)
 
 
 def _section(cls: type, data: Any, where: str) -> Any:
@@ -176,21 +254,33 @@ def _section(cls: type, data: Any, where: str) -> Any:
     if not isinstance(data, Mapping):
         raise SettingsError(f"{where}: expected a mapping, got {type(data).__name__}")
     defaults = cls()
-    known = {f.name for f in fields(cls)}
+    known = {f.name: f for f in fields(cls)}
     changes = {}
     for key, value in data.items():
         if key not in known:
-            raise SettingsError(f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})")
-        changes[key] = _coerce(value, getattr(defaults, key), f"{where}.{key}")
-    return replace(defaults, **changes)
-
-
-def parse_settings_text(text: str, source: str) -> Settings:
-    """Settings from YAML text; errors name ``source`` and the key."""
+            raise SettingsError(
+                f"{where}.{_key(key)}: unknown key (known: {', '.join(sorted(known))})"
+            )
+        changes[key] = _coerce(value, known[key], getattr(defaults, key), f"{where}.{key}")
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        return replace(defaults, **changes)
+    except SettingsError as exc:  # a rule across fields (logging.level)
+        raise SettingsError(f"{where.partition(': ')[0]}: {exc}") from None
+
+
+def parse_settings_text(text: str | bytes, source: str) -> Settings:
+    """Settings from YAML text; errors name ``source`` and the key."""
+    return _settings_from(_load_yaml(text, source), source)
+
+
+def _load_yaml(text: str | bytes, source: str) -> Any:
+    try:
+        return load(text, _YAML_LIMITS)
+    except YamlError as exc:
         raise SettingsError(f"{source}: not valid YAML: {exc}") from None
+
+
+def _settings_from(data: Any, source: str) -> Settings:
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -205,7 +295,7 @@ def parse_settings_text(text: str, source: str) -> Settings:
             kwargs["compose"] = _compose_section(value, f"{source}: compose")
         else:
             raise SettingsError(
-                f"{source}: {key}: unknown section (known: "
+                f"{source}: {_key(key)}: unknown section (known: "
                 f"{', '.join(sorted([*_SECTIONS, 'swim', 'compose']))})"
             )
     return Settings(**kwargs)
@@ -220,7 +310,7 @@ def _swim_section(value: Any, where: str) -> Mapping[str, Any]:
         import swim
 
         swim.SwimConfig.from_mapping(value)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise SettingsError(f"{where}: {exc}") from None
     return dict(value)
 
@@ -230,23 +320,26 @@ def _compose_section(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
         return ()
     if not isinstance(value, list):
         raise SettingsError(f"{where}: expected a list of pool entries")
+    if len(value) > MAX_COMPOSE_ENTRIES:
+        raise SettingsError(f"{where}: more than {MAX_COMPOSE_ENTRIES} pool entries")
     for i, entry in enumerate(value):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("mod_name"), str):
             raise SettingsError(f"{where}[{i}]: each entry is a mapping with a mod_name")
     return tuple(dict(e) for e in value)
 
 
-def _env_int(env: Mapping[str, str], name: str) -> int | None:
+def _env_int(env: Mapping[str, str], name: str, cls: type, where: str) -> int | None:
+    """The variable ``name`` parsed strictly in the range of the field ``where``
+    (``section.key`` of ``cls``)."""
     raw = env.get(name, "")
     if raw == "":
         return None
+    key = where.partition(".")[2]
+    low, high = next(f for f in fields(cls) if f.name == key).metadata["range"]
     try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r}: expected an integer") from None
-    if value < 0:
-        raise SettingsError(f"{name}={raw!r}: must not be negative")
-    return value
+        return parse_int(raw, low=low, high=high, what=where)
+    except ParseError as exc:
+        raise SettingsError(f"{name}={_shown(raw)}: {exc}") from None
 
 
 def load_settings(
@@ -260,7 +353,8 @@ def load_settings(
 
     ``flags`` holds command-line values that were given (keys ``viz``, ``viz_port``,
     ``viz_bind``, ``port``, ``hostfile``, ``node_id``, ``host``, ``events``, ``log_file``,
-    ``data_dir``); absent keys change nothing.
+    ``data_dir``, ``keyring``); absent keys change nothing. A flag out of range is a
+    SettingsError naming the setting.
     """
     env = os.environ if env is None else env
     flags = flags or {}
@@ -268,7 +362,7 @@ def load_settings(
     viz = settings.viz
     if "enabled" not in file_viz:
         viz = replace(viz, enabled=(mode == "daemon"))
-    viz = _checked_viz(_viz_flags(_viz_env(viz, env), flags))
+    viz = _viz_flags(_viz_env(viz, env), flags)
     net = settings.networking
     for key in ("port", "hostfile", "node_id", "host"):
         if flags.get(key) is not None:
@@ -277,7 +371,11 @@ def load_settings(
     if flags.get("data_dir") is not None:
         runtime = replace(runtime, data_dir=str(flags["data_dir"]))
     log = _logging(settings, flags)
-    return replace(settings, viz=viz, networking=net, logging=log, runtime=runtime)
+    swim_cfg = settings.swim
+    if flags.get("keyring") is not None:
+        keyring = {**swim_cfg, "keyring_file": str(flags["keyring"])}
+        swim_cfg = _swim_section(keyring, "--keyring: swim")
+    return replace(settings, viz=viz, networking=net, logging=log, runtime=runtime, swim=swim_cfg)
 
 
 def _read_config(path: Path | None) -> tuple[Settings, Mapping[str, Any]]:
@@ -286,11 +384,16 @@ def _read_config(path: Path | None) -> tuple[Settings, Mapping[str, Any]]:
     if path is None:
         return Settings(), {}
     try:
-        text = path.read_text()
+        data = load_file(path, _YAML_LIMITS)
     except OSError as exc:
-        raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
-    settings = parse_settings_text(text, str(path))
-    return settings, (yaml.safe_load(text) or {}).get("viz") or {}
+        raise SettingsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except YamlTooLarge as exc:
+        raise SettingsError(f"{path}: {exc}, the limit of a configuration file") from None
+    except YamlError as exc:
+        raise SettingsError(f"{path}: not valid YAML: {exc}") from None
+    settings = _settings_from(data, str(path))
+    viz = data.get("viz") if isinstance(data, Mapping) else None
+    return settings, viz if isinstance(viz, Mapping) else {}
 
 
 def _viz_env(viz: VizSettings, env: Mapping[str, str]) -> VizSettings:
@@ -298,17 +401,26 @@ def _viz_env(viz: VizSettings, env: Mapping[str, str]) -> VizSettings:
     enable = env.get("RT_VIZ_ENABLE", "")
     if enable:
         if enable not in ("0", "1"):
-            raise SettingsError(f"RT_VIZ_ENABLE={enable!r}: expected 1 or 0")
+            raise SettingsError(f"RT_VIZ_ENABLE={_shown(enable)}: expected 1 or 0")
         viz = replace(viz, enabled=enable == "1")
-    if (port := _env_int(env, "RT_VIZ_PORT")) is not None:
+    if (port := _env_int(env, "RT_VIZ_PORT", VizSettings, "viz.port")) is not None:
         viz = replace(viz, port=port)
     if env.get("RT_VIZ_BIND"):
-        viz = replace(viz, bind=env["RT_VIZ_BIND"])
-    if (threads := _env_int(env, "RT_VIZ_MAX_THREADS")) is not None:
+        viz = _env_replace(viz, "RT_VIZ_BIND", bind=env["RT_VIZ_BIND"])
+    threads = _env_int(env, "RT_VIZ_MAX_THREADS", VizSettings, "viz.max_threads")
+    if threads is not None:
         viz = replace(viz, max_threads=threads)
     if env.get("RT_VIZ_PATH"):
-        viz = replace(viz, path=tuple(p for p in env["RT_VIZ_PATH"].split(":") if p))
+        path = tuple(p for p in env["RT_VIZ_PATH"].split(":") if p)
+        viz = _env_replace(viz, "RT_VIZ_PATH", path=path)
     return viz
+
+
+def _env_replace(viz: VizSettings, name: str, **change: Any) -> VizSettings:
+    try:
+        return replace(viz, **change)
+    except SettingsError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
 
 
 def _viz_flags(viz: VizSettings, flags: Mapping[str, Any]) -> VizSettings:
@@ -316,27 +428,14 @@ def _viz_flags(viz: VizSettings, flags: Mapping[str, Any]) -> VizSettings:
     if flags.get("viz") is not None:
         viz = replace(viz, enabled=bool(flags["viz"]))
     if flags.get("viz_port") is not None:
-        viz = replace(viz, enabled=True, port=int(flags["viz_port"]))
+        viz = replace(viz, enabled=True, port=flags["viz_port"])
     if flags.get("viz_bind") is not None:
         viz = replace(viz, enabled=True, bind=str(flags["viz_bind"]))
     return viz
 
 
-def _checked_viz(viz: VizSettings) -> VizSettings:
-    if viz.port > 65535:
-        raise SettingsError(f"viz.port {viz.port}: not a TCP port")
-    if viz.max_threads < 1:
-        raise SettingsError(f"viz.max_threads {viz.max_threads}: must be at least 1")
-    return viz
-
-
 def _logging(settings: Settings, flags: Mapping[str, Any]) -> LoggingSettings:
     log = settings.logging
-    if log.level not in LOG_LEVELS:
-        raise SettingsError(
-            f"{settings.source or 'settings'}: logging.level: expected one of "
-            f"{', '.join(LOG_LEVELS)}, got {log.level!r}"
-        )
     if flags.get("events") is not None:
         log = replace(log, events=str(flags["events"]))
     if flags.get("log_file") is not None:

@@ -8,6 +8,8 @@ Rules:
 3. Times are seconds after the start (the moment the cluster has converged).
 4. This module reads the file and its top-level keys; ``steps`` checks the ``steps:`` and
    ``expect:`` lists, ``values`` the numbers and ids, ``records`` holds what they build.
+5. The YAML is read by ``cluster.safeyaml`` (at most 1 MiB, no anchors or aliases, bounded
+   depth), so no file can make the loader hang or grow without bound.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
+from cluster.safeyaml import YamlError, YamlTooLarge, load, load_file
 
 from .records import Expectation, Scenario, ScenarioError, Step
 from .steps import parse_expectations, parse_steps
@@ -40,24 +42,33 @@ TOP_KEYS = {
 SIM_KEYS = TOP_KEYS - {"sim", "name", "description"}  # what a ``sim:`` section may override
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: str | Path, *, nodes: int | None = None, sim: bool = False) -> Scenario:
+    """Read and check the scenario file at ``path`` (see ``parse_scenario``)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = load_file(path)
     except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_scenario(text, str(path))
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except YamlTooLarge as exc:
+        raise ScenarioError(f"{path}: {exc}, the limit of a scenario file") from None
+    except YamlError as exc:
+        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    return _checked(data, str(path), nodes, sim)
 
 
 def parse_scenario(
-    text: str, source: str, *, nodes: int | None = None, sim: bool = False
+    text: str | bytes, source: str, *, nodes: int | None = None, sim: bool = False
 ) -> Scenario:
     """Check a scenario; ``nodes`` overrides its size. With ``sim`` the keys of its ``sim:``
     section (``nodes``, ``steps``, ``expect``, ``duration``, ...) replace the top-level ones."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data = load(text)
+    except YamlError as exc:
         raise ScenarioError(f"{source}: not valid YAML: {exc}") from None
+    return _checked(data, source, nodes, sim)
+
+
+def _checked(data: Any, source: str, nodes: int | None, sim: bool) -> Scenario:
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{source}: expected a mapping with nodes, steps and expect")
     if sim and isinstance(data.get("sim"), Mapping):
@@ -72,7 +83,11 @@ def parse_scenario(
 def _scenario(c: Checker, d: Mapping[str, Any], nodes_override: int | None) -> Scenario:
     unknown = sorted(set(map(str, d)) - TOP_KEYS)
     if unknown:
-        raise c.fail(unknown[0], f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
+        key = unknown[0] if unknown[0].isprintable() else repr(unknown[0])
+        raise c.fail(key[:60], f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
+    for key in ("name", "description"):
+        if not isinstance(d.get(key) or "", str):
+            raise c.fail(key, "expected text")
     nodes = c.integer(d.get("nodes"), "nodes", low=1, high=1000)
     sim, sim_nodes = _sim_section(c, d.get("sim") or {})
     if nodes_override is not None:

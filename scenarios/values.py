@@ -11,9 +11,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from cluster.parse import MAX_NODE_ID, ParseError, parse_int
+
 from .records import ScenarioError, Target
 
 __all__ = ["Checker"]
+
+
+def _finite(v: float) -> bool:
+    """Finite as a float: an int beyond the float range is not (``math.isfinite`` raises)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 class Checker:
@@ -26,7 +36,7 @@ class Checker:
         return ScenarioError(f"{self.source}: {where}: {problem}")
 
     def number(self, v: Any, where: str, *, low: float = 0.0, high: float | None = None) -> float:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v):
             raise self.fail(where, f"expected a number, got {v!r}")
         if v < low or (high is not None and v > high):
             rng = f"{low:g}..{high:g}" if high is not None else f">= {low:g}"
@@ -62,10 +72,19 @@ class Checker:
         out: list[int] = []
         for x in v:
             if isinstance(x, str) and "-" in x:
-                lo, _, hi = x.partition("-")
-                if not (lo.strip().isdigit() and hi.strip().isdigit()) or int(lo) > int(hi):
-                    raise self.fail(where, f"bad range {x!r}: expected like '3-7'")
-                out += [int(self.node(i, where, count)) for i in range(int(lo), int(hi) + 1)]
+                first, last = self._id_range(x, where)
+                out += [int(self.node(i, where, count)) for i in range(first, last + 1)]
             else:
                 out.append(int(self.node(x, where, count)))
         return tuple(out)
+
+    def _id_range(self, text: str, where: str) -> tuple[int, int]:
+        """``"3-7"``: ASCII digits only (``cluster.parse``), first <= last."""
+        lo, _, hi = text.partition("-")
+        try:
+            first, last = (parse_int(p.strip(), low=0, high=MAX_NODE_ID) for p in (lo, hi))
+        except ParseError:
+            first, last = 1, 0
+        if first > last:
+            raise self.fail(where, f"bad range {text!r}: expected like '3-7'")
+        return first, last

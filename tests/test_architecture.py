@@ -34,7 +34,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "facade": frozenset({"ground", "runtime", "node"}),
 }
 CLUSTER_ROOMS = ("runtime", "modules", "storage", "node", "local", "rt_cluster")
-GROUND = ("cluster.errors", "cluster.ids", "cluster.settings")
+GROUND = ("cluster.errors", "cluster.ids", "cluster.parse", "cluster.safeyaml", "cluster.settings")
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 

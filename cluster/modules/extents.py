@@ -25,6 +25,11 @@ class ExtentDevice(Container, BlockStore):
     def largest_free(self) -> int:
         return self.allocator.largest_free
 
+    @property
+    def unused(self) -> bool:
+        """Nothing is allocated on this device."""
+        return self.allocator.remaining == self.allocator.capacity
+
     def io_snapshot(self) -> IoSnapshot:
         return self.meter.snapshot()
 

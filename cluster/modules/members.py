@@ -3,7 +3,8 @@ member: an existing rt_bdev pool by name, or a new one created from a name, a ca
 type (the reference's add/replace member fields).
 
 Every field is checked before anything is created, and all bad fields are reported at once
-(``ValidationFailed``). A created device gets a pool id suggested from 900.
+(``ValidationFailed``). A created device gets a pool id suggested from 900; the caller is told
+it created it, so it can destroy it again with the pool that asked for it.
 """
 
 from __future__ import annotations
@@ -20,18 +21,37 @@ from cluster.storage import BlockStore, parse_size
 if TYPE_CHECKING:
     from .rt_bdev import BdevContainer
 
-__all__ = ["MEMBER_BASE", "MemberRequest", "find_block_store", "member_names", "resolve_member"]
+__all__ = [
+    "MAX_MEMBERS",
+    "MEMBER_BASE",
+    "MemberRequest",
+    "find_block_store",
+    "member_names",
+    "resolve_member",
+]
 
 MEMBER_BASE = 900  # pool-id suggestions for auto-created member and target devices
 MEMBER_TYPES = ("file", "ram")
+MAX_MEMBERS = 128  # names in one list (an array has at most 128 data and 128 parity members)
 
 
 def member_names(value: Any) -> list[str]:
-    """Names from a comma-separated string or a list, blanks dropped."""
+    """Names from a comma-separated string or a list of names, blanks dropped; ValueError for
+    any other value or more than ``MAX_MEMBERS`` names."""
     if value is None:
         return []
-    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
-    return [n.strip() for n in items if n.strip()]
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, list | tuple) and all(
+        isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)) for v in value
+    ):
+        items = [str(v) for v in value]
+    else:
+        raise ValueError("must be a comma-separated string or a list of pool names")
+    names = [n.strip() for n in items if n.strip()]
+    if len(names) > MAX_MEMBERS:
+        raise ValueError(f"at most {MAX_MEMBERS} names")
+    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +76,9 @@ async def resolve_member(
     req: MemberRequest,
     needed: int,
     member_of: Callable[[PoolId], str | None],
-) -> BdevContainer:
-    """The device for ``req`` with ``needed`` free bytes; ``member_of`` names the array a pool
-    already belongs to."""
+) -> tuple[BdevContainer, bool]:
+    """The device for ``req`` with ``needed`` free bytes, and whether it was created for it;
+    ``member_of`` names the array a pool already belongs to."""
     from .rt_bdev import BdevContainer
 
     errors: dict[str, str] = {}
@@ -97,16 +117,18 @@ async def resolve_member(
                 errors["capacity"] = f"too small: the array needs {needed} bytes on each member"
     if errors:
         raise ValidationFailed(errors)
-    if existing is None:
-        body = await runtime.compose(
-            "rt_bdev",
-            name,
-            str(runtime.pools.suggest(MEMBER_BASE)),
-            {"bdev_type": bdev_type, "capacity": req.capacity},
-        )
-        existing = runtime.pools.get(PoolId.parse(body["pool_id"]))
-    assert isinstance(existing, BdevContainer)
-    return existing
+    if existing is not None:
+        assert isinstance(existing, BdevContainer)
+        return existing, False
+    body = await runtime.compose(
+        "rt_bdev",
+        name,
+        str(runtime.pools.suggest(MEMBER_BASE)),
+        {"bdev_type": bdev_type, "capacity": req.capacity},
+    )
+    created = runtime.pools.get(PoolId.parse(body["pool_id"]))
+    assert isinstance(created, BdevContainer)
+    return created, True
 
 
 def find_block_store(runtime: ModuleContext, pool_id: PoolId) -> BlockStore | None:

@@ -7,19 +7,25 @@ Rules:
 2. The ``stats`` monitor answers the reference's keys in its order, from measured figures.
 3. Other modules use the device through the ``BlockStore`` interface (allocate/free/read/write).
 4. A ``file`` device is a sparse file in the node's data folder, named after its pool id.
+5. A capacity is at most ``MAX_CAPACITY`` bytes; a ``file`` device at most the free space of
+   the data folder, a memory device at most the host's memory. When the store cannot be made
+   or an I/O fails (``OSError``), the answer is an ``ApiError`` that says so, never a 500.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import random
+import shutil
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
 
 import psutil
 
-from cluster.errors import BadRequest
+from cluster.errors import BadRequest, Conflict, ValidationFailed
 from cluster.runtime import (
     FormField,
     FormSpec,
@@ -40,23 +46,41 @@ from cluster.storage import (
 
 from .extents import ExtentDevice
 
-__all__ = ["BDEV_TYPES", "BdevContainer", "BdevModule", "bdev_config_errors"]
+__all__ = ["BDEV_TYPES", "MAX_CAPACITY", "BdevContainer", "BdevModule", "bdev_config_errors"]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
+T = TypeVar("T")
 BDEV_TYPES = ("ram", "file", "hbm", "pinned", "noop")
+MEMORY_TYPES = ("ram", "hbm", "pinned")
 BLOCK = 4096  # allocation unit, bytes
+MAX_CAPACITY = 1 << 50  # bytes (1P), whatever the type
+SIZE_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.ENOMEM, errno.EINVAL, errno.EDQUOT)
+
+
+def bdev_type_of(config: Mapping[str, Any]) -> str:
+    """The configured type (``ram`` when left out); not checked, see ``bdev_config_errors``."""
+    raw = config.get("bdev_type")
+    return "ram" if raw in (None, "") else str(raw)
+
+
+def free_space(folder: Path) -> int:
+    """Free bytes of the file system ``folder`` is (or will be) on."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return shutil.disk_usage(candidate).free
+    return 0
 
 
 def bdev_config_errors(
-    config: Mapping[str, Any], types: tuple[str, ...] = BDEV_TYPES
+    config: Mapping[str, Any], data_dir: Path, types: tuple[str, ...] = BDEV_TYPES
 ) -> dict[str, str]:
     """Errors by field for ``bdev_type`` and ``capacity`` (shared with the modules that create
-    devices for their members and targets)."""
+    devices for their members and targets); ``data_dir`` holds the ``file`` devices."""
     errors: dict[str, str] = {}
-    bdev_type = str(config.get("bdev_type", "ram") or "ram")
-    if bdev_type not in types:
-        errors["bdev_type"] = f"unknown type '{bdev_type}' (use one of: {', '.join(types)})"
+    bdev_type = bdev_type_of(config)
+    if not isinstance(config.get("bdev_type", ""), str) or bdev_type not in types:
+        errors["bdev_type"] = f"unknown type '{bdev_type[:40]}' (use one of: {', '.join(types)})"
     raw = config.get("capacity", "")
     if raw in ("", None):
         errors["capacity"] = "required (a size such as 16M, 512MB or 1GiB)"
@@ -70,9 +94,21 @@ def bdev_config_errors(
         errors["capacity"] = "must be > 0"
     elif capacity < BLOCK:
         errors["capacity"] = f"must be at least {BLOCK} bytes (one block)"
-    elif bdev_type in ("ram", "hbm", "pinned") and capacity > psutil.virtual_memory().total:
+    elif capacity > MAX_CAPACITY:
+        errors["capacity"] = f"must be at most 1P ({MAX_CAPACITY} bytes)"
+    elif bdev_type in MEMORY_TYPES and capacity > psutil.virtual_memory().total:
         errors["capacity"] = f"exceeds this host's memory ({psutil.virtual_memory().total} bytes)"
+    elif bdev_type == "file" and capacity > (free := free_space(data_dir)):
+        errors["capacity"] = f"exceeds the free space of the node's data folder ({free} bytes)"
     return errors
+
+
+def _io(what: str, fn: Callable[[], T]) -> T:
+    """``fn()`` with an ``OSError`` of the device answered as a ``Conflict`` (409)."""
+    try:
+        return fn()
+    except OSError as exc:
+        raise Conflict(f"{what} failed: {exc.strerror or exc}") from None
 
 
 class BdevContainer(ExtentDevice):
@@ -83,7 +119,7 @@ class BdevContainer(ExtentDevice):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.bdev_type = str(self.config.get("bdev_type", "ram") or "ram")
+        self.bdev_type = bdev_type_of(self.config)
         self._capacity = parse_size(self.config.get("capacity", 0))
         self.allocator = Allocator(self._capacity, BLOCK)
         self.meter = IoMeter()
@@ -91,7 +127,19 @@ class BdevContainer(ExtentDevice):
 
     async def start(self) -> None:
         path = self.runtime.settings.data_dir / f"bdev-{self.info.pool_id}.img"
-        self.store = open_store(self.bdev_type, self._capacity, path)
+        try:
+            self.store = open_store(self.bdev_type, self._capacity, path)
+        except (OSError, OverflowError, MemoryError) as exc:
+            code = getattr(exc, "errno", None)
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            if code in SIZE_ERRNOS or not isinstance(exc, OSError):
+                raise ValidationFailed(
+                    {"capacity": f"a {self.bdev_type} device of {self._capacity} bytes cannot "
+                     f"be made here: {reason}"}
+                ) from None  # fmt: skip
+            raise BadRequest(
+                f"cannot create the {self.bdev_type} device at {path}: {reason}"
+            ) from None
 
     async def close(self) -> None:
         await super().close()
@@ -123,7 +171,9 @@ class BdevContainer(ExtentDevice):
         def task() -> bytes:
             store = self._open_store()
             t0 = time.perf_counter()
-            data = store.read(offset, size)
+            data = _io(
+                f"read of block device {self.info.pool_id}", lambda: store.read(offset, size)
+            )
             self.meter.record("read", size, time.perf_counter() - t0)
             return data
 
@@ -135,7 +185,7 @@ class BdevContainer(ExtentDevice):
         def task() -> None:
             store = self._open_store()
             t0 = time.perf_counter()
-            store.write(offset, data)
+            _io(f"write of block device {self.info.pool_id}", lambda: store.write(offset, data))
             self.meter.record("write", len(data), time.perf_counter() - t0)
 
         await self.runtime.workers.run(self.info.pool_id, "write", len(data) / 1024, task)
@@ -178,7 +228,8 @@ class BdevContainer(ExtentDevice):
             self.allocator.load_free_runs((int(o), int(s)) for o, s in runs)
         chunks = state.get("chunks")
         if self.store is not None and isinstance(chunks, list):
-            import_chunks(self.store, ((int(o), bytes(c)) for o, c in chunks))
+            # memoryview: a chunk given as a number n is refused, not read as bytes(n) of zeros
+            import_chunks(self.store, ((int(o), bytes(memoryview(c))) for o, c in chunks))
 
 
 class BdevModule(Module):
@@ -221,7 +272,7 @@ class BdevModule(Module):
         }, {}
 
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
-        return bdev_config_errors(config)
+        return bdev_config_errors(config, self.runtime.settings.data_dir)
 
     def demo_entries(self) -> list[JSON]:
         entry = {"mod_name": self.mod_name, "bdev_type": "ram"}

@@ -14,13 +14,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import psutil
 import trio
 import yaml
 
 from cluster.errors import ApiError, PeerUnavailable, PeerUnreachable, SettingsError
+from cluster.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, parse_port
+from cluster.safeyaml import YamlError, YamlTooLarge, load_file
 from cluster.settings import Settings, load_settings
 
 from .frames import Call, Compose, Migrate, Monitor, Pools, Stop
@@ -35,20 +37,49 @@ class CliError(Exception):
     """A message for stderr and a non-zero exit."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose refusal is one line on stderr (and exit status 2), no usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type from a strict parser of ``cluster.parse``."""
+
+    def typed(text: str) -> Any:
+        try:
+            return parse(text)
+        except ParseError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return typed
+
+
+_PORT = _arg(parse_port)
+_NODE_ID = _arg(lambda t: parse_int(t, low=0, high=MAX_NODE_ID, what="node id"))
+_SEED = _arg(lambda t: parse_int(t, low=0, high=(1 << 64) - 1, what="seed"))
+_TIMEOUT = _arg(lambda t: parse_float(t, low=0.0, high=3600.0, what="seconds"))
+_INTERVAL = _arg(lambda t: parse_float(t, low=0.1, high=3600.0, what="seconds"))
+
+
 def _add_node_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", type=Path, help="configuration file (else $RT_SERVER_CONF, ~/.rt/rt.yaml)"
     )
     p.add_argument("--host", help="runtime address to bind and advertise (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="runtime port: UDP gossip and TCP RPC (default 9413)")
+    p.add_argument("--port", type=_PORT, help="runtime port: UDP gossip and TCP RPC (default 9413)")
     p.add_argument("--hostfile", help="one host[:port] per line; a node's id is its line offset")
-    p.add_argument("--node-id", type=int, dest="node_id", help="override the hostfile offset")
+    p.add_argument("--node-id", type=_NODE_ID, dest="node_id", help="override the hostfile offset")
     p.add_argument(
         "--induct", action="store_true", help="join without a hostfile entry; take the next free id"
     )
     p.add_argument("--events", help="membership event log (JSON lines)")
     p.add_argument("--data-dir", dest="data_dir", help="where file block devices live")
-    p.add_argument("--seed", type=int, help="seed of the membership layer's randomness")
+    p.add_argument("--seed", type=_SEED, help="seed of the membership layer's randomness")
+    p.add_argument(
+        "--keyring", type=Path, help="gossip key file (sets swim.keyring_file; see docs)"
+    )
     p.add_argument("--log-file", dest="log_file", help="log file (default stderr)")
     viz = p.add_mutually_exclusive_group()
     viz.add_argument(
@@ -57,14 +88,16 @@ def _add_node_flags(p: argparse.ArgumentParser) -> None:
     viz.add_argument(
         "--no-viz", dest="viz", action="store_false", help="do not serve the dashboard"
     )
-    p.add_argument("--viz-port", type=int, dest="viz_port", help="dashboard port; implies --viz")
+    p.add_argument("--viz-port", type=_PORT, dest="viz_port", help="dashboard port; implies --viz")
     p.add_argument("--viz-bind", dest="viz_bind", help="dashboard bind address; implies --viz")
 
 
 def _add_target_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help="configuration file")
     p.add_argument("--host", default=None, help="the node's runtime address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="the local node's runtime port (default from settings)")
+    p.add_argument(
+        "--port", type=_PORT, help="the local node's runtime port (default from settings)"
+    )
 
 
 def _settings(args: argparse.Namespace, mode: str = "daemon") -> Settings:
@@ -81,6 +114,7 @@ def _settings(args: argparse.Namespace, mode: str = "daemon") -> Settings:
             "events",
             "log_file",
             "data_dir",
+            "keyring",
         )
     }
     return load_settings(mode, flags=flags, config_file=getattr(args, "config", None))  # type: ignore[arg-type]
@@ -169,9 +203,13 @@ def cmd_compose(args: argparse.Namespace) -> int:
         return 0
     path = Path(args.file)
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise CliError(f"{path}: cannot read: {exc}") from None
+        data = load_file(path)
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except YamlTooLarge as exc:
+        raise CliError(f"{path}: {exc}, the limit of a compose file") from None
+    except YamlError as exc:
+        raise CliError(f"{path}: not valid YAML: {exc}") from None
     entries = data.get("compose") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise CliError(f"{path}: expected a compose section (a list of pool entries)")
@@ -193,7 +231,10 @@ def cmd_config(args: argparse.Namespace) -> int:
         {k: v for k, v in settings.to_dict().items() if k != "source"}, sort_keys=False
     )
     if args.path:
-        Path(args.path).write_text(text)
+        try:
+            Path(args.path).write_text(text)
+        except OSError as exc:
+            raise CliError(f"{args.path}: cannot write: {exc.strerror or exc}") from None
         print(f"wrote the effective settings to {args.path}")
     else:
         sys.stdout.write(text)
@@ -254,7 +295,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 
 if TYPE_CHECKING:
-    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+    Subparsers = argparse._SubParsersAction[_Parser]
 
 
 def _add_start(
@@ -262,14 +303,14 @@ def _add_start(
 ) -> None:
     p = sub.add_parser(name, help=help_)
     _add_node_flags(p)
-    p.add_argument("--timeout", type=float, default=10.0, help=argparse.SUPPRESS)
+    p.add_argument("--timeout", type=_TIMEOUT, default=10.0, help=argparse.SUPPRESS)
     p.set_defaults(fn=fn)
 
 
 def _add_stop(sub: Subparsers) -> None:
     p = sub.add_parser("stop", help="stop the local node (found by its runtime port)")
     _add_target_flags(p)
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for it to end")
+    p.add_argument("--timeout", type=_TIMEOUT, default=10.0, help="seconds to wait for it to end")
     p.set_defaults(fn=cmd_stop)
 
 
@@ -280,7 +321,7 @@ def _add_refresh(sub: Subparsers) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rt_run", description="Run an rtsim runtime node and manage the local one."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -317,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_migrate)
 
     p = sub.add_parser("monitor", help="active worker and pool statistics of the local node")
-    p.add_argument("-i", "--interval", type=float, default=2.0, help="seconds between samples")
+    p.add_argument("-i", "--interval", type=_INTERVAL, default=2.0, help="seconds between samples")
     p.add_argument("--once", action="store_true")
     p.add_argument("--json", action="store_true")
     _add_target_flags(p)

@@ -5,19 +5,30 @@ Rules:
 1. One handler per request type (``handlers()``), filed by type once when the node starts;
    the membership protocol's ``Swim`` frame is the SWIM handle's and is filed by the node.
 2. A refusal is an ``ApiError`` (it goes back with its status); the handlers check what a
-   frame's well-typed fields mean, ``frames.decode_untrusted`` has checked their types.
-3. A migration sends ``Adopt`` to the target through the runtime's forward (bounded by the
+   frame's well-typed fields mean, ``frames.decode_untrusted`` has checked their types. Every
+   number is ranged here (``cluster.parse``), before anything changes: a percentage in
+   0..100, a delay in 0..600,000 ms, node ids in 0..``MAX_NODE_ID``, at most
+   ``MAX_BLOCKED`` peers and ``MAX_COMPOSE_ENTRIES`` entries. A hostile value is a 400, never
+   a 500.
+3. The fault actions are a table (``FAULT_ACTIONS``): the action's name -> what it does to the
+   membership's ``swim.Faults`` with the request's checked fields.
+4. A migration sends ``Adopt`` to the target through the runtime's forward (bounded by the
    forward timeout, errors worded as every forward's), and destroys the pool here only once
-   the target has adopted it.
+   the target has adopted it. An adopted pool whose state the module cannot import is
+   destroyed again, and the adoption refused (400).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cluster.errors import BadRequest
+import swim
+from cluster.errors import ApiError, BadRequest
 from cluster.ids import ADMIN_POOL_ID, PoolId
+from cluster.parse import MAX_NODE_ID, ParseError, float_value, int_value
 
 from .frames import (
     Adopt,
@@ -35,9 +46,35 @@ from .rpc import Handler
 if TYPE_CHECKING:
     from .process import Node
 
-__all__ = ["Control"]
+__all__ = ["FAULT_ACTIONS", "MAX_BLOCKED", "MAX_COMPOSE_ENTRIES", "Control"]
 
+log = logging.getLogger(__name__)
 JSON = dict[str, Any]
+MAX_BLOCKED = 4096  # peers one ``block`` names
+MAX_COMPOSE_ENTRIES = 256  # pools one compose request creates
+MAX_DELAY_MS = 600_000.0  # what ``swim.Faults`` accepts
+
+
+def _peer(value: int | None) -> int | None:
+    return None if value is None else int_value(value, low=0, high=MAX_NODE_ID, what="peer")
+
+
+def _peers(values: tuple[int, ...]) -> list[int]:
+    if len(values) > MAX_BLOCKED:
+        raise ParseError(f"peers: at most {MAX_BLOCKED} node ids, got {len(values)}")
+    return [int_value(v, low=0, high=MAX_NODE_ID, what="peers") for v in values]
+
+
+FAULT_ACTIONS: dict[str, Callable[[swim.Faults, Faults], None]] = {
+    "loss": lambda faults, req: faults.set_loss(
+        _peer(req.peer), float_value(req.value, low=0, high=100, what="loss percent")
+    ),
+    "delay": lambda faults, req: faults.set_delay(
+        _peer(req.peer), float_value(req.value, low=0, high=MAX_DELAY_MS, what="delay ms")
+    ),
+    "block": lambda faults, req: faults.block(_peers(req.peers)),
+    "heal": lambda faults, req: faults.heal(),
+}  # each checks every field it reads before it calls the one method that changes the faults
 
 
 class Control:
@@ -73,6 +110,7 @@ class Control:
             "pid": os.getpid(),
             "runtime_port": self.node.rpc_port,
             "dashboard": self.node.dashboard_url,  # None until the dashboard is bound
+            "rpc": self.node.rpc_stats.as_dict(),  # the RPC server's counters
         }
 
     async def identity(self, req: Identity) -> JSON:
@@ -83,20 +121,22 @@ class Control:
         return self._identity()
 
     async def faults(self, req: Faults) -> JSON:
-        faults = self.node.swim.faults
-        if req.action == "loss":
-            faults.set_loss(req.peer, req.value)
-        elif req.action == "delay":
-            faults.set_delay(req.peer, req.value)
-        elif req.action == "block":
-            faults.block(req.peers)
-        elif req.action == "heal":
-            faults.heal()
-        else:
-            raise BadRequest(f"unknown fault action {req.action!r}")
+        action = FAULT_ACTIONS.get(req.action)
+        if action is None:
+            shown = req.action if len(req.action) <= 40 else f"{req.action[:40]}..."
+            raise BadRequest(f"unknown fault action {shown!r} (one of: {', '.join(FAULT_ACTIONS)})")
+        try:
+            action(self.node.swim.faults, req)
+        except ParseError as exc:
+            raise BadRequest(str(exc)) from None
         return {"ok": True, "node_id": self.node.node_id, "action": req.action}
 
     async def compose(self, req: Compose) -> JSON:
+        if len(req.entries) > MAX_COMPOSE_ENTRIES:
+            raise BadRequest(
+                f"a compose request holds at most {MAX_COMPOSE_ENTRIES} entries, "
+                f"not {len(req.entries)}"
+            )
         return {"results": [await self.runtime.compose_entry(e) for e in req.entries]}
 
     async def pools(self, req: Pools) -> JSON:
@@ -128,5 +168,13 @@ class Control:
         body = await self.runtime.compose(
             req.mod_name, req.pool_name, req.pool_id, config, pool_query=req.pool_query
         )
-        await self.runtime.pools.get(PoolId.parse(body["pool_id"])).import_state(req.state)
+        pool_id = PoolId.parse(body["pool_id"])
+        try:
+            await self.runtime.pools.get(pool_id).import_state(req.state)
+        except Exception as exc:  # the module's own reading of an untrusted state
+            await self.runtime.destroy(str(pool_id))
+            if isinstance(exc, ApiError):
+                raise
+            log.warning("refused to adopt pool %s: %s: %s", pool_id, type(exc).__name__, exc)
+            raise BadRequest(f"pool {pool_id}: state cannot be imported: {exc}") from None
         return body

@@ -17,6 +17,13 @@ Rules:
    are ignored.
 3. ``Swim`` is the membership protocol's own frame: it is carried whole (``message``, ``"k"``
    included) to ``SwimHandle.handle_tcp``, and its reply is sent as that handler returns it.
+4. Each request kind has a size: ``MAX_BYTES`` of its frame (64 KiB for the small kinds, 1 MiB
+   for a compose section, 16 MiB for a migrating pool and the membership's push/pull state).
+   ``frame_limit`` reads the kind from a frame's first bytes, before its body is read (``encode``
+   puts ``k`` and ``op`` first); ``decode_frame`` checks it again on the whole frame.
+5. ``decode_frame`` bounds what a frame costs once decoded: at most ``MAX_VALUES`` msgpack
+   values (list items, map keys and values), counted while msgpack builds them, so a small
+   frame of nested empty lists cannot become gigabytes of Python objects.
 """
 
 from __future__ import annotations
@@ -26,11 +33,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+import msgpack
+
 __all__ = [
+    "MAX_FRAME",
+    "MAX_VALUES",
+    "SMALL_FRAME",
     "Adopt",
     "BadFrame",
     "Call",
     "Compose",
+    "Decoded",
     "Err",
     "Faults",
     "Identity",
@@ -43,11 +56,18 @@ __all__ = [
     "Request",
     "Stop",
     "Swim",
+    "decode_frame",
     "decode_reply",
     "decode_untrusted",
     "encode",
     "encode_reply",
+    "frame_limit",
+    "unpack_untrusted",
 ]
+
+SMALL_FRAME = 64 * 1024  # bytes: the frame of a request kind that carries a few fields
+MAX_FRAME = 16 * 1024 * 1024  # bytes: the largest frame of any kind (a migrating pool's data)
+MAX_VALUES = 250_000  # msgpack values in one frame (~70 bytes each once decoded)
 
 
 class BadFrame(Exception):
@@ -62,6 +82,7 @@ class Monitor:
     """One admin monitor task (``query`` of rt_admin) on the receiving node."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("monitor", None)
+    MAX_BYTES: ClassVar[int] = SMALL_FRAME
     query: str
     params: Mapping[str, str] = field(default_factory=dict)
 
@@ -71,6 +92,7 @@ class PoolMonitor:
     """The monitor answer of the receiving node's container of ``pool_id``."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("pool_monitor", None)
+    MAX_BYTES: ClassVar[int] = SMALL_FRAME
     pool_id: str
     query: str
     params: Mapping[str, str] = field(default_factory=dict)
@@ -81,6 +103,7 @@ class Swim:
     """A membership protocol frame (join push/pull, induct), carried whole."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("swim", None)
+    MAX_BYTES: ClassVar[int] = MAX_FRAME  # swim's own push/pull bound is smaller
     message: Mapping[str, Any]
 
 
@@ -89,6 +112,7 @@ class Identity:
     """Who answers: node id, pid, runtime port, dashboard URL."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "identity")
+    MAX_BYTES: ClassVar[int] = SMALL_FRAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +120,7 @@ class Stop:
     """Stop the node; the reply is its identity."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "stop")
+    MAX_BYTES: ClassVar[int] = SMALL_FRAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +128,7 @@ class Faults:
     """Change the node's fault injection: ``action`` is loss, delay, block or heal."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "faults")
+    MAX_BYTES: ClassVar[int] = SMALL_FRAME
     action: str
     peer: int | None = None  # None: every peer (loss, delay)
     value: float = 0  # percent (loss) or milliseconds (delay)
@@ -114,6 +140,7 @@ class Compose:
     """Compose the pools of a compose section; each entry is checked by the runtime."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "compose")
+    MAX_BYTES: ClassVar[int] = 1024 * 1024
     entries: tuple[Any, ...]
 
 
@@ -122,6 +149,7 @@ class Pools:
     """The node's pool table."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "pools")
+    MAX_BYTES: ClassVar[int] = SMALL_FRAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +157,7 @@ class Migrate:
     """Move pool ``pool_id`` to node ``to`` (an id, or a name ``resolve_node`` accepts)."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "migrate")
+    MAX_BYTES: ClassVar[int] = SMALL_FRAME
     pool_id: str
     to: str | int
 
@@ -138,6 +167,7 @@ class Adopt:
     """Create a pool from a migrating container's identity and exported state."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "adopt")
+    MAX_BYTES: ClassVar[int] = MAX_FRAME  # carries the pool's data
     mod_name: str
     pool_name: str
     pool_id: str
@@ -273,6 +303,88 @@ def decode_untrusted(obj: Any) -> Request:
     if decoder is None:
         raise BadFrame(f"unknown request kind {kind!r:.40}" + (f" op {op!r:.40}" if op else ""))
     return decoder(_Fields(obj, f"{kind} {op}" if op else str(kind)))
+
+
+# -- frames from the network ------------------------------------------------------------------
+
+_RECORDS: tuple[type[Request], ...] = (
+    Monitor, PoolMonitor, Swim, Identity, Stop, Faults, Compose, Pools, Migrate, Adopt,
+)  # fmt: skip
+_BY_KIND: dict[tuple[str, str | None], type[Request]] = {r.KIND: r for r in _RECORDS}
+PEEK_BYTES = 64  # a frame's first bytes that name its kind: {"k": <kind>, "op": <op>, ...}
+
+
+def frame_limit(prefix: bytes | bytearray) -> int:
+    """The largest frame (bytes) allowed to the request kind that ``prefix`` (a frame body's
+    first ``PEEK_BYTES`` bytes) names with its first two keys; ``SMALL_FRAME`` when it names
+    none."""
+    found: dict[str, str] = {}
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=PEEK_BYTES)
+    try:
+        unpacker.feed(bytes(prefix[:PEEK_BYTES]))
+        for _ in range(min(unpacker.read_map_header(), 2)):
+            key, value = unpacker.unpack(), unpacker.unpack()
+            if isinstance(key, str) and isinstance(value, str):
+                found[key] = value
+    except Exception:  # msgpack raises many types for a cut or hostile prefix; none matters
+        pass
+    kind = found.get("k", "")
+    record = _BY_KIND.get((kind, found.get("op") if kind == "control" else None))
+    return SMALL_FRAME if record is None else record.MAX_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A request read from the network, and how many msgpack values its frame held."""
+
+    request: Request
+    values: int
+
+
+class _TooManyValues(Exception):
+    pass
+
+
+def unpack_untrusted(body: bytes | bytearray, max_values: int = MAX_VALUES) -> tuple[Any, int]:
+    """The msgpack value of a frame body from the network and how many values it holds;
+    ``BadFrame`` if it is not msgpack, not a map, or holds more than ``max_values`` values."""
+    values = 1
+
+    def count(container: Any) -> Any:  # called as each list or map is built, innermost first
+        nonlocal values
+        values += len(container) * (2 if isinstance(container, dict) else 1)
+        if values > max_values:
+            raise _TooManyValues
+        return container
+
+    try:
+        obj = msgpack.unpackb(
+            body,
+            raw=False,
+            strict_map_key=True,
+            max_ext_len=0,
+            max_array_len=max_values,
+            max_map_len=max_values,
+            list_hook=count,
+            object_hook=count,
+        )
+    except _TooManyValues:
+        raise BadFrame(f"a frame holds more than {max_values} values") from None
+    except Exception as exc:  # msgpack raises many types for hostile input; one door out
+        raise BadFrame(f"undecodable frame body: {type(exc).__name__}") from None
+    if not isinstance(obj, dict):
+        raise BadFrame(f"frame body is a {type(obj).__name__}, not a map")
+    return obj, values
+
+
+def decode_frame(body: bytes | bytearray, max_values: int = MAX_VALUES) -> Decoded:
+    """The request in one frame body (msgpack); ``BadFrame`` if it is not one, if it holds more
+    than ``max_values`` values, or if it is larger than its kind's ``MAX_BYTES``."""
+    obj, values = unpack_untrusted(body, max_values)
+    request = decode_untrusted(obj)
+    if len(body) > request.MAX_BYTES:
+        raise BadFrame(f"a {type(request).__name__} frame is larger than {request.MAX_BYTES} bytes")
+    return Decoded(request, values)
 
 
 # -- replies ----------------------------------------------------------------------------------

@@ -15,18 +15,28 @@ import socket
 from pathlib import Path
 
 from cluster.errors import SettingsError
+from cluster.parse import ParseError, parse_port
 from cluster.settings import Settings
 
 __all__ = ["parse_hostfile", "resolve_identity"]
+
+MAX_HOSTFILE_BYTES = 1 << 20
 
 
 def parse_hostfile(path: str, default_port: int) -> list[tuple[str, int]]:
     """Entries ``host[:port]``, one per line; blank lines and ``#`` comments are not entries."""
     entries = []
     try:
-        text = Path(path).expanduser().read_text()
+        with Path(path).expanduser().open("rb") as f:
+            data = f.read(MAX_HOSTFILE_BYTES + 1)
     except OSError as exc:
-        raise SettingsError(f"hostfile {path}: cannot read: {exc.strerror}") from None
+        raise SettingsError(f"hostfile {path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_HOSTFILE_BYTES:
+        raise SettingsError(f"hostfile {path}: larger than {MAX_HOSTFILE_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SettingsError(f"hostfile {path}: not UTF-8 text") from None
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -34,9 +44,13 @@ def parse_hostfile(path: str, default_port: int) -> list[tuple[str, int]]:
         host, sep, port = line.rpartition(":")
         if not sep:
             host, port = line, str(default_port)
-        if not port.isdigit() or not 0 < int(port) < 65536 or not host:
+        try:
+            number = parse_port(port, low=1)
+        except ParseError:
+            number = 0
+        if not number or not host or "\x00" in host:
             raise SettingsError(f"hostfile {path}:{lineno}: expected host[:port], got {raw!r}")
-        entries.append((host, int(port)))
+        entries.append((host, number))
     return entries
 
 
@@ -45,7 +59,7 @@ def _same_host(a: str, b: str) -> bool:
         return True
     try:
         return socket.gethostbyname(a) == socket.gethostbyname(b)
-    except OSError:
+    except (OSError, UnicodeError):  # a label over 63 characters fails in the idna codec
         return False
 
 

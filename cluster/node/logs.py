@@ -1,10 +1,15 @@
-"""Logging of a node process: one format, the node id in every line, ``logging.file`` or stderr."""
+"""Logging of a node process: one format, the node id in every line, ``logging.file`` or stderr.
+
+A ``logging.file`` that cannot be opened for appending (a directory, a missing folder, no
+permission) is a SettingsError naming the file, before anything else starts.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
 
+from cluster.errors import SettingsError
 from cluster.settings import Settings
 
 __all__ = ["configure_logging", "set_node_id"]
@@ -33,7 +38,12 @@ def configure_logging(settings: Settings) -> None:
     """Send the root logger to ``logging.file`` (or stderr) at ``logging.level``."""
     handler: logging.Handler
     if settings.logging.file:
-        handler = logging.FileHandler(settings.logging.file)
+        try:
+            handler = logging.FileHandler(settings.logging.file)
+        except OSError as exc:
+            raise SettingsError(
+                f"logging.file {settings.logging.file}: cannot open: {exc.strerror or exc}"
+            ) from None
     else:
         handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_NodeFilter())

@@ -14,11 +14,14 @@ Rules:
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import logging
 import os
 import random
 import signal
+import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -205,28 +208,50 @@ async def serve_node(
 
 
 def run_node(settings: Settings, *, induct: bool = False, seed: int | None = None) -> int:
-    """The daemon: configure logging, run the node in the foreground; return an exit status."""
-    configure_logging(settings)
+    """The daemon: configure logging, run the node in the foreground; return an exit status
+    (2 for settings that cannot be used, 1 for another start-up failure, each one line)."""
+    try:
+        configure_logging(settings)
+    except SettingsError as exc:  # no log to write to yet: the one line goes to stderr
+        print(f"rt_run: {exc}", file=sys.stderr)
+        return 2
     try:
         trio.run(lambda: serve_node(settings, induct=induct, seed=seed))
     except BaseException as exc:
         leaf = _known_leaf(exc)
-        if isinstance(leaf, SettingsError):
-            log.error("%s", leaf)
-            return 2
-        if isinstance(leaf, ConnectionError | KeyboardInterrupt):
-            log.error("cannot start: %s", leaf)
-            return 1
-        if isinstance(leaf, OSError):
-            log.error(
-                "cannot start: runtime port %s:%d: %s",
-                settings.networking.host,
-                settings.networking.port,
-                leaf.strerror or leaf,
-            )
-            return 1
-        raise
+        if leaf is None:
+            raise
+        status, message = _start_failure(leaf, settings)
+        log.error("%s", message)
+        if settings.logging.file:  # the log may be the file: the user reads stderr
+            print(f"rt_run: {message}", file=sys.stderr)
+        return status
     return 0
+
+
+def _start_failure(leaf: BaseException, settings: Settings) -> tuple[int, str]:
+    """The exit status and the one line that says what stopped the node from starting.
+
+    Only an error about binding the runtime port (taken, not an address of this host, not
+    allowed) names that port; a file's error names the file.
+    """
+    net = settings.networking
+    if isinstance(leaf, SettingsError):
+        return 2, str(leaf)
+    if isinstance(leaf, KeyboardInterrupt):
+        return 1, "cannot start: interrupted"
+    assert isinstance(leaf, OSError)
+    reason = leaf.strerror or str(leaf) or type(leaf).__name__
+    if leaf.filename is not None:
+        return 1, f"cannot start: {leaf.filename}: {reason}"
+    if isinstance(leaf, socket.gaierror):
+        return 1, f"cannot start: runtime address {net.host!r}: {reason}"
+    if leaf.errno in _BIND_ERRORS:
+        return 1, f"cannot start: runtime port {net.host}:{net.port}: {reason}"
+    return 1, f"cannot start: {type(leaf).__name__}: {reason}"
+
+
+_BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
 
 
 def _known_leaf(exc: BaseException) -> BaseException | None:

@@ -4,6 +4,7 @@ Errors of the one client, ``rpc_call``::
 
     ApiError                  the remote handler's refusal, as the same class (status kept)
     │                         (``RpcError``, 500, when the status is not one of ours)
+    ├── BadRequest (400)      the request itself cannot be encoded (an int beyond 64 bits)
     └── PeerUnavailable (503)
         ├── PeerUnreachable   the transport failed: refused, reset, closed, a malformed reply
         └── PeerTimeout       no reply within the call's timeout
@@ -11,23 +12,37 @@ Errors of the one client, ``rpc_call``::
 Rules:
 1. A connection carries requests (``cluster.node.frames``), each answered by one reply frame.
    A ``Swim`` request's reply is the membership handler's own map, sent as it is.
-2. A malformed frame (bad length, not msgpack, not a request) closes that connection and is
+2. Every door has a limit, checked before the work is done (``RpcLimits``): connections at
+   once (at the cap a new connection closes the one idle the longest, or is closed at once if
+   none is idle); a frame's size by its kind, read from its first bytes; the bytes all frames
+   in flight cost together (``budget``: a frame that would pass it closes its connection); a
+   frame's read time once its first byte came; the idle time before and between frames; a
+   reply's write time. A refusal closes only that connection and is counted in
+   ``RpcServerStats``; the first of each reason is logged as a warning.
+3. A malformed frame (bad length, not msgpack, not a request) closes that connection and is
    counted; it never stops the node. A handler's ``ApiError`` is an error reply with its
-   status; any other exception is a 500 reply and is logged.
-3. The handler table is built once, before the server starts, keyed by request type.
-4. ``rpc_call`` maps every failure to the tree above, so callers catch ``PeerUnavailable`` (or
+   status; any other exception, and a reply that cannot be encoded, is a 500 reply, logged
+   and counted as ``failed``.
+4. The handler table is built once, before the server starts, keyed by request type.
+5. ``rpc_call`` maps every failure to the tree above, so callers catch ``PeerUnavailable`` (or
    its two kinds) and ``ApiError``, nothing else. The transport error it replaces is the
    exception's ``__cause__``.
+
+Frames have the format of ``swim.framing`` (a 4-byte big-endian length, then a msgpack map);
+this module reads them itself, server and client, because its limits act between the length
+and the body, and while msgpack builds the values.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import msgpack
 import trio
 
 from cluster.errors import (
@@ -39,19 +54,25 @@ from cluster.errors import (
     PeerUnavailable,
     PeerUnreachable,
 )
-from swim import FrameError, recv_frame, send_frame
 
+from . import fds
 from .frames import (
+    MAX_FRAME,
+    MAX_VALUES,
+    PEEK_BYTES,
+    SMALL_FRAME,
     BadFrame,
     Call,
     Err,
     Ok,
     Request,
     Swim,
+    decode_frame,
     decode_reply,
-    decode_untrusted,
     encode,
     encode_reply,
+    frame_limit,
+    unpack_untrusted,
 )
 
 __all__ = [
@@ -59,6 +80,7 @@ __all__ = [
     "Handler",
     "PeerTimeout",
     "RpcError",
+    "RpcLimits",
     "RpcServerStats",
     "bound_port",
     "open_rpc_listeners",
@@ -67,7 +89,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-MAX_FRAME = 16 * 1024 * 1024  # bytes
 Handler = Callable[[Any], Awaitable[Any]]  # takes the request of the type it is filed under
 _BY_STATUS: dict[int, type[ApiError]] = {
     400: BadRequest,
@@ -76,7 +97,10 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     409: Conflict,
     503: PeerUnavailable,
 }
-_TRANSPORT = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, FrameError)
+_TRANSPORT = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
+_LEN = struct.Struct(">I")
+_CHUNK = 64 * 1024  # bytes asked of the socket at once: memory follows the bytes that came
+_VALUE_BYTES = 72  # what one decoded msgpack value costs (a list slot and a small object)
 
 
 class RpcError(ApiError):
@@ -88,14 +112,91 @@ class PeerTimeout(PeerUnavailable):
     ``trio.TooSlowError``)."""
 
 
+@dataclass(frozen=True, slots=True)
+class RpcLimits:
+    """The limits of one RPC server: sizes in bytes, times in seconds."""
+
+    max_connections: int = fds.MAX_RPC_CONNECTIONS  # open at once; ``for_this_process`` fits it
+    budget: int = 32 * 1024 * 1024  # what the frames being read and answered cost together
+    small_reserve: int = 8 * 1024 * 1024  # of ``budget``, kept for frames of the small kinds
+    max_frame: int = MAX_FRAME  # any frame; each kind has its own smaller ``MAX_BYTES``
+    max_values: int = MAX_VALUES  # msgpack values in one frame
+    frame_timeout: float = 5.0  # from a frame's first byte to its last
+    idle_timeout: float = 30.0  # before a connection's first frame and between frames
+    send_timeout: float = 5.0  # to write one reply
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.small_reserve < self.budget or self.max_frame > self.budget:
+            raise ValueError("an RPC budget holds its largest frame and its small reserve")
+
+    @classmethod
+    def for_this_process(cls) -> RpcLimits:
+        """The defaults, with a connection cap under this process's open-file limit."""
+        return cls(max_connections=fds.connection_cap())
+
+
 @dataclass(slots=True)
 class RpcServerStats:
-    """Counters of one RPC server."""
+    """Counters of one RPC server (``active`` and ``held_bytes`` are levels, not counts)."""
 
-    connections: int = 0
-    requests: int = 0
-    malformed: int = 0
-    failed: int = 0
+    connections: int = 0  # accepted and served
+    active: int = 0  # open now
+    requests: int = 0  # answered (an error reply included)
+    failed: int = 0  # 500 replies: a handler's unexpected error, a reply that cannot be encoded
+    malformed: int = 0  # closed: not a frame, not msgpack, not a request
+    oversized: int = 0  # closed: a frame larger than its kind allows
+    refused: int = 0  # accepted and closed at once: ``max_connections`` were open, none idle
+    evicted: int = 0  # closed while idle, to make room for a new connection at the cap
+    over_budget: int = 0  # closed: the frame would have passed the budget
+    timed_out: int = 0  # closed: a frame not whole in time, or a reply not taken in time
+    idle_closed: int = 0  # closed: no frame within the idle limit
+    held_bytes: int = 0  # what the frames being read and answered cost now
+    max_connections: int = 0  # the cap in force
+    warned: set[str] = field(default_factory=set, repr=False)
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a plain map (what ``control identity`` shows)."""
+        out = asdict(self)
+        del out["warned"]
+        return out
+
+    def count(self, reason: str, detail: object) -> None:
+        """Count a closed connection under ``reason`` (a counter's name); warn the first time."""
+        setattr(self, reason, getattr(self, reason) + 1)
+        if reason not in self.warned:
+            self.warned.add(reason)
+            log.warning(
+                "RPC: closed a connection (%s: %s); further ones are counted", reason, detail
+            )
+        else:
+            log.debug("RPC: closed a connection (%s: %s)", reason, detail)
+
+
+class _Closed(Exception):
+    """Ends one connection; ``reason`` is the ``RpcServerStats`` counter it goes to."""
+
+    def __init__(self, reason: str, detail: object = "") -> None:
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+class _Budget:
+    """The bytes the frames in flight cost, across all connections (sync: no checkpoint between
+    the check and the charge)."""
+
+    def __init__(self, limits: RpcLimits, stats: RpcServerStats) -> None:
+        self.limits, self.stats = limits, stats
+
+    def take(self, n: int, *, small: bool) -> None:
+        """Charge ``n`` bytes; ``_Closed("over_budget")`` if they do not fit. Frames of the
+        small kinds may use the whole budget, others all but the small reserve."""
+        room = self.limits.budget - (0 if small else self.limits.small_reserve)
+        if self.stats.held_bytes + n > room:
+            raise _Closed("over_budget", f"{n} bytes with {self.stats.held_bytes} held")
+        self.stats.held_bytes += n
+
+    def give(self, n: int) -> None:
+        self.stats.held_bytes -= n
 
 
 # -- the server -------------------------------------------------------------------------------
@@ -103,7 +204,11 @@ class RpcServerStats:
 
 @asynccontextmanager
 async def open_rpc_listeners(host: str, port: int) -> AsyncIterator[list[trio.SocketListener]]:
-    """Bind the RPC's TCP listeners (port 0 picks one); closed when the block exits."""
+    """Bind the RPC's TCP listeners (port 0 picks one); closed when the block exits.
+
+    Raises the process's open-file limit first (``fds.raise_nofile_limit``): the connection
+    cap of ``RpcLimits.for_this_process`` follows it."""
+    fds.raise_nofile_limit()
     listeners = await trio.open_tcp_listeners(port, host=host)
     try:
         yield listeners
@@ -117,8 +222,76 @@ def bound_port(listeners: Sequence[trio.SocketListener]) -> int:
     return int(listeners[0].socket.getsockname()[1])
 
 
+async def _receive_into(stream: trio.SocketStream, buf: bytearray, n: int) -> None:
+    """Append bytes to ``buf`` until it holds ``n``; ``BadFrame`` if the stream ends first."""
+    while len(buf) < n:
+        chunk = await stream.receive_some(min(_CHUNK, n - len(buf)))
+        if not chunk:
+            raise BadFrame(f"stream ended inside a frame ({len(buf)} of {n} bytes)")
+        buf += chunk
+
+
+async def _receive_length(
+    stream: trio.SocketStream, first: bytes, limits: RpcLimits
+) -> tuple[int, float]:
+    """The length of the frame whose first bytes are ``first``, and the deadline of its last
+    byte (``frame_timeout`` after its first)."""
+    deadline = trio.current_time() + limits.frame_timeout
+    head = bytearray(first)
+    with trio.move_on_at(deadline):
+        await _receive_into(stream, head, _LEN.size)
+        (length,) = _LEN.unpack(head)
+        if length == 0:
+            raise _Closed("malformed", "a frame of length 0")
+        if length > limits.max_frame:
+            raise _Closed("oversized", f"frame length {length} over {limits.max_frame}")
+        return int(length), deadline
+    raise _Closed("timed_out", "a frame's length did not arrive whole in time")
+
+
+async def _receive_request(
+    stream: trio.SocketStream, length: int, limits: RpcLimits, budget: _Budget
+) -> tuple[Request, int]:
+    """Read the body of a frame of ``length`` bytes and decode it, within the budget; the
+    request and what it costs (charged: the caller gives it back)."""
+    body = bytearray()
+    small = length <= SMALL_FRAME
+    if not small:  # the kind, from the first bytes, says how large its frames may be
+        await _receive_into(stream, body, min(length, PEEK_BYTES))
+        if length > frame_limit(body):
+            raise _Closed("oversized", f"a {length}-byte frame of a kind that allows less")
+    budget.take(length, small=small)
+    try:
+        await _receive_into(stream, body, length)
+        decoded = decode_frame(body, limits.max_values)
+        del body  # the decoded request replaces the bytes
+        extra = decoded.values * _VALUE_BYTES
+        budget.take(extra, small=small)
+    except BaseException:
+        budget.give(length)
+        raise
+    return decoded.request, length + extra
+
+
+def _reply_frame(reply: Any, request: Request, stats: RpcServerStats) -> bytes:
+    """The reply as frame bytes; a reply that cannot be encoded (or is too large to send)
+    becomes a 500 error reply, logged and counted."""
+    try:
+        body: bytes = msgpack.packb(reply, use_bin_type=True)
+        if len(body) > MAX_FRAME:
+            raise ValueError(f"{len(body)} bytes, more than {MAX_FRAME}")
+    except (TypeError, ValueError, OverflowError) as exc:
+        stats.failed += 1
+        log.error("RPC reply to %s cannot be sent: %s", type(request).__name__, exc)
+        error = encode_reply(Err(500, f"the reply cannot be encoded: {exc}"))
+        if isinstance(request, Swim):
+            error["k"] = "swim"
+        body = msgpack.packb(error, use_bin_type=True)
+    return _LEN.pack(len(body)) + body
+
+
 async def _answer(handler: Handler, request: Request, stats: RpcServerStats) -> Any:
-    """The reply frame to ``request``: ``Swim`` replies are the handler's own map."""
+    """The reply to ``request``: ``Swim`` replies are the handler's own map."""
     try:
         body = await handler(request)
         reply: Any = body if isinstance(request, Swim) else encode_reply(Ok(body))
@@ -133,69 +306,158 @@ async def _answer(handler: Handler, request: Request, stats: RpcServerStats) -> 
     return reply
 
 
+class _Server:
+    """One RPC server's connections: its handlers, limits, budget and counters, and the
+    connections waiting for a frame (idle), oldest first."""
+
+    def __init__(
+        self, handlers: Mapping[type, Handler], limits: RpcLimits, stats: RpcServerStats
+    ) -> None:
+        self.handlers, self.limits, self.stats = handlers, limits, stats
+        self.budget = _Budget(limits, stats)
+        self.idle: dict[trio.CancelScope, None] = {}  # insertion order: the oldest first
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """Serve one connection until it ends or a limit closes it."""
+        async with stream:
+            if self.stats.active >= self.limits.max_connections and not self._evict_idle():
+                self.stats.count("refused", f"{self.stats.active} connections open, none idle")
+                return
+            self.stats.connections += 1
+            self.stats.active += 1
+            try:
+                while await self._one_request(stream):
+                    pass
+            except _Closed as closed:
+                self.stats.count(closed.reason, closed.detail)
+            except BadFrame as exc:
+                self.stats.count("malformed", exc)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the peer reset or closed the connection
+            finally:
+                self.stats.active -= 1
+
+    def _evict_idle(self) -> bool:
+        """Close the connection idle the longest, to make room; False if none is idle."""
+        if not self.idle:
+            return False
+        oldest = next(iter(self.idle))
+        del self.idle[oldest]  # unregistered first: its task counts it as evicted
+        oldest.cancel()
+        return True
+
+    async def _first_bytes(self, stream: trio.SocketStream) -> bytes:
+        """The first bytes of the next frame (b"" at a clean end of stream); waits
+        ``idle_timeout`` at most, and less if a new connection needs the room."""
+        with trio.move_on_after(self.limits.idle_timeout) as scope:
+            self.idle[scope] = None
+            try:
+                return await stream.receive_some(_LEN.size)
+            finally:
+                evicted = scope not in self.idle  # ``_evict_idle`` took it out
+                self.idle.pop(scope, None)
+        if evicted:
+            raise _Closed("evicted", f"idle while {self.stats.active} connections were open")
+        raise _Closed("idle_closed", f"no frame within {self.limits.idle_timeout:g}s")
+
+    async def _one_request(self, stream: trio.SocketStream) -> bool:
+        """Read, answer and reply to one request; False at a clean end of the stream."""
+        first = await self._first_bytes(stream)
+        if not first:
+            return False
+        length, deadline = await _receive_length(stream, first, self.limits)
+        try:
+            with trio.fail_at(deadline):
+                request, cost = await _receive_request(stream, length, self.limits, self.budget)
+        except trio.TooSlowError:
+            raise _Closed("timed_out", f"a {length}-byte frame not whole in time") from None
+        try:
+            handler = self.handlers.get(type(request))
+            if handler is None:
+                raise BadFrame(f"no handler for {type(request).__name__}")
+            self.stats.requests += 1
+            frame = _reply_frame(await _answer(handler, request, self.stats), request, self.stats)
+            del request
+            with trio.fail_after(self.limits.send_timeout):
+                await stream.send_all(frame)
+        except trio.TooSlowError:
+            raise _Closed("timed_out", "the reply was not taken in time") from None
+        finally:
+            self.budget.give(cost)
+        return True
+
+
 async def serve_rpc(
     listeners: Sequence[trio.SocketListener],
     handlers: Mapping[type, Handler],
     stats: RpcServerStats,
+    limits: RpcLimits | None = None,
     *,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Answer requests on ``listeners`` with ``handlers``; report the bound port."""
-
-    async def handle(stream: trio.SocketStream) -> None:
-        stats.connections += 1
-        async with stream:
-            while True:
-                try:
-                    msg = await recv_frame(stream, MAX_FRAME)
-                    if msg is None:  # clean end of stream
-                        return
-                    request = decode_untrusted(msg)
-                    handler = handlers.get(type(request))
-                    if handler is None:
-                        raise BadFrame(f"no handler for {type(request).__name__}")
-                except (FrameError, BadFrame) as exc:
-                    stats.malformed += 1
-                    log.debug("closing an RPC connection: %s", exc)
-                    return
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return
-                stats.requests += 1
-                reply = await _answer(handler, request, stats)
-                try:
-                    await send_frame(stream, reply)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return
-
+    """Answer requests on ``listeners`` with ``handlers`` within ``limits`` (default:
+    ``RpcLimits.for_this_process()``); report the bound port."""
+    limits = RpcLimits.for_this_process() if limits is None else limits
+    stats.max_connections = limits.max_connections
+    server = _Server(handlers, limits, stats)
+    log.debug("RPC: at most %d connections, budget %d bytes", limits.max_connections, limits.budget)
     async with trio.open_nursery() as nursery:
         for listener in listeners:
-            nursery.start_soon(trio.serve_listeners, handle, [listener])
+            nursery.start_soon(trio.serve_listeners, server.handle, [listener])
         task_status.started(bound_port(listeners))
 
 
 # -- the client -------------------------------------------------------------------------------
 
 
+def _request_frame(request: Call) -> bytes:
+    """The frame bytes of ``request``; ``BadRequest`` if it cannot be encoded or is larger than
+    its kind allows (a migrating pool's data over 16 MiB)."""
+    try:
+        body: bytes = msgpack.packb(encode(request), use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise BadRequest(f"cannot send {type(request).__name__}: {exc}") from None
+    if len(body) > request.MAX_BYTES:
+        raise BadRequest(
+            f"cannot send {type(request).__name__}: {len(body)} bytes, more than its "
+            f"{request.MAX_BYTES}"
+        )
+    return _LEN.pack(len(body)) + body
+
+
+async def _receive_reply(stream: trio.SocketStream) -> Any:
+    """The reply frame's value (within ``MAX_FRAME`` and ``MAX_VALUES``); ``BadFrame`` if it is
+    malformed, ``PeerUnreachable`` if the connection closed first."""
+    head = bytearray(await stream.receive_some(_LEN.size))
+    if not head:
+        raise PeerUnreachable("the connection closed without a reply")
+    await _receive_into(stream, head, _LEN.size)
+    (length,) = _LEN.unpack(head)
+    if not 0 < length <= MAX_FRAME:
+        raise BadFrame(f"frame length {length} outside 1..{MAX_FRAME}")
+    body = bytearray()
+    await _receive_into(stream, body, length)
+    return unpack_untrusted(body)[0]
+
+
 async def rpc_call(host: str, port: int, request: Call, timeout: float) -> Any:
     """Send ``request`` to the node at ``host:port`` and return its reply's body.
 
     ``timeout`` (seconds) bounds the whole call. Raises the remote ``ApiError``,
-    ``PeerTimeout`` or ``PeerUnreachable`` (see the module docstring), nothing else.
+    ``PeerTimeout``, ``PeerUnreachable`` or ``BadRequest`` (see the module docstring), nothing
+    else.
     """
+    frame = _request_frame(request)
     try:
         with trio.fail_after(timeout):
             stream = await trio.open_tcp_stream(host, port)
             async with stream:
-                await send_frame(stream, encode(request))
-                raw = await recv_frame(stream, MAX_FRAME)
+                await stream.send_all(frame)
+                reply = decode_reply(await _receive_reply(stream))
     except trio.TooSlowError as exc:
         raise PeerTimeout(f"no reply within {timeout:g}s") from exc
     except _TRANSPORT as exc:
         raise PeerUnreachable(str(exc)) from exc
-    if raw is None:
-        raise PeerUnreachable("the connection closed without a reply")
-    try:
-        reply = decode_reply(raw)
     except BadFrame as exc:
         raise PeerUnreachable(f"answered a malformed frame: {exc}") from exc
     if isinstance(reply, Err):

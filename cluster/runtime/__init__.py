@@ -33,7 +33,7 @@ from .registry import BUILTIN, available_modules, load_modules
 from .runtime import Runtime
 from .sysstats import StatsRing
 from .view import RuntimeView
-from .workers import PeriodicTask, WorkerPool
+from .workers import PeriodicTask, WorkerPool, parse_period
 from .workload import serve_workload, startup_compose
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "find_assets",
     "is_local",
     "load_modules",
+    "parse_period",
     "pool_id_field",
     "pool_name_field",
     "routing_forwards",

@@ -6,6 +6,9 @@ Rules:
    parameters by the module's ``validate_config``).
 2. A pool id or name is taken while its pool is starting, too (``PoolManager.reserve``), so
    two requests for the same id cannot both pass.
+3. Module parameters given as YAML text are read by ``cluster.safeyaml`` within
+   ``CONFIG_LIMITS`` (64 KiB, no aliases): small enough to parse on the event loop in a few
+   milliseconds, and a refusal is a ``config`` field error (400), never a hang.
 """
 
 from __future__ import annotations
@@ -14,15 +17,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from cluster.errors import BadRequest, ValidationFailed
 from cluster.ids import ADMIN_POOL_ID, PoolId
+from cluster.safeyaml import Limits, YamlError, load
 
 from .module import Module
 from .pools import PoolManager
 
-__all__ = ["ROUTINGS", "ComposePlan", "check_compose"]
+__all__ = ["CONFIG_LIMITS", "ROUTINGS", "ComposePlan", "check_compose"]
+
+CONFIG_LIMITS = Limits(max_bytes=64 << 10, max_depth=16, max_nodes=10_000)
 
 ROUTINGS = ("local", "broadcast", "dynamic", "direct_id", "direct_hash", "range", "physical")
 
@@ -103,9 +107,9 @@ def _config(config: Mapping[str, Any] | str | None, errs: dict[str, str]) -> Map
     if not isinstance(config, str):
         return config
     try:
-        parsed = yaml.safe_load(config) if config.strip() else {}
-    except yaml.YAMLError as exc:
-        errs["config"] = f"not valid YAML: {str(exc).splitlines()[0]}"
+        parsed = load(config, CONFIG_LIMITS)
+    except YamlError as exc:
+        errs["config"] = f"not valid YAML: {exc}"
         return {}
     if parsed is None:
         return {}

@@ -11,19 +11,29 @@ Rules:
    Every module has the conventional ``GET pools``; one with a create form also ``GET create``
    (the form spec) and ``POST create`` (validate or create); its own ``action_routes`` follow.
 4. A container's periodic tasks keep retrying after the pool is destroyed (the spec's
-   behaviour): ``ensure_open`` raises ``PoolGone`` for them.
-5. Modules and containers see the node through a ``ModuleContext``, never the ``Runtime``
+   behaviour) for a bounded time (``cluster.runtime.workers``, rule 3): ``ensure_open``
+   raises ``PoolGone`` for them.
+5. A destroyed container gives back what it took: ``close`` marks it closed, waits for its
+   ``operation``s in flight (``wait_idle``), then frees its extents on other pools and destroys
+   the pools it created itself. A container whose ``start`` fails is closed the same way, so a
+   refused compose leaves nothing behind.
+6. A route handler's ``PoolGone`` (its pool was destroyed under it) is answered 409.
+7. Modules and containers see the node through a ``ModuleContext``, never the ``Runtime``
    class: the few members named there are all a module may use.
 """
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from cluster.errors import BadRequest, NotFound, PoolGone
+import trio
+
+from cluster.errors import BadRequest, Conflict, NotFound, PoolGone
 from cluster.ids import PoolId
 
 from .costmodel import CostModel
@@ -181,6 +191,8 @@ class Container:
     config: Mapping[str, Any]
     cost: CostModel = field(init=False)
     closed: bool = field(default=False, init=False)
+    _in_flight: int = field(default=0, init=False, repr=False)
+    _idle: trio.Event | None = field(default=None, init=False, repr=False)
     methods: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
@@ -190,12 +202,32 @@ class Container:
         """Called once after composition: allocate, add periodic tasks."""
 
     async def close(self) -> None:
-        """Called on destroy. Periodic tasks are left to retry (see ``ensure_open``)."""
+        """Called on destroy (and after a failed ``start``). Periodic tasks are left to retry
+        (see ``ensure_open``); subclasses then ``wait_idle`` and give back what they took."""
         self.closed = True
 
     def ensure_open(self) -> None:
         if self.closed:
             raise PoolGone(str(self.info.pool_id))
+
+    @contextmanager
+    def operation(self) -> Iterator[None]:
+        """Mark an operation of this pool in flight (``PoolGone`` once closed): ``close``
+        waits for every one before it frees what the operations could still be using."""
+        self.ensure_open()
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._idle is not None:
+                self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Return once no ``operation`` of this container is in flight."""
+        while self._in_flight:
+            self._idle = trio.Event()
+            await self._idle.wait()
 
     async def monitor(self, query: str, params: Mapping[str, str]) -> Any:
         """Answer a monitor query; ``stats`` is the convention every module answers."""
@@ -233,10 +265,8 @@ class Module:
         return self.container_class.methods
 
     def create_form(self) -> FormSpec | None:
-        """The typed create form, or None when the module registers none.
-
-        Building it uses up a pool-id suggestion; ask ``has_create_form`` to know if there is one.
-        """
+        """The typed create form, or None when the module registers none (ask
+        ``has_create_form`` to know if there is one). Building it reserves nothing."""
         return None
 
     @property
@@ -244,7 +274,7 @@ class Module:
         return type(self).create_form is not Module.create_form
 
     def suggestion(self) -> str:
-        """A free pool id for a form's default, from this module's base."""
+        """A free pool id for a form's default, from this module's base (reserves nothing)."""
         return str(self.runtime.pools.suggest(self.suggest_base))
 
     def form_to_compose(self, params: Mapping[str, str]) -> tuple[JSON, dict[str, str]]:
@@ -268,7 +298,7 @@ class Module:
                     "POST", "create", self._create, f"validate or create a {self.mod_name} pool"
                 ),
             ]
-        return [*routes, *self.action_routes()]
+        return [_answering_pool_gone(r) for r in [*routes, *self.action_routes()]]
 
     def action_routes(self) -> list[ModuleRoute]:
         """The module's own routes, e.g. ``{pool}/add_member``."""
@@ -329,6 +359,20 @@ class Module:
 
     def describe(self) -> JSON:
         return {"name": self.mod_name, "methods": list(self.methods)}
+
+
+def _answering_pool_gone(route: ModuleRoute) -> ModuleRoute:
+    """``route`` with a ``PoolGone`` from its handler answered as a 409 ``Conflict``."""
+    handler = route.handler
+
+    @functools.wraps(handler)
+    async def handle(call: RouteCall) -> JSON:
+        try:
+            return await handler(call)
+        except PoolGone as exc:
+            raise Conflict(f"pool {exc} was destroyed while the request ran") from None
+
+    return ModuleRoute(route.method, route.path, handle, route.doc)
 
 
 def pool_name_field() -> FormField:

@@ -6,7 +6,8 @@ Rules:
    ``forward_timeout`` seconds; a silent peer is a ``PeerUnavailable``. Where a query is
    answered is decided by ``cluster.runtime.peers.is_local`` alone.
 2. Every pool is composed through ``compose`` and destroyed through ``destroy``; a pool enters
-   the table only once started (``PoolManager.reserve``).
+   the table only once started (``PoolManager.reserve``). A container whose start fails is
+   closed (it gives back what it took) and the compose is refused with an ``ApiError``.
 3. Membership comes from a ``Membership`` (the SWIM handle, or ``SingleNode`` when embedded
    without a cluster); the runtime only reads it.
 """
@@ -20,7 +21,15 @@ from typing import Any, TypeVar
 
 import trio
 
-from cluster.errors import ApiError, BadRequest, NotFound, PeerUnavailable, PeerUnreachable
+from cluster.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    PeerUnavailable,
+    PeerUnreachable,
+    PoolGone,
+)
 from cluster.ids import ADMIN_POOL_ID, PoolId, parse_node_id
 from cluster.settings import Settings
 
@@ -216,7 +225,10 @@ class Runtime:
         self, pool_id: PoolId, query: str, params: Mapping[str, str]
     ) -> Any:
         """The monitor answer of this node's container of ``pool_id``."""
-        return await self.pools.get(pool_id).monitor(query, params)
+        try:
+            return await self.pools.get(pool_id).monitor(query, params)
+        except PoolGone:
+            raise Conflict(f"pool {pool_id} was destroyed while the query ran") from None
 
     async def pool_monitor(
         self,
@@ -299,7 +311,14 @@ class Runtime:
         info = PoolInfo(plan.pool_id, pool_name, mod_name, pool_query or "local", self.node_id)
         container = plan.module.make_container(info, plan.config)
         with self.pools.reserve(info):
-            await container.start()
+            try:
+                await container.start()
+            except Exception as exc:
+                await self._abandon(container)
+                if isinstance(exc, ApiError):
+                    raise
+                log.exception("pool %s (%s) failed to start", pool_name, plan.pool_id)
+                raise Conflict(f"pool {pool_name} could not start: {exc}") from None
         self.pools.add(container)
         log.info("composed pool %s (%s) of %s", pool_name, plan.pool_id, mod_name)
         return {"ok": True, "pool_name": pool_name, "pool_id": str(plan.pool_id)}
@@ -319,6 +338,16 @@ class Runtime:
             params,
             pool_query=str(entry.get("pool_query", "local")),
         )
+
+    async def _abandon(self, container: Container) -> None:
+        """Close a container whose start failed: it gives back what it took, its periodic
+        tasks (if any) go at once."""
+        for task in self.workers.periodic_of(container.info.pool_id):
+            task.cancel()
+        try:
+            await container.close()
+        except Exception:
+            log.exception("pool %s did not close cleanly", container.info.pool_id)
 
     async def destroy(self, pool: str) -> JSON:
         pool_id = PoolId.parse(pool)

@@ -4,10 +4,16 @@ Rules:
 1. A task is ``(pool_id, method, size, fn)``. A sync ``fn`` runs on its worker serially; its CPU
    and wall cost are measured and fed to the pool's cost model. An async ``fn`` runs concurrently
    on its worker and is counted *blocked* while it awaits subtasks it submitted itself.
-2. Periodic tasks are parked on a worker. When their pool is gone they raise ``PoolGone``; from
-   then on they are *retry* tasks that keep retrying every period (the spec's behaviour), logged
-   once per pool, never once per retry.
-3. ``snapshot()`` is sync and cheap: the dashboard calls it on every poll.
+2. Periodic tasks are parked on a worker; a period is ``MIN_PERIOD_S`` (10 ms) to
+   ``MAX_PERIOD_S`` (1 h) seconds (``parse_period`` is the one check, used by module
+   validation; ``add_periodic`` refuses anything else).
+3. When their pool is destroyed they raise ``PoolGone``; from then on they are *retry* tasks
+   (the spec: "left retrying against the destroyed pool"), shown in the worker rows, but not
+   forever: the n-th retry waits ``min(period * 2**n, RETRY_MAX_DELAY_S)`` seconds, and after
+   ``RETRY_LIMIT`` retries the task is removed, with one log line per pool when it starts
+   retrying and one when its last task is removed. So a destroyed pool's tasks are gone
+   within about ``RETRY_LIMIT * RETRY_MAX_DELAY_S`` (80 s) and cost a few wake-ups on the way.
+4. ``snapshot()`` is sync and cheap: the dashboard calls it on every poll.
 """
 
 from __future__ import annotations
@@ -26,14 +32,42 @@ import trio
 
 from cluster.errors import PoolGone
 from cluster.ids import PoolId
+from cluster.parse import float_value
 
 from .costmodel import CostModel
 
-__all__ = ["PeriodicTask", "PoolGone", "WorkerPool"]
+__all__ = [
+    "MAX_PERIOD_S",
+    "MIN_PERIOD_S",
+    "RETRY_LIMIT",
+    "RETRY_MAX_DELAY_S",
+    "PeriodicTask",
+    "PoolGone",
+    "WorkerPool",
+    "parse_period",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 TaskFn = Callable[[], Any]
+
+MIN_PERIOD_S = 0.01  # seconds: a shorter period is refused (it would keep a worker busy)
+MAX_PERIOD_S = 3600.0
+RETRY_LIMIT = 8  # retries of a periodic task whose pool is gone, then it is removed
+RETRY_MAX_DELAY_S = 10.0  # the backoff between two retries never exceeds this
+
+
+def parse_period(value: Any, what: str = "period") -> float:
+    """A periodic task's period in seconds from a config value (a number, or number text);
+    ``ParseError`` (a ValueError) naming the range for anything else."""
+    return float_value(value, low=MIN_PERIOD_S, high=MAX_PERIOD_S, what=what)
+
+
+def _is_pool_gone(exc: BaseException) -> bool:
+    """``PoolGone``, or a group of nothing else (raised from a nursery inside the task)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_pool_gone(e) for e in exc.exceptions)
+    return isinstance(exc, PoolGone)
 
 
 @dataclass(slots=True, eq=False)
@@ -59,6 +93,7 @@ class PeriodicTask:
     worker: _Worker
     next_due: float = 0.0
     retrying: bool = False
+    retries: int = 0  # runs since the pool was found gone
     runs: int = 0
     cancel_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
 
@@ -94,7 +129,7 @@ class WorkerPool:
         self._workers = [_Worker(i) for i in range(max(1, count))]
         self._cost_model = cost_model
         self._nursery: trio.Nursery | None = None
-        self._retry_logged: set[PoolId] = set()
+        self._retrying: dict[PoolId, int] = {}  # retrying periodic tasks by pool, for the logs
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run every worker until cancelled."""
@@ -143,9 +178,13 @@ class WorkerPool:
     def add_periodic(
         self, pool_id: PoolId, method: str, period_s: float, fn: TaskFn
     ) -> PeriodicTask:
-        """Park a periodic task on the least-loaded worker; it first runs one period from now."""
+        """Park a periodic task on the least-loaded worker; it first runs one period from now.
+
+        ``period_s`` must pass ``parse_period`` (modules check it when they validate a config).
+        """
         if self._nursery is None:
             raise RuntimeError("WorkerPool.serve() is not running")
+        period_s = parse_period(period_s)
         w = min(self._workers, key=lambda w: (len(w.periodic), w.worker_id))
         p = PeriodicTask(pool_id, method, period_s, fn, w, next_due=trio.current_time() + period_s)
         w.periodic.append(p)
@@ -203,26 +242,48 @@ class WorkerPool:
         task.done.set()
 
     async def _serve_periodic(self, p: PeriodicTask) -> None:
-        with p.cancel_scope:
-            while True:
-                await trio.sleep_until(p.next_due)
-                p.next_due = trio.current_time() + p.period_s
-                try:
-                    await self.run(p.pool_id, p.method, 0, p.fn)
-                except PoolGone:
-                    if not p.retrying:
-                        p.retrying = True
-                        if p.pool_id not in self._retry_logged:
-                            self._retry_logged.add(p.pool_id)
-                            log.warning(
-                                "periodic task %s of pool %s keeps retrying: the pool was "
-                                "destroyed",
-                                p.method,
-                                p.pool_id,
-                            )
-                except Exception:
-                    log.exception("periodic task %s of pool %s failed", p.method, p.pool_id)
-                p.runs += 1
+        try:
+            with p.cancel_scope:
+                while p.retries <= RETRY_LIMIT:
+                    await trio.sleep_until(p.next_due)
+                    await self._run_periodic(p)
+                    delay = p.period_s
+                    if p.retrying:
+                        delay = min(p.period_s * 2**p.retries, RETRY_MAX_DELAY_S)
+                        p.retries += 1
+                    p.next_due = trio.current_time() + delay
+        finally:
+            if p in p.worker.periodic:
+                p.worker.periodic.remove(p)
+            if p.retrying:
+                self._retrying[p.pool_id] -= 1
+                if not self._retrying[p.pool_id]:
+                    del self._retrying[p.pool_id]
+                    if p.retries > RETRY_LIMIT:
+                        log.warning(
+                            "periodic tasks of destroyed pool %s removed after %d retries",
+                            p.pool_id,
+                            RETRY_LIMIT,
+                        )
+
+    async def _run_periodic(self, p: PeriodicTask) -> None:
+        try:
+            await self.run(p.pool_id, p.method, 0, p.fn)
+        except Exception as exc:
+            if not _is_pool_gone(exc):
+                log.exception("periodic task %s of pool %s failed", p.method, p.pool_id)
+            elif not p.retrying:
+                p.retrying = True
+                if not self._retrying.get(p.pool_id):
+                    log.warning(
+                        "periodic task %s of pool %s keeps retrying (at most %d times, with "
+                        "backoff): the pool was destroyed",
+                        p.method,
+                        p.pool_id,
+                        RETRY_LIMIT,
+                    )
+                self._retrying[p.pool_id] = self._retrying.get(p.pool_id, 0) + 1
+        p.runs += 1
 
     # -- observing --------------------------------------------------------------------------
 

@@ -4,12 +4,21 @@ At start, the settings' compose section is composed; when it is empty and ``work
 is on, each module's ``demo_entries`` are composed instead (a small device, array and target).
 Then, ``workload.rate`` times a second, one pool's ``workload_step`` runs (module I/O as
 worker tasks), and the admin pool gets a monitor task now and then.
+
+Rules:
+1. Whatever the settings say, the workload stays modest (``workload_limits``): the rate is
+   at most ``MAX_RATE`` steps a second (``inf`` too), a rate that is not a positive finite
+   number means one step a second; ``io_size`` is clamped to ``1..MAX_IO_SIZE`` bytes. A
+   clamped value is logged once, at start.
+2. A failing step is logged and the workload goes on: it never takes the node down.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import random
+from typing import Any
 
 import trio
 
@@ -18,9 +27,12 @@ from cluster.ids import ADMIN_POOL_ID
 
 from .runtime import Runtime
 
-__all__ = ["serve_workload", "startup_compose"]
+__all__ = ["MAX_IO_SIZE", "MAX_RATE", "serve_workload", "startup_compose", "workload_limits"]
 
 log = logging.getLogger(__name__)
+
+MAX_RATE = 1000.0  # workload steps per second
+MAX_IO_SIZE = 1 << 20  # bytes per synthetic read or write
 
 
 async def startup_compose(runtime: Runtime) -> None:
@@ -36,11 +48,31 @@ async def startup_compose(runtime: Runtime) -> None:
             log.error("compose entry %s failed: %s", dict(entry), exc.message)
 
 
+def workload_limits(rate: Any, io_size: Any) -> tuple[float, int]:
+    """``(period in seconds, io_size in bytes)`` for the configured ``rate`` and ``io_size``."""
+    number = isinstance(rate, int | float) and not isinstance(rate, bool)
+    if number and rate > 0 and not math.isnan(rate):
+        period = 1.0 / min(float(rate), MAX_RATE)
+    else:
+        period = 1.0
+    size = io_size if isinstance(io_size, int) and not isinstance(io_size, bool) else MAX_IO_SIZE
+    return period, min(max(1, size), MAX_IO_SIZE)
+
+
 async def serve_workload(runtime: Runtime, seed: int | None = None) -> None:
     """Run the synthetic workload forever."""
     rng = random.Random(seed)
     cfg = runtime.settings.workload
-    period = 1.0 / cfg.rate if cfg.rate > 0 else 1.0
+    period, io_size = workload_limits(cfg.rate, cfg.io_size)
+    if (1 / period, io_size) != (cfg.rate, cfg.io_size):
+        log.warning(
+            "workload: rate %r and io_size %r clamped to %g steps a second of %d bytes",
+            cfg.rate,
+            cfg.io_size,
+            1 / period,
+            io_size,
+        )
+    failed: set[tuple[str, type]] = set()
     tick = 0
     while True:
         await trio.sleep(period)
@@ -52,6 +84,10 @@ async def serve_workload(runtime: Runtime, seed: int | None = None) -> None:
             continue
         container = rng.choice(pools)
         try:
-            await container.workload_step(rng, cfg.io_size)
+            await container.workload_step(rng, io_size)
         except ApiError as exc:
             log.debug("workload step on %s: %s", container.info.pool_id, exc.message)
+        except Exception as exc:  # a module's bug: say so once per module and kind, go on
+            if (key := (container.info.mod_name, type(exc))) not in failed:
+                failed.add(key)
+                log.exception("workload step on %s failed", container.info.pool_id)

@@ -11,6 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cluster.node.frames import (
+    MAX_FRAME,
+    PEEK_BYTES,
+    SMALL_FRAME,
     Adopt,
     BadFrame,
     Compose,
@@ -25,10 +28,13 @@ from cluster.node.frames import (
     Request,
     Stop,
     Swim,
+    decode_frame,
     decode_reply,
     decode_untrusted,
     encode,
     encode_reply,
+    frame_limit,
+    unpack_untrusted,
 )
 
 # The maps the five modules built by hand before the frames were typed: the wire is unchanged.
@@ -202,3 +208,59 @@ def test_requests_round_trip_through_the_wire(request_: Request) -> None:
 def test_replies_round_trip_through_the_wire(reply: Ok | Err) -> None:
     wire = msgpack.unpackb(msgpack.packb(encode_reply(reply), use_bin_type=True), raw=False)
     assert decode_reply(wire) == reply
+
+
+# -- frames from the network: sizes by kind, values counted -----------------------------------
+
+
+@pytest.mark.parametrize(("request_", "wire"), WIRE)
+def test_the_first_bytes_name_the_kinds_size(request_: Request, wire: dict[str, Any]) -> None:
+    assert frame_limit(msgpack.packb(wire)) == request_.MAX_BYTES
+    assert frame_limit(msgpack.packb(wire)[:PEEK_BYTES]) == request_.MAX_BYTES
+
+
+def test_only_the_migrating_kinds_get_large_frames() -> None:
+    sizes = {type(r).__name__: r.MAX_BYTES for r, _ in WIRE}
+    assert sizes.pop("Adopt") == sizes.pop("Swim") == MAX_FRAME
+    assert sizes.pop("Compose") == 1 << 20
+    assert set(sizes.values()) == {SMALL_FRAME}
+    # a kind named anywhere but first, or no kind at all, gets the smallest size
+    late = msgpack.packb({"pool_id": "1.0", "k": "control", "op": "adopt"})
+    for prefix in (late, b"", b"\xdd\xff\xff\xff\xff", b"\x81\xa1k", b"\x00" * 64):
+        assert frame_limit(prefix) == SMALL_FRAME
+
+
+def test_a_frame_larger_than_its_kind_is_a_bad_frame() -> None:
+    body = msgpack.packb(encode(Monitor("x" * SMALL_FRAME)))
+    with pytest.raises(BadFrame, match="larger than 65536 bytes"):
+        decode_frame(body)
+    # ... also when its first keys named a larger kind (a repeated "k": the last one counts)
+    pairs = [("k", "control"), ("op", "adopt"), ("query", "x" * SMALL_FRAME), ("k", "monitor")]
+    body = b"\x84" + b"".join(msgpack.packb(k) + msgpack.packb(v) for k, v in pairs)
+    assert frame_limit(body) == MAX_FRAME
+    with pytest.raises(BadFrame, match="a Monitor frame is larger than 65536 bytes"):
+        decode_frame(body)
+    assert decode_frame(msgpack.packb(encode(Identity()))).request == Identity()
+
+
+def test_values_are_counted_while_they_are_built() -> None:
+    nested = {"k": "control", "op": "adopt", "mod_name": "m", "pool_name": "p", "pool_id": "8.0",
+              "state": {"data": [[[]] * 100] * 100}}  # fmt: skip
+    body = msgpack.packb(nested)
+    assert decode_frame(body).values == 1 + 6 * 2 + 2 + 100 + 100 * 100
+    with pytest.raises(BadFrame, match="more than 10000 values"):
+        decode_frame(body, max_values=10_000)
+    with pytest.raises(BadFrame, match="not a map"):
+        unpack_untrusted(msgpack.packb([1, 2]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200) | _any.map(lambda v: msgpack.packb(v, use_bin_type=True)))
+def test_any_bytes_raise_only_bad_frame(data: bytes) -> None:
+    assert frame_limit(data) in {SMALL_FRAME, 1 << 20, MAX_FRAME}
+    try:
+        decoded = decode_frame(data, max_values=50)
+    except BadFrame:
+        return
+    assert isinstance(decoded.request, typing.get_args(Request))
+    assert decoded.values <= 50

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
 import pytest
 
 from cluster.errors import BadRequest, Forbidden, NotFound, PeerUnavailable, ValidationFailed
 from cluster.ids import PoolId
+from cluster.runtime import PoolInfo
 from cluster.runtime.runtime import Runtime
 
 
@@ -73,11 +79,55 @@ async def test_validate_only_creates_nothing_then_compose_and_destroy(runtime: R
     assert PoolId(800, 0) not in runtime.pools
 
 
-async def test_suggestions_are_free_and_never_repeat(runtime: Runtime) -> None:
-    first = runtime.suggest_pool_id("rt_admin")
-    second = runtime.suggest_pool_id("rt_admin")
-    assert first == "800.0"
-    assert second == "801.0"
+def _fill(runtime: Runtime, majors: range) -> None:
+    """Put light pools with ids ``<major>.0`` in the table (no compose: only the table counts)."""
+    admin = runtime.modules["rt_admin"]
+    for major in majors:
+        info = PoolInfo(PoolId(major, 0), f"p{major}", "rt_admin", "local", 0)
+        runtime.pools.add(admin.make_container(info, {}))
+
+
+def _lines_run(fn: Callable[[], object]) -> int:
+    """How many Python lines ``fn()`` executes: a count of operations, not of time."""
+    count = 0
+
+    def tracer(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal count
+        count += event == "line"
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+async def test_suggestions_are_free_and_reserve_nothing(runtime: Runtime) -> None:
+    assert runtime.suggest_pool_id("rt_admin") == "800.0"
+    for _ in range(50):  # every GET of a create form asks for one
+        assert runtime.suggest_pool_id("rt_admin") == "800.0"
+        await runtime.modules["rt_bdev"]._create_spec(None)  # type: ignore[arg-type]
+    _fill(runtime, range(800, 803))
+    _fill(runtime, range(804, 806))
+    assert runtime.suggest_pool_id("rt_bdev") == "803.0"
+    await runtime.compose("rt_bdev", "hole", "803.0", {"capacity": "64K"})
+    assert runtime.suggest_pool_id("rt_bdev") == "806.0"
+    await runtime.destroy("801.0")
+    assert runtime.suggest_pool_id("rt_bdev") == "801.0", "a freed id is suggested again"
+    assert runtime.pools.suggest(802) == PoolId(806, 0)
+    assert runtime.pools.suggest(10) == PoolId(10, 0)
+
+
+async def test_suggesting_takes_as_many_steps_with_5000_pools_as_with_5(runtime: Runtime) -> None:
+    _fill(runtime, range(800, 805))
+    few = _lines_run(lambda: runtime.suggest_pool_id("rt_bdev"))
+    _fill(runtime, range(805, 5800))
+    many = _lines_run(lambda: runtime.suggest_pool_id("rt_bdev"))
+    assert runtime.suggest_pool_id("rt_bdev") == "5800.0"
+    assert many <= few + 5, (few, many)
 
 
 async def test_node_ids_resolve_or_fail_with_the_reference_message(runtime: Runtime) -> None:

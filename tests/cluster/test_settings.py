@@ -119,7 +119,7 @@ def test_bad_files_name_the_key_and_the_file(tmp_path: Path, text: str, needle: 
         ({"RT_VIZ_PORT": "-1"}, "RT_VIZ_PORT"),
         ({"RT_VIZ_ENABLE": "yes"}, "RT_VIZ_ENABLE"),
         ({"RT_VIZ_MAX_THREADS": "0"}, "max_threads"),
-        ({"RT_VIZ_PORT": "70000"}, "not a TCP port"),
+        ({"RT_VIZ_PORT": "70000"}, "out of range"),
     ],
 )
 def test_bad_environment_values_are_clear_errors(

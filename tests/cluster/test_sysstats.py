@@ -1,6 +1,18 @@
-"""The system-stats ring: ids from 0, inclusive min_event_id, 1024 entries kept."""
+"""The system-stats ring: ids from 0, inclusive min_event_id, 1024 entries kept; a failed
+sample (EMFILE) is counted and never raises into the node."""
 
 from __future__ import annotations
+
+import errno
+import logging
+import os
+import resource
+from typing import Any
+
+import psutil
+import pytest
+import trio
+import trio.testing
 
 from cluster.runtime.sysstats import RING_SIZE, StatsRing
 
@@ -30,6 +42,7 @@ def ring(size: int = RING_SIZE) -> StatsRing:
 
 def test_entries_have_the_reference_fields_in_order() -> None:
     entry = ring().sample()
+    assert entry is not None
     assert list(entry) == FIELDS
     assert entry["event_id"] == 0
     assert entry["node_id"] == 3
@@ -56,3 +69,60 @@ def test_the_ring_keeps_the_newest_entries() -> None:
     assert entries[-1]["event_id"] == 1029
     timestamps = [e["timestamp_ns"] for e in entries]
     assert timestamps == sorted(timestamps)
+
+
+# -- sampling never raises into the node ------------------------------------------------------
+
+
+def test_out_of_file_descriptors_keeps_the_last_sample(caplog: pytest.LogCaptureFixture) -> None:
+    """About 1,000 idle connections once made ``sample`` raise EMFILE and killed the node."""
+    r = ring()
+    first = r.sample()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest_free = os.open("/dev/null", os.O_RDONLY)
+    os.close(lowest_free)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))  # no descriptor left
+    try:
+        with pytest.raises(OSError, match="Too many open files"):
+            open("/proc/self/stat").close()
+        with caplog.at_level(logging.DEBUG, logger="cluster.runtime.sysstats"):
+            assert r.sample() is first
+            assert r.sample() is first
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert r.errors == 2
+    assert r.since(0) == [first]
+    warnings = [rec for rec in caplog.records if rec.levelno == logging.WARNING]
+    assert len(warnings) == 1  # logged once
+    assert r.sample()["event_id"] == 1  # sampling resumes with the next id
+
+
+def test_a_failing_sample_before_any_answers_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = ring()
+    monkeypatch.setattr(psutil, "virtual_memory", _raise(psutil.AccessDenied()))
+    assert r.sample() is None
+    assert r.errors == 1
+    assert r.latest() is None
+
+
+def _raise(exc: BaseException) -> Any:
+    def fail(*args: Any) -> Any:
+        raise exc
+
+    return fail
+
+
+async def test_serve_sampling_survives_every_error(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    r = ring()
+    r.sample()
+    monkeypatch.setattr(psutil, "virtual_memory", _raise(OSError(errno.EMFILE, "Too many")))
+    monkeypatch.setattr(r, "_identity", _raise(RuntimeError("a bug")))
+    with trio.move_on_after(10.5):
+        await r.serve_sampling(1.0)  # raised at the first sample before
+    assert r.errors == 11
+    monkeypatch.undo()
+    with trio.move_on_after(1.5):
+        await r.serve_sampling(1.0)
+    assert r.next_event_id == 3

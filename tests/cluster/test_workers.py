@@ -6,10 +6,12 @@ import logging
 
 import pytest
 import trio
+import trio.testing
 
 from cluster.errors import PoolGone
 from cluster.ids import ADMIN_POOL_ID, PoolId
 from cluster.runtime.runtime import Runtime
+from cluster.runtime.workers import MIN_PERIOD_S, RETRY_LIMIT, RETRY_MAX_DELAY_S, parse_period
 
 
 def totals(rt: Runtime, key: str) -> int:
@@ -77,38 +79,62 @@ async def test_queued_tasks_are_counted(runtime: Runtime) -> None:
 
 
 async def test_periodic_task_becomes_retry_when_its_pool_is_gone(
-    runtime: Runtime, caplog: pytest.LogCaptureFixture
+    runtime: Runtime, caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
 ) -> None:
     gone = False
-    runs = 0
+    runs: list[float] = []
 
     def tick() -> None:
-        nonlocal runs
-        runs += 1
+        runs.append(trio.current_time())
         if gone:
             raise PoolGone("7.0")
 
     pid = PoolId(7, 0)
-    a = runtime.workers.add_periodic(pid, "scrub", 0.01, tick)
-    b = runtime.workers.add_periodic(pid, "flush", 0.01, tick)
-    while runs < 2:
-        await trio.sleep(0.01)
+    a = runtime.workers.add_periodic(pid, "scrub", 0.25, tick)
+    b = runtime.workers.add_periodic(pid, "flush", 0.25, tick)
+    await trio.sleep(0.6)
+    assert len(runs) == 4
     assert totals(runtime, "num_periodic_tasks") == 2
-    assert totals(runtime, "suspend_period_us") <= 2 * 10_000
-    with caplog.at_level(logging.WARNING, logger="cluster.workers"):
+    assert 0 < totals(runtime, "suspend_period_us") <= 2 * 250_000
+    with caplog.at_level(logging.WARNING, logger="cluster.runtime.workers"):
         gone = True
-        while not (a.retrying and b.retrying):
-            await trio.sleep(0.01)
-        start = runs
-        while runs < start + 6:  # keeps retrying
-            await trio.sleep(0.01)
-    assert totals(runtime, "num_retry_tasks") == 2
-    assert totals(runtime, "num_periodic_tasks") == 0
-    retry_lines = [r for r in caplog.records if "keeps retrying" in r.getMessage()]
-    assert len(retry_lines) == 1  # once per pool, not once per retry
-    a.cancel()
-    b.cancel()
+        await trio.sleep(0.26)  # each task runs once more, finds the pool gone: retry tasks
+        assert a.retrying
+        assert b.retrying
+        assert (totals(runtime, "num_retry_tasks"), totals(runtime, "num_periodic_tasks")) == (2, 0)
+        first_failure = trio.current_time()
+        failing_runs = len(runs)
+        # the retries back off: 0.25, 0.5, 1, 2, 4, 8, then 10 s (the cap), then they go
+        await trio.sleep(sum(min(0.25 * 2**n, RETRY_MAX_DELAY_S) for n in range(RETRY_LIMIT)))
+        await trio.sleep(0.1)
+        assert len(runs) == failing_runs + 2 * RETRY_LIMIT
+        assert totals(runtime, "num_retry_tasks") == 0, "removed after the last retry"
+        assert trio.current_time() - first_failure < RETRY_LIMIT * RETRY_MAX_DELAY_S
+        await trio.sleep(60)
+        assert len(runs) == failing_runs + 2 * RETRY_LIMIT, "and never run again"
+    messages = [r.getMessage() for r in caplog.records]
+    assert len([m for m in messages if "keeps retrying" in m]) == 1  # once per pool
+    assert len([m for m in messages if "removed after" in m]) == 1
+    assert runtime.workers.periodic_of(pid) == []
+
+
+async def test_periodic_task_can_be_cancelled_while_retrying(runtime: Runtime) -> None:
+    def tick() -> None:
+        raise PoolGone("7.0")
+
+    task = runtime.workers.add_periodic(PoolId(7, 0), "scrub", 0.01, tick)
+    while not task.retrying:
+        await trio.sleep(0.01)
+    task.cancel()
     assert totals(runtime, "num_retry_tasks") == 0
+
+
+@pytest.mark.parametrize("period", [0, 1e-6, 0.009, -1, float("nan"), float("inf"), 3601, True])
+async def test_periods_out_of_range_are_refused(runtime: Runtime, period: float) -> None:
+    with pytest.raises(ValueError, match="period"):
+        runtime.workers.add_periodic(PoolId(7, 0), "scrub", period, lambda: None)
+    assert runtime.workers.periodic_of(PoolId(7, 0)) == []
+    assert parse_period(MIN_PERIOD_S) == MIN_PERIOD_S
 
 
 async def test_worker_rows_have_the_reference_fields(runtime: Runtime) -> None:

@@ -156,7 +156,8 @@ async def test_compose_form_spec_suggests_free_ids(client: Any) -> None:
     first = fields["pool_id"]["default"]
     assert first == "600.0"
     _, again, _ = await call(client, "GET", "/api/pools/compose?mod_name=rt_thing")
-    assert {f["name"]: f for f in again["fields"]}["pool_id"]["default"] == "601.0"
+    # a GET reserves nothing (issue 12): the same free id until a pool takes it
+    assert {f["name"]: f for f in again["fields"]}["pool_id"]["default"] == "600.0"
 
 
 @pytest.mark.parametrize("path", ["/api/pools/1.0/destroy", "/api/pools/compose"])

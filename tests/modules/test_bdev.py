@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 
 import pytest
 from storage_helpers import call_route
 
-from cluster.errors import BadRequest, NotFound, ValidationFailed
+from cluster.errors import ApiError, BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.runtime import Runtime
 from cluster.storage import NoSpace
@@ -143,3 +145,67 @@ async def test_destroyed_device_refuses_io(runtime: Runtime) -> None:
         await call_route(runtime, "rt_cte_core", "GET", "800.0/targets")
     with pytest.raises(BadRequest, match="bad pool id"):
         await call_route(runtime, "rt_cte_core", "GET", "8x/targets")
+
+
+async def test_a_file_device_larger_than_the_free_space_is_refused(runtime: Runtime) -> None:
+    free = shutil.disk_usage(runtime.settings.data_dir.parent).free
+    for capacity in ("1P", "1000000000000000", str(free + (1 << 30))):
+        with pytest.raises(ValidationFailed) as info:
+            await runtime.compose(
+                "rt_bdev", "huge", "810.0", {"bdev_type": "file", "capacity": capacity}
+            )
+        assert info.value.status == 400
+        assert list(info.value.errors) == ["capacity"]
+        assert "free space" in info.value.errors["capacity"]
+    with pytest.raises(ValidationFailed, match="at most 1P"):
+        await runtime.compose("rt_bdev", "huge", "810.0", {"bdev_type": "noop", "capacity": "2P"})
+    assert runtime.pools.by_name("huge") is None
+    assert not (runtime.settings.data_dir / "bdev-810.0.img").exists()
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "field"),
+    [(OSError(errno.EFBIG, "File too large"), 400, "capacity"),
+     (OSError(errno.EACCES, "Permission denied"), 400, None),
+     (OverflowError("cannot fit 'int' into an index-sized integer"), 400, "capacity")],
+)  # fmt: skip
+async def test_a_store_that_cannot_be_made_is_a_clear_refusal(
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    error: Exception,
+    status: int,
+    field: str | None,
+) -> None:
+    def fail(*args: object) -> None:
+        raise error
+
+    monkeypatch.setattr("cluster.modules.rt_bdev.open_store", fail)
+    with pytest.raises(ApiError) as info:
+        await runtime.compose("rt_bdev", "d", "810.0", {"bdev_type": "file", "capacity": "1M"})
+    assert info.value.status == status
+    if field is not None:
+        assert isinstance(info.value, ValidationFailed)
+        assert list(info.value.errors) == [field]
+    assert runtime.pools.by_name("d") is None
+
+
+async def test_a_failing_device_io_is_a_conflict_not_a_crash(runtime: Runtime) -> None:
+    dev = await make(runtime, "f", "file", "64K")
+
+    class Broken:
+        capacity = 65536
+
+        def read(self, offset: int, size: int) -> bytes:
+            raise OSError(errno.EIO, "Input/output error")
+
+        def write(self, offset: int, data: bytes) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    dev.store = Broken()
+    with pytest.raises(Conflict, match="No space left on device"):
+        await dev.write(0, b"x")
+    with pytest.raises(Conflict, match="Input/output error"):
+        await dev.read(0, 1)

@@ -5,33 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from storage_helpers import call_route, digest
+from storage_helpers import call_route, digest, make_array, member_ids
 
 from cluster.errors import Conflict, ValidationFailed
-from cluster.modules.rt_safe_bdev import SafeBdevContainer
 from cluster.runtime import Runtime
 from tests.support import wait_for_async
-
-
-async def make_array(
-    runtime: Runtime, data: int, parity: int, name: str = "arr"
-) -> SafeBdevContainer:
-    names = []
-    for i in range(data):
-        cfg = {"bdev_type": "ram", "capacity": "256K"}
-        await runtime.compose("rt_bdev", f"{name}_d{i}", runtime.suggest_pool_id("rt_bdev"), cfg)
-        names.append(f"{name}_d{i}")
-    params = {"pool_name": name, "pool_id": runtime.suggest_pool_id("rt_safe_bdev")}
-    params |= {"members": ",".join(names), "max_failures": str(parity)}
-    body = await call_route(runtime, "rt_safe_bdev", "POST", "create", params)
-    assert body["data_members"] == data
-    array = runtime.pools.by_name(name)
-    assert isinstance(array, SafeBdevContainer)
-    return array
-
-
-def member_ids(array: SafeBdevContainer, role: str) -> list[str]:
-    return [m["pool_id"] for m in array.stats()["members"] if m["role"] == role]
 
 
 @pytest.mark.parametrize(("data", "parity"), [(3, 1), (3, 2)])

@@ -10,7 +10,10 @@ Rules:
    this pool whose device I/O are subtasks of the targets' pools.
 3. Unregistering a target never loses data: its blobs move to the other targets first, or the
    request is refused (409) when they cannot hold them, and the target stays registered.
-4. One periodic task (``rescore``) refreshes target scores; after destroy it keeps retrying.
+4. One periodic task (``rescore``) refreshes target scores; after destroy it keeps retrying
+   for a bounded time, then goes (``cluster.runtime.workers``, rule 3).
+5. A destroyed core frees its blobs' extents on every target and destroys the devices it made
+   for its targets unless something else holds space there.
 """
 
 from .container import CteCoreContainer

@@ -3,25 +3,31 @@ move) and the monitor queries that reach them.
 
 A blob's bytes are written on a target's device through its ``BlockStore``; the core keeps
 where each blob lives (``BlobLoc``) by tag and name.
+
+A destroyed core (or one whose start fails) gives back what it took, after its operations in
+flight: its blobs' extents on every target, and the devices it made for its targets once
+nothing else holds space on them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from collections.abc import Mapping
 from typing import Any
 
 from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.ids import PoolId
-from cluster.runtime import Container
+from cluster.runtime import Container, parse_period
 from cluster.storage import BlobLoc, BlockStore, NoSpace, Target, plan_moves, score
 
 from ..members import MEMBER_BASE, find_block_store
-from ..rt_bdev import bdev_config_errors
+from ..rt_bdev import BdevContainer, bdev_config_errors
 
 __all__ = ["CteCoreContainer"]
 
+log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 
 
@@ -32,6 +38,7 @@ class CteCoreContainer(Container):
         super().__post_init__()
         self.targets: dict[str, Target] = {}
         self.tags: dict[str, dict[str, BlobLoc]] = {}
+        self._created: list[Container] = []  # target devices made for this core
 
     async def start(self) -> None:
         for spec in self.config.get("targets") or []:
@@ -39,9 +46,26 @@ class CteCoreContainer(Container):
             if "attach_pool_name" in params:
                 found = self.runtime.pools.by_name(params.pop("attach_pool_name"))
                 params["attach_pool_id"] = str(found.info.pool_id) if found else "0.0"
-            await self.register_target(params)
-        period = float(self.config.get("rescore_period_s", 1.0))
+            try:
+                await self.register_target(params)
+            except ValidationFailed as exc:
+                what = "; ".join(f"{k}: {v}" for k, v in exc.errors.items())
+                name = params.get("name")
+                raise ValidationFailed({"targets": f"target '{name}': {what}"}) from None
+        period = parse_period(self.config.get("rescore_period_s", 1.0))
         self.runtime.workers.add_periodic(self.info.pool_id, "rescore", period, self._rescore)
+
+    async def close(self) -> None:
+        await super().close()
+        await self.wait_idle()
+        for loc in [loc for names in self.tags.values() for loc in names.values()]:
+            try:
+                await self._release(loc)
+            except Exception as exc:  # a target gone or broken keeps its space
+                log.info("core %s: could not free %s: %s", self.info.pool_name, loc, exc)
+        self.tags.clear()
+        for device in list(self._created):
+            await self._drop_created(device.info.pool_id)
 
     # -- targets ----------------------------------------------------------------------------
 
@@ -99,7 +123,10 @@ class CteCoreContainer(Container):
 
     async def register_target(self, params: Mapping[str, str]) -> JSON:
         """Register ``name`` on an attached pool or a fresh device; all bad fields at once."""
-        self.ensure_open()
+        with self.operation():
+            return await self._register_target(params)
+
+    async def _register_target(self, params: Mapping[str, str]) -> JSON:
         errors: dict[str, str] = {}
         name = params.get("name", "").strip()
         attach = params.get("attach_pool_id", "").strip()
@@ -118,7 +145,7 @@ class CteCoreContainer(Container):
                 "bdev_type": params.get("bdev_type", "") or "ram",
                 "capacity": params.get("capacity", ""),
             }
-            errors.update(bdev_config_errors(config))
+            errors.update(bdev_config_errors(config, self.runtime.settings.data_dir))
         if errors:
             raise ValidationFailed(errors)
         if pool_id is None:
@@ -129,13 +156,17 @@ class CteCoreContainer(Container):
                 config,
             )
             pool_id = PoolId.parse(body["pool_id"])
+            self._created.append(self.runtime.pools.get(pool_id))
         self.targets[name] = Target(name, pool_id, attached=bool(attach))
         self.targets[name].score = self._score(self.targets[name])
         return {"ok": True, "name": name, "bdev_pool_id": str(pool_id), "attached": bool(attach)}
 
     async def unregister_target(self, name: str) -> JSON:
         """Move the target's blobs to the others, then drop it (and its own device)."""
-        self.ensure_open()
+        with self.operation():
+            return await self._unregister_target(name)
+
+    async def _unregister_target(self, name: str) -> JSON:
         if not name:
             raise BadRequest("missing name")
         target = self.targets.get(name)
@@ -175,16 +206,23 @@ class CteCoreContainer(Container):
                 f"{exc.message}"
             ) from None
         del self.targets[name]
-        if not target.attached and self.runtime.pools.find(target.pool_id) is not None:
-            await self.runtime.destroy(str(target.pool_id))
+        await self._drop_created(target.pool_id)
         return {"ok": True, "name": name}
+
+    async def _drop_created(self, pool_id: PoolId) -> None:
+        """Destroy the device made for a target, unless something else holds space on it."""
+        for device in [d for d in self._created if d.info.pool_id == pool_id]:
+            self._created.remove(device)
+            still_ours = self.runtime.pools.find(pool_id) is device
+            if still_ours and isinstance(device, BdevContainer) and device.unused:
+                await self.runtime.destroy(str(pool_id))
 
     # -- blobs ------------------------------------------------------------------------------
 
     async def _run(self, method: str, size: int, fn: Any) -> Any:
         async def task() -> Any:
-            self.ensure_open()
-            return await fn()
+            with self.operation():
+                return await fn()
 
         return await self.runtime.workers.run(self.info.pool_id, method, size / 1024, task)
 

@@ -7,13 +7,41 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.runtime import FormSpec, Module, ModuleRoute, RouteCall, pool_id_field, pool_name_field
+from cluster.runtime import (
+    FormSpec,
+    Module,
+    ModuleRoute,
+    RouteCall,
+    parse_period,
+    pool_id_field,
+    pool_name_field,
+)
 
 from .container import CteCoreContainer
 
-__all__ = ["CteCoreModule"]
+__all__ = ["MAX_TARGETS", "CteCoreModule"]
 
 JSON = dict[str, Any]
+MAX_TARGETS = 32  # targets of one core's compose entry
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
+def _targets_ok(targets: Any) -> bool:
+    """A list of at most ``MAX_TARGETS`` mappings with a name, every value text or a number."""
+    return (
+        isinstance(targets, list)
+        and len(targets) <= MAX_TARGETS
+        and all(
+            isinstance(t, Mapping)
+            and _scalar(t.get("name"))
+            and str(t.get("name")).strip()
+            and all(isinstance(k, str) and _scalar(v) for k, v in t.items())
+            for t in targets
+        )
+    )
 
 
 class CteCoreModule(Module):
@@ -31,17 +59,18 @@ class CteCoreModule(Module):
         )
 
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
-        targets = config.get("targets") or []
-        if not isinstance(targets, list) or not all(
-            isinstance(t, Mapping) and t.get("name") for t in targets
-        ):
-            return {"targets": "must be a list of mappings, each with a name"}
+        errors: dict[str, str] = {}
+        targets = config.get("targets")
+        if targets is not None and not _targets_ok(targets):
+            errors["targets"] = (
+                f"must be a list of at most {MAX_TARGETS} mappings, each with a name, whose "
+                "values are text or numbers"
+            )
         try:
-            if float(config.get("rescore_period_s", 1.0)) <= 0:
-                raise ValueError
-        except (TypeError, ValueError):
-            return {"rescore_period_s": "must be a number of seconds > 0"}
-        return {}
+            parse_period(config.get("rescore_period_s", 1.0))
+        except ValueError as exc:
+            errors["rescore_period_s"] = str(exc)
+        return errors
 
     def action_routes(self) -> list[ModuleRoute]:
         return [

@@ -13,9 +13,13 @@ Rules:
    ``max_failures`` parity members are created next to them (``<pool>_p<j>``, ids from 900)
    unless ``parity_members`` names existing ones.
 3. Two periodic tasks per array: ``recover`` (runs a pending rebuild) and ``scrub`` (checks a
-   few written slots, repairs parity of dirty ones). After destroy they keep retrying.
+   few written slots, repairs parity of dirty ones). After destroy they keep retrying for a
+   bounded time, then go (``cluster.runtime.workers``, rule 3).
 4. An action that would leave more members out of service than the parity level is refused
-   (409); nothing is changed by a refused or invalid request.
+   (409); nothing is changed by a refused or invalid request. Member changes run one at a
+   time per array; one sent while another runs is refused (409).
+5. A destroyed array frees its regions on its members and destroys the devices it made
+   (``<pool>_p<j>``, members made from a capacity) unless something else holds space there.
 """
 
 from .container import SafeBdevContainer

@@ -2,14 +2,21 @@
 its periodic ``recover`` and ``scrub`` tasks, ``verify`` and its ``stats``.
 
 Member changes on a running array are in ``member_ops``; the container's methods of the same
-names hand over to it.
+names hand over to it, one at a time (``member_change``: a second one is refused, 409).
+
+What an array takes it gives back when it is destroyed (or its start fails): its regions on
+the member devices (``claim`` / ``release``) and the devices it created itself (its ``_p<j>``
+parity members, members made from a name and a capacity), once nothing else is allocated on
+them. It waits for its operations in flight first, so no late write lands in a freed region.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -17,10 +24,12 @@ import trio
 
 from cluster.errors import BadRequest, Conflict, NotFound
 from cluster.ids import PoolId
+from cluster.runtime import parse_period
 from cluster.storage import (
     Allocator,
     ArrayMember,
     BlockStore,
+    Extent,
     IoMeter,
     MemberState,
     NoSpace,
@@ -35,6 +44,7 @@ from . import member_ops
 
 __all__ = ["DEFAULT_CHUNK", "SafeBdevContainer"]
 
+log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 DEFAULT_CHUNK = 4096
 
@@ -50,6 +60,9 @@ class SafeBdevContainer(ExtentDevice):
         self.array: StripeArray | None = None
         self.allocator = Allocator(0, self.chunk)
         self._scrub_cursor = 0
+        self._claims: dict[PoolId, list[Extent]] = {}  # regions held on member devices
+        self._created: list[BdevContainer] = []  # devices made for this array
+        self._member_change: str | None = None  # the member change in progress
 
     # -- composition ------------------------------------------------------------------------
 
@@ -62,6 +75,8 @@ class SafeBdevContainer(ExtentDevice):
         for j in range(len(parity), self.max_failures):
             parity.append(await self._create_member(f"{self.info.pool_name}_p{j}", data[0], slots))
         members = [await self.claim(b, slots) for b in data + parity]
+        recover_s = parse_period(self.config.get("recover_period_s", 0.2))
+        scrub_s = parse_period(self.config.get("scrub_period_s", 2.0))
         self.array = StripeArray(
             self.info.pool_name,
             self.chunk,
@@ -73,12 +88,14 @@ class SafeBdevContainer(ExtentDevice):
         )
         self.allocator = Allocator(self.array.capacity, self.chunk)
         workers, pid = self.runtime.workers, self.info.pool_id
-        workers.add_periodic(
-            pid, "recover", float(self.config.get("recover_period_s", 0.2)), self._recover_tick
-        )
-        workers.add_periodic(
-            pid, "scrub", float(self.config.get("scrub_period_s", 2.0)), self._scrub_tick
-        )
+        workers.add_periodic(pid, "recover", recover_s, self._recover_tick)
+        workers.add_periodic(pid, "scrub", scrub_s, self._scrub_tick)
+
+    async def close(self) -> None:
+        await super().close()
+        await self.wait_idle()
+        for pool_id in [*self._claims, *(b.info.pool_id for b in self._created)]:
+            await self.give_back(pool_id)
 
     def _bdev(self, name: str) -> BdevContainer:
         found = self.runtime.pools.by_name(name, "rt_bdev")
@@ -94,20 +111,70 @@ class SafeBdevContainer(ExtentDevice):
     async def resolve_member(self, req: MemberRequest, needed: int) -> BdevContainer:
         """The device ``req`` names or creates, with ``needed`` free bytes for this array."""
         member_of = partial(member_ops.member_of, self.runtime)
-        return await resolve_member(self.runtime, req, needed, member_of)
+        bdev, created = await resolve_member(self.runtime, req, needed, member_of)
+        if created:
+            self._created.append(bdev)
+        return bdev
 
     async def claim(self, bdev: BdevContainer, slots: int) -> ArrayMember:
         """Allocate the array's region on ``bdev``: the member record of that device."""
         extent = await bdev.allocate(slots * self.chunk)
+        self._claims.setdefault(bdev.info.pool_id, []).append(extent)
         return ArrayMember(bdev.info.pool_name, bdev.info.pool_id, extent.offset)
+
+    async def release(self, pool_id: PoolId) -> None:
+        """Free the regions this array holds on device ``pool_id`` (a device that is gone or
+        broken keeps them: its space is its own)."""
+        store = find_block_store(self.runtime, pool_id)
+        for extent in list(self._claims.get(pool_id, ())):
+            try:
+                if store is not None:
+                    await store.free(extent)
+            except Exception as exc:
+                log.info(
+                    "array %s: could not free %s on %s: %s",
+                    self.info.pool_name,
+                    extent,
+                    pool_id,
+                    exc,
+                )
+            self._claims[pool_id].remove(extent)
+        self._claims.pop(pool_id, None)
+
+    async def give_back(self, pool_id: PoolId) -> None:
+        """Free this array's regions on device ``pool_id``; destroy the device too when it was
+        made for this array and nothing else holds space on it."""
+        await self.release(pool_id)
+        for bdev in [b for b in self._created if b.info.pool_id == pool_id]:
+            if bdev.closed or self.runtime.pools.find(pool_id) is not bdev:
+                self._created.remove(bdev)
+            elif bdev.unused and member_ops.member_of(self.runtime, pool_id) is None:
+                self._created.remove(bdev)
+                await self.runtime.destroy(str(pool_id))
+
+    @contextmanager
+    def member_change(self, what: str) -> Iterator[StripeArray]:
+        """Run one member change at a time: a second one meanwhile is refused (409)."""
+        array = self.require_array()
+        if self._member_change is not None:
+            raise Conflict(
+                f"array {self.info.pool_name} is busy: {self._member_change} is in progress; "
+                "send this request again when it has finished"
+            )
+        self._member_change = what
+        try:
+            with self.operation():
+                yield array
+        finally:
+            self._member_change = None
 
     def _open_member(self, pool_id: PoolId) -> BlockStore | None:
         return find_block_store(self.runtime, pool_id)
 
     async def _run_op(self, method: str, size_kib: float, fn: Callable[[], Awaitable[Any]]) -> Any:
         async def task() -> Any:
-            self.ensure_open()
-            return await fn()
+            with self.operation():
+                return await fn()
 
         return await self.runtime.workers.run(self.info.pool_id, method, size_kib, task)
 
@@ -167,15 +234,17 @@ class SafeBdevContainer(ExtentDevice):
 
     async def _recover_tick(self) -> None:
         array = self.require_array()
-        if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
-            await array.recover()
+        with self.operation():
+            if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
+                await array.recover()
 
     async def _scrub_tick(self) -> None:
         array = self.require_array()
         slots = sorted(array.written)[self._scrub_cursor : self._scrub_cursor + 8]
         self._scrub_cursor = self._scrub_cursor + 8 if len(slots) == 8 else 0
-        for slot in slots:
-            await array.check_slot(slot, repair=True)
+        with self.operation():
+            for slot in slots:
+                await array.check_slot(slot, repair=True)
 
     async def wait_recovered(self, poll_s: float = 0.01) -> None:
         """Return once no member is recovering (tests and benchmarks; polls the roster)."""

@@ -2,10 +2,14 @@
 replace a failed one and let the ``recover`` task rebuild onto it.
 
 Rules:
-1. Every field is checked before anything changes; a refused request changes nothing.
-2. A change that would leave more members out of service than the parity level is refused
-   (409, ``Conflict``).
-3. A replaced member's region is freed on its old device when that device still answers; a
+1. One member change at a time per array (``SafeBdevContainer.member_change``): a request
+   that arrives while another runs is refused (409) and changes nothing.
+2. Every field is checked before anything changes; a refused request changes nothing.
+3. A change that would leave more members out of service than the parity level is refused
+   (409, ``Conflict``). The check is made again after the new device is made and claimed (a
+   member may have failed meanwhile), right before the roster changes, with no checkpoint in
+   between; a change refused then gives back the region and the device it made.
+4. A replaced member's region is freed on its old device when that device still answers; a
    broken device keeps its space.
 """
 
@@ -17,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.ids import PoolId
 from cluster.runtime import ModuleContext
-from cluster.storage import ArrayMember, Extent, MemberState, StripeArray
+from cluster.storage import ArrayMember, MemberState, StripeArray
 
-from ..members import MemberRequest, find_block_store
+from ..members import MemberRequest
 
 if TYPE_CHECKING:
     from .container import SafeBdevContainer
@@ -59,78 +63,96 @@ def _check_tolerance(array: StripeArray, extra_out: int, what: str) -> None:
         )
 
 
+async def _new_member(c: SafeBdevContainer, req: MemberRequest, slots: int) -> ArrayMember:
+    """Make or find the device ``req`` names and claim the array's region on it."""
+    bdev = await c.resolve_member(req, slots * c.chunk)
+    try:
+        return await c.claim(bdev, slots)
+    except Exception:
+        await c.give_back(bdev.info.pool_id)
+        raise
+
+
 async def add_member(c: SafeBdevContainer, req: MemberRequest, as_parity: bool) -> JSON:
     """A parity member raises the parity level and recovers; a data member widens an empty
     array."""
-    array = c.require_array()
-    bdev = await c.resolve_member(req, array.slots * c.chunk)
-    member = await c.claim(bdev, array.slots)
-    if as_parity:
-        array.add_parity(member)
-        c.max_failures = max(c.max_failures, array.m)
-    else:
+    with c.member_change(f"add_member {req.member_name}") as array:
+        if not as_parity and array.written:
+            raise Conflict(f"array {array.name} holds data; a data member can only join it empty")
+        member = await _new_member(c, req, array.slots)
         try:
-            array.add_data(member)
-        except Conflict:
-            await bdev.free(Extent(member.base, array.slots * c.chunk))
+            array = c.require_array()
+            if as_parity:
+                array.add_parity(member)
+                c.max_failures = max(c.max_failures, array.m)
+            else:
+                array.add_data(member)
+                c.allocator.grow(array.capacity)
+        except Exception:
+            await c.give_back(member.pool_id)
             raise
-        c.allocator.grow(array.capacity)
     return {
         "ok": True,
-        "member_name": bdev.info.pool_name,
-        "member_pool_id": str(bdev.info.pool_id),
+        "member_name": member.pool_name,
+        "member_pool_id": str(member.pool_id),
         "as_parity": as_parity,
     }
 
 
 async def remove_member(c: SafeBdevContainer, member_pool_id: str, was_faulty: bool) -> JSON:
     """Mark a member ``faulty`` (``was_faulty``) or ``removed``."""
-    array = c.require_array()
-    try:
-        position = _position(array, member_pool_id)
-    except BadRequest as exc:
-        if isinstance(exc, NotFound):
-            raise
-        raise BadRequest(f"bad member_pool_id '{member_pool_id}': {exc.message}") from None
-    active = array.member(position).state == MemberState.ACTIVE
-    _check_tolerance(array, int(active), f"removing {array.member(position).pool_name}")
-    array.set_state(position, MemberState.FAULTY if was_faulty else MemberState.REMOVED)
+    with c.member_change(f"remove_member {member_pool_id}") as array:
+        try:
+            position = _position(array, member_pool_id)
+        except BadRequest as exc:
+            if isinstance(exc, NotFound):
+                raise
+            raise BadRequest(f"bad member_pool_id '{member_pool_id}': {exc.message}") from None
+        active = array.member(position).state == MemberState.ACTIVE
+        _check_tolerance(array, int(active), f"removing {array.member(position).pool_name}")
+        array.set_state(position, MemberState.FAULTY if was_faulty else MemberState.REMOVED)
     return {"ok": True, "member_pool_id": member_pool_id}
+
+
+def _failed_position(array: StripeArray, failed_pool_id: str) -> int:
+    try:
+        return _position(array, failed_pool_id)
+    except NotFound as exc:
+        raise ValidationFailed({"failed_pool_id": exc.message}) from None
+    except BadRequest as exc:
+        raise ValidationFailed({"failed_pool_id": f"unparseable: {exc.message}"}) from None
+
+
+def _check_replace(array: StripeArray, position: int, old: ArrayMember) -> None:
+    """Refuse when ``old`` left its position or replacing it would go below the parity."""
+    current = array.member(position)
+    if current.pool_id != old.pool_id:
+        raise Conflict(f"member {old.pool_name} of array {array.name} was replaced meanwhile")
+    active = int(current.state == MemberState.ACTIVE)
+    _check_tolerance(array, active, f"replacing {old.pool_name}")
 
 
 async def replace_member(c: SafeBdevContainer, failed_pool_id: str, req: MemberRequest) -> JSON:
     """Put a fresh device in the failed member's position; it recovers from the others."""
-    array = c.require_array()
-    errors: dict[str, str] = {}
-    position = None
-    try:
-        position = _position(array, failed_pool_id)
-    except NotFound as exc:
-        errors["failed_pool_id"] = exc.message
-    except BadRequest as exc:
-        errors["failed_pool_id"] = f"unparseable: {exc.message}"
-    if position is None:
-        raise ValidationFailed(errors)
-    old = array.member(position)
-    _check_tolerance(array, int(old.state == MemberState.ACTIVE), f"replacing {old.pool_name}")
-    bdev = await c.resolve_member(req, array.slots * c.chunk)
-    member = await c.claim(bdev, array.slots)
-    array.set_member(
-        position,
-        ArrayMember(member.pool_name, member.pool_id, member.base, MemberState.RECOVERING),
-    )
-    array.recovery.generation += 1
-    gone = find_block_store(c.runtime, old.pool_id)
-    if gone is not None:
-        try:
-            await gone.free(Extent(old.base, array.slots * c.chunk))
-        except Exception as exc:  # the old device may be broken: its space is its own
-            log.info(
-                "array %s: could not free %s on %s: %s", array.name, old.base, old.pool_name, exc
-            )
+    with c.member_change(f"replace_member of {failed_pool_id}") as array:
+        position = _failed_position(array, failed_pool_id)
+        old = array.member(position)
+        _check_replace(array, position, old)
+        member = await _new_member(c, req, array.slots)
+        try:  # validate again, then change the roster: no checkpoint in between
+            array = c.require_array()
+            _check_replace(array, position, old)
+        except Exception:
+            await c.give_back(member.pool_id)
+            raise
+        array.set_member(position, ArrayMember(
+            member.pool_name, member.pool_id, member.base, MemberState.RECOVERING
+        ))  # fmt: skip
+        array.recovery.generation += 1
+        await c.release(old.pool_id)
     return {
         "ok": True,
         "failed_pool_id": failed_pool_id,
-        "member_name": bdev.info.pool_name,
-        "member_pool_id": str(bdev.info.pool_id),
+        "member_name": member.pool_name,
+        "member_pool_id": str(member.pool_id),
     }

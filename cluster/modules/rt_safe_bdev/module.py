@@ -1,6 +1,11 @@
 """The rt_safe_bdev module: its create form, the validation of a compose entry (every bad
 field at once) and the member routes ``{pool}/add_member``, ``replace_member`` and
 ``remove_member``.
+
+Every module parameter is checked strictly, whatever JSON or YAML type it arrives as:
+``max_failures`` a whole number from 0 to 64 (not a bool, not a float), ``chunk_size`` a power
+of two from 512 bytes to 1M, ``members`` and ``parity_members`` a comma-separated string or a
+list of names, the periods ``parse_period``'s range (10 ms to 1 h).
 """
 
 from __future__ import annotations
@@ -8,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cluster.parse import int_value
 from cluster.runtime import (
     FormField,
     FormSpec,
     Module,
     ModuleRoute,
     RouteCall,
+    parse_period,
     pool_id_field,
     pool_name_field,
 )
@@ -29,12 +36,34 @@ __all__ = ["SafeBdevModule"]
 JSON = dict[str, Any]
 
 
+MAX_FAILURES = 64
+MIN_CHUNK, MAX_CHUNK = 512, 1 << 20  # bytes
+
+
 def _int_field(raw: Any, low: int, high: int) -> int | None:
     try:
-        value = int(str(raw).strip())
+        return int_value(raw.strip() if isinstance(raw, str) else raw, low=low, high=high)
     except ValueError:
         return None
-    return value if low <= value <= high else None
+
+
+def _names(config: Mapping[str, Any], key: str, errors: dict[str, str]) -> list[str]:
+    try:
+        return member_names(config.get(key))
+    except ValueError as exc:
+        errors[key] = str(exc)
+        return []
+
+
+def _chunk(config: Mapping[str, Any], errors: dict[str, str]) -> int:
+    try:
+        chunk = parse_size(config.get("chunk_size", DEFAULT_CHUNK))
+    except ValueError:
+        chunk = 0
+    if chunk < MIN_CHUNK or chunk > MAX_CHUNK or chunk & (chunk - 1):
+        errors["chunk_size"] = "must be a power of two from 512 bytes to 1M"
+        return DEFAULT_CHUNK
+    return chunk
 
 
 class SafeBdevModule(Module):
@@ -91,23 +120,21 @@ class SafeBdevModule(Module):
 
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
         errors: dict[str, str] = {}
-        max_failures = _int_field(config.get("max_failures", 1), 0, 64)
+        max_failures = _int_field(config.get("max_failures", 1), 0, MAX_FAILURES)
         if max_failures is None:
-            errors["max_failures"] = "must be a whole number from 0 to 64"
-        try:
-            chunk = parse_size(config.get("chunk_size", DEFAULT_CHUNK))
-        except ValueError as exc:
-            errors["chunk_size"] = str(exc)
-            chunk = DEFAULT_CHUNK
-        if chunk < 512 or chunk > 1 << 20 or chunk & (chunk - 1):
-            errors["chunk_size"] = "must be a power of two from 512 bytes to 1M"
-        names = member_names(config.get("members"))
-        parity = member_names(config.get("parity_members"))
-        if msgs := self._member_errors(names, chunk):
+            errors["max_failures"] = f"must be a whole number from 0 to {MAX_FAILURES}"
+        chunk = _chunk(config, errors)
+        names = _names(config, "members", errors)
+        parity = _names(config, "parity_members", errors)
+        if "members" in errors:
+            pass
+        elif msgs := self._member_errors(names, chunk):
             errors["members"] = "; ".join(msgs)
         elif not names:
             errors["members"] = "at least one existing bdev pool name is required"
-        if msgs := self._member_errors(parity, chunk):
+        if "parity_members" in errors:
+            pass
+        elif msgs := self._member_errors(parity, chunk):
             errors["parity_members"] = "; ".join(msgs)
         elif set(parity) & set(names):
             errors["parity_members"] = "a pool cannot be a data and a parity member"
@@ -115,10 +142,9 @@ class SafeBdevModule(Module):
             errors["parity_members"] = f"more parity members than max_failures ({max_failures})"
         for key in ("recover_period_s", "scrub_period_s"):
             try:
-                if float(config.get(key, 1.0)) <= 0:
-                    raise ValueError
-            except (TypeError, ValueError):
-                errors[key] = "must be a number of seconds > 0"
+                parse_period(config.get(key, 1.0))
+            except ValueError as exc:
+                errors[key] = str(exc)
         if not errors and max_failures is not None and len(names) <= max_failures:
             errors["max_failures"] = "needs more data members than tolerated failures"
         return errors

@@ -1,0 +1,130 @@
+"""Scenario files from outside: bounded YAML, and any text or mapping is a Scenario or one
+ScenarioError (never another exception, never a hang)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scenarios import Scenario, ScenarioError, load_scenario, parse_scenario
+from tests.cluster.test_safeyaml import ALIAS_BOMB
+
+BASE = "nodes: 3\nsteps:\n  - {at: 1, kill: 2, name: k}\nexpect:\n  - {never_dead: [0, 1]}\n"
+
+
+def test_an_alias_bomb_in_the_description_is_refused() -> None:
+    # Before, the description was expanded by str(): 100 % CPU and gigabytes under --sim.
+    text = ALIAS_BOMB.replace("i: &i", "description: &i") + BASE
+    for sim in (False, True):
+        with pytest.raises(ScenarioError, match=r"bomb\.yaml: not valid YAML: line 1, column 4"):
+            parse_scenario(text, "bomb.yaml", sim=sim)
+
+
+def test_a_description_that_is_not_text_is_refused() -> None:
+    with pytest.raises(ScenarioError, match="description: expected text"):
+        parse_scenario(BASE + "description: [1, 2]\n", "s.yaml")
+
+
+def test_a_date_where_a_number_belongs_is_a_scenario_error() -> None:
+    text = BASE.replace("at: 1,", "at: 2024-01-01,")
+    with pytest.raises(ScenarioError, match="expected a number, got '2024-01-01'"):
+        parse_scenario(text, "s.yaml")
+
+
+def test_deep_nesting_and_huge_numbers_are_scenario_errors() -> None:
+    with pytest.raises(ScenarioError, match="nested deeper"):
+        parse_scenario("description: " + "[" * 50_000, "s.yaml")
+    with pytest.raises(ScenarioError, match="not a valid int"):
+        parse_scenario(BASE.replace("at: 1,", "at: " + "1" * 5000 + ","), "s.yaml")
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        (("never_dead: [0, 1]", 'never_dead: ["\u00b2-3"]'), "bad range"),  # int("²") raised
+        (("never_dead: [0, 1]", 'never_dead: ["0-' + "9" * 5000 + '"]'), "bad range"),
+        (("at: 1,", "at: 1" + "0" * 400 + ","), "expected a number"),  # isfinite raised
+    ],
+)
+def test_odd_ids_and_numbers_are_scenario_errors(change: tuple[str, str], needle: str) -> None:
+    with pytest.raises(ScenarioError, match=needle):
+        parse_scenario(BASE.replace(*change), "s.yaml")
+
+
+def test_a_scenario_file_over_1_mib_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(BASE + "#" * (1 << 20))
+    with pytest.raises(ScenarioError, match="larger than 1048576 bytes"):
+        load_scenario(path)
+
+
+def test_load_scenario_takes_the_parse_options(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + "sim: {nodes: 40}\n")
+    assert load_scenario(path, sim=True).nodes == 40
+    assert load_scenario(path, nodes=5).nodes == 5
+
+
+KEYS = ["nodes", "seed", "duration", "steps", "expect", "name", "description", "sim", "x"]
+STEP_KEYS = ["at", "kill", "pause", "for", "add", "partition", "loss", "http", "name", "heal"]
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.integers(min_value=10**300, max_value=10**400),
+    st.floats(),
+    st.sampled_from(["all", "rest", "leader", "0-2", "2-1", "\u00b2-3", "k", "start", "/api/x"]),
+    st.text(max_size=6),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from([*STEP_KEYS, "node", "percent", "ms", "path"]), inner)
+    ),
+    max_leaves=12,
+)
+STEP = st.dictionaries(st.sampled_from(STEP_KEYS), VALUES, max_size=4)
+EXPECT = st.dictionaries(
+    st.sampled_from(["dead", "never_dead", "alive", "converged", "within", "after", "seen_by"]),
+    st.one_of(VALUES, st.lists(SCALARS, max_size=3)),
+    max_size=4,
+)
+SCENARIO = st.fixed_dictionaries(
+    {"nodes": st.one_of(st.integers(0, 6), SCALARS)},
+    optional={
+        "steps": st.one_of(st.lists(STEP, max_size=4), VALUES),
+        "expect": st.one_of(st.lists(EXPECT, max_size=3), VALUES),
+        **{k: VALUES for k in KEYS if k not in ("nodes", "steps", "expect")},
+    },
+)
+
+
+def _parse(text: str, sim: bool) -> Scenario | str:
+    try:
+        return parse_scenario(text, "gen.yaml", sim=sim)
+    except ScenarioError as exc:
+        return str(exc)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(SCENARIO, VALUES), st.booleans())
+def test_any_mapping_is_a_scenario_or_one_scenario_error(data: object, sim: bool) -> None:
+    result = _parse(yaml.safe_dump(data), sim)
+    if isinstance(result, str):
+        assert result.startswith("gen.yaml: ")
+        assert "\n" not in result
+    else:
+        assert result.duration > 0
+        assert 1 <= result.nodes <= 1000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="nodes:steps-at[]{}&*!|>'\"#\n 0.9,", max_size=60), st.booleans())
+def test_any_text_is_a_scenario_or_one_scenario_error(text: str, sim: bool) -> None:
+    result = _parse(text, sim)
+    assert isinstance(result, Scenario | str)
