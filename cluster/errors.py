@@ -6,6 +6,7 @@
     ├── Forbidden (403)         refused on purpose (the admin pool, a cross-site request)
     ├── NotFound (404)          no such pool, route or asset
     ├── Conflict (409)          the action cannot be done in the current state
+    │   └── PoolGone            the pool was destroyed under a running task or request
     └── PeerUnavailable (503)   the runtime or a peer did not answer in time
         └── PeerUnreachable     the transport to a peer failed (refused, reset, bad reply)
 
@@ -80,8 +81,13 @@ class PeerUnreachable(PeerUnavailable):
     connection, reset it, or answered something that is not a reply."""
 
 
-class PoolGone(Exception):
-    """Raised by a task whose pool was destroyed (not an API error: periodic tasks retry)."""
+class PoolGone(Conflict):
+    """Raised by a task whose pool was destroyed under it (periodic tasks retry on it; a
+    request that meets it is answered 409)."""
+
+    def __init__(self, pool: str) -> None:
+        super().__init__(f"pool {pool} was destroyed")
+        self.pool = pool
 
 
 class SettingsError(Exception):

@@ -1,26 +1,35 @@
 """Admission: the spec's HTTP thread pool, as a bound on requests handled at once.
 
 Rules:
-1. At most ``max_threads`` requests are inside the app at a time (a ``trio.Semaphore`` around each
-   ASGI call, held until the response is sent); more wait their turn.
-2. Requests that forward to a peer (``/api/nodes/<peer>/...``, and a pool monitor with a
+1. A request is admitted only once its whole body has arrived (``dashboard.intake``: size and
+   read-time limits, 413/408), so a slow client never holds a slot.
+2. At most ``max_threads`` requests are inside the app at a time (a ``trio.Semaphore`` around
+   each ASGI call, held until the response is sent); more wait their turn.
+3. Requests that forward to a peer (``/api/nodes/<peer>/...``, and a pool monitor with a
    non-local routing) first take a slot of a smaller forward limiter, so forwards can hold at
    most ``max_threads - reserve`` slots: however many forwards to a dead or paused peer are in
-   flight (each bounded by the 5 s forward timeout), node-local routes such as ``/api/health``
-   keep ``reserve`` slots and keep answering.
-3. Classifying a request looks at its path only; it never reads the body.
+   flight, node-local routes such as ``/api/health`` keep ``reserve`` slots and keep answering.
+4. A forward's bound (5 s, the runtime's ``forward_timeout``) counts from its arrival: a
+   forward that finds the slots free runs under the runtime's own bound; one that must queue
+   for a slot gets what is left of the bound for queueing and asking together, and answers
+   503 when that runs out before its answer is ready. No forward waits past the bound.
+5. Classifying a request looks at its path and query string only, parsed as the handler
+   parses them (``dashboard.params.parse_pairs``; the ASGI path is percent-decoded).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import trio
 
 from cluster.errors import BadRequest
-from cluster.runtime import is_local, routing_forwards
+from cluster.runtime import FORWARD_TIMEOUT, is_local, routing_forwards
 
+from .errors import send_error
+from .intake import Intake, Refusal, replay
 from .params import parse_pairs
 
 __all__ = ["Admission", "is_forward"]
@@ -48,9 +57,19 @@ def is_forward(path: str, query: bytes, own_id: int) -> bool:
 
 
 class Admission:
-    """ASGI middleware applying the rules above to ``app``."""
+    """ASGI middleware applying the rules above to ``app``.
 
-    def __init__(self, app: Asgi, max_threads: int, own_id: Callable[[], int]) -> None:
+    ``own_id()`` is the node's id; ``forward_bound()`` the forward timeout in seconds.
+    """
+
+    def __init__(
+        self,
+        app: Asgi,
+        max_threads: int,
+        own_id: Callable[[], int],
+        forward_bound: Callable[[], float] = lambda: FORWARD_TIMEOUT,
+        intake: Intake | None = None,
+    ) -> None:
         self.app = app
         self.max_threads = max(1, max_threads)
         reserve = max(1, self.max_threads // 4) if self.max_threads > 1 else 0
@@ -58,18 +77,78 @@ class Admission:
         self.requests = trio.Semaphore(self.max_threads, max_value=self.max_threads)
         self.forward_slots = max(1, self.max_threads - reserve)
         self.forwards = trio.Semaphore(self.forward_slots, max_value=self.forward_slots)
+        self.intake = intake or Intake()
         self._own_id = own_id
+        self._forward_bound = forward_bound
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if is_forward(scope.get("path", ""), scope.get("query_string", b""), self._own_id()):
+        body = await self.intake.receive_body(scope, receive)
+        if isinstance(body, Refusal):
+            await send_error(send, body.status, body.message)
+            return
+        if body is None:
+            return  # the client went away before its body arrived
+        try:
+            receive = replay(body, receive)
+            if is_forward(scope.get("path", ""), scope.get("query_string", b""), self._own_id()):
+                await self._forward(scope, receive, send)
+            else:
+                async with self.requests:
+                    await self.app(scope, receive, send)
+        finally:
+            self.intake.release(len(body))
+
+    def _take_slots_nowait(self) -> bool:
+        try:
+            self.forwards.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        try:
+            self.requests.acquire_nowait()
+        except trio.WouldBlock:
+            self.forwards.release()
+            return False
+        return True
+
+    async def _forward(self, scope: Scope, receive: Any, send: Any) -> None:
+        """Rules 3 and 4."""
+        bound, arrived = self._forward_bound(), trio.current_time()
+        if self._take_slots_nowait():  # nothing queued: the runtime's own bound applies
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.requests.release()
+                self.forwards.release()
+            return
+        answering = False
+        admitted = math.inf
+
+        with trio.CancelScope(deadline=arrived + bound) as bounded:
+
+            async def send_in_time(message: Any) -> None:
+                nonlocal answering
+                if message["type"] == "http.response.start":
+                    await trio.lowlevel.checkpoint_if_cancelled()  # past the bound: no answer
+                    bounded.deadline = math.inf  # the answer is ready; sending it is no wait
+                    answering = True
+                await send(message)
+
             async with self.forwards, self.requests:
-                await self.app(scope, receive, send)
-        else:
-            async with self.requests:
-                await self.app(scope, receive, send)
+                admitted = trio.current_time()
+                await self.app(scope, receive, send_in_time)
+        if bounded.cancelled_caught and not answering:
+            await send_error(send, 503, self._late(bound, admitted - arrived))
+
+    def _late(self, bound: float, queued: float) -> str:
+        if math.isinf(queued):
+            return (
+                f"forward not started within {bound:g}s: all {self.forward_slots} forward "
+                "slots stayed busy (slow or paused peers)"
+            )
+        return f"forward timed out after {bound:g}s ({queued:.1f}s of it queued for a slot)"
 
     def statistics(self) -> dict[str, int]:
         return {

@@ -5,14 +5,17 @@ Rules:
    ``/api/mod/<mod_name>/`` routes), and the retired-route stubs. Order of matching: registered
    routes, then assets (``/viz/<mod>/...``), then ``/``, else the JSON 404.
 2. Before any handler: the Host, cross-site and body-size rules of ``dashboard.safety``.
-3. Around every request: admission (``max_threads`` slots, ``dashboard.admission``).
+3. Around every request: admission (its whole body first, within size and time limits, then
+   one of ``max_threads`` slots; ``dashboard.admission``).
 4. After every request (``ResponseTap``): counted in ``/metrics``; security headers; never a
-   CORS header.
+   CORS header; an exception escaping the app before it answered is still a JSON answer
+   (``dashboard.errors.escaped_answer``).
 5. Every body is JSON (``dashboard.jsonio``) except pages and ``/metrics``.
 """
 
 from __future__ import annotations
 
+import encodings.idna  # noqa: F401  werkzeug's Host codec: loaded now, not under EMFILE
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -21,13 +24,14 @@ from quart import request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from cluster.runtime import RuntimeView
+from cluster.runtime import FORWARD_TIMEOUT, RuntimeView
 from cluster.settings import VizSettings
 
 from .admin import ADMIN, admin_blueprint
 from .admission import Admission
 from .assets import mounts
-from .errors import MAX_BODY, install_error_handlers
+from .errors import MAX_BODY, escaped_answer, install_error_handlers, send_error
+from .intake import BODY_TIMEOUT
 from .jsonio import JsonProvider
 from .metrics import DashboardMetrics
 from .modules import module_blueprint
@@ -48,9 +52,9 @@ _SECURITY_HEADERS = (
 
 
 class ResponseTap:
-    """ASGI middleware for rule 4: counts each answer by route and status, and adds the
-    security headers. At the ASGI layer, because werkzeug header objects cost more per request
-    than the rest of a small JSON answer."""
+    """ASGI middleware for rule 4: counts each answer by route and status, adds the security
+    headers, answers what escaped the app. At the ASGI layer, because werkzeug header objects
+    cost more per request than the rest of a small JSON answer."""
 
     def __init__(self, app: Any, metrics: DashboardMetrics) -> None:
         self.app = app
@@ -60,18 +64,22 @@ class ResponseTap:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500
+        status, started = 500, False
 
         async def tapped(message: Any) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started = message["status"], True
                 message = {**message, "headers": [*message.get("headers", ()),
                                                   *_SECURITY_HEADERS]}  # fmt: skip
             await send(message)
 
         try:
             await self.app(scope, receive, tapped)
+        except Exception as exc:
+            if started:
+                raise
+            await send_error(tapped, *escaped_answer(exc, scope["method"], scope["path"]))
         finally:
             self.metrics.count(scope.get(ROUTE_KEY), scope.get("method", ""), status)
 
@@ -98,13 +106,19 @@ def create_app(runtime: RuntimeView, viz_settings: VizSettings) -> QuartTrio:
     app.json = JsonProvider(app)
     app.config.update(
         MAX_CONTENT_LENGTH=MAX_BODY,
-        BODY_TIMEOUT=10,  # seconds a client may take to send a body while holding a slot
+        BODY_TIMEOUT=BODY_TIMEOUT,  # the body is complete before admission; a second guard
         PROVIDE_AUTOMATIC_OPTIONS=True,
     )
     app.url_map.strict_slashes = False  # a trailing slash is ignored
     app.url_map.merge_slashes = False  # "//" is not redirected; assets refuse it instead
 
-    admission = Admission(app.asgi_app, viz_settings.max_threads, lambda: runtime.node_id)
+    admission = Admission(
+        app.asgi_app,
+        viz_settings.max_threads,
+        lambda: runtime.node_id,
+        # the runtime's bound on a forward (tests shorten it on the runtime)
+        lambda: float(getattr(runtime, "forward_timeout", FORWARD_TIMEOUT)),
+    )
     metrics = DashboardMetrics(runtime, admission.statistics)
     app.asgi_app = ResponseTap(admission, metrics)  # type: ignore[method-assign,assignment]
     policy = SitePolicy.for_bind(viz_settings.bind, viz_settings.port, viz_settings.allowed_hosts)
@@ -122,8 +136,8 @@ def create_app(runtime: RuntimeView, viz_settings: VizSettings) -> QuartTrio:
             length = request.content_length
             if length is not None and length > MAX_BODY:
                 raise RequestEntityTooLarge()
-            # Read (at most MAX_BODY bytes of) the body now, so a body without a length that
-            # is too long is a 413 whether or not the handler reads it.
+            # The body arrived whole before admission (dashboard.intake); reading it here
+            # keeps the 413 for an app called without the intake (a second guard).
             await request.get_data(cache=True, as_text=False, parse_form_data=False)
 
     app.register_blueprint(admin_blueprint(runtime, metrics))

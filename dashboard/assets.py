@@ -5,9 +5,12 @@ Rules (the reference's):
    ``rt_run refresh`` is seen) and ``/viz/common/`` to the shared js/css folder.
 2. An empty path or a folder gives its ``index.html``.
 3. ``..``, NUL, a backslash, ``:`` or a leading ``/`` in the rest of the path is refused with
-   404; so is anything whose real path leaves the folder (a symlink pointing out).
+   404; so is anything whose real path leaves the folder (a symlink pointing out), a path of
+   more than ``MAX_ASSET_PATH`` characters, and any path the file system refuses (a name too
+   long, a symlink loop, no permission, a file gone while read).
 4. ``Cache-Control: no-cache``; the MIME type comes from the extension, case-insensitively.
 5. GET and HEAD only; ``/`` is the Cluster page, ``viz/rt_admin/index.html``.
+6. Out of file descriptors or memory, an asset answers 503 (``dashboard.errors``), never 500.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from quart import Response, request
 
 from cluster.errors import NotFound
 from cluster.runtime import RuntimeView, find_assets
+
+from .errors import RESOURCE_ERRNOS
 
 __all__ = ["COMMON", "asset_response", "mounts"]
 
@@ -41,6 +46,7 @@ _TYPES = {
     ".woff2": "font/woff2",
 }
 _REFUSED = ("..", "\x00", "\\", ":")
+MAX_ASSET_PATH = 1024  # characters after /viz/<mod>/
 
 
 def mime_type(name: str) -> str:
@@ -62,15 +68,20 @@ def mounts(runtime: RuntimeView) -> dict[str, str]:
 
 
 def _resolve(folder: str, rest: str) -> Path | None:
-    if rest.startswith("/") or any(bad in rest for bad in _REFUSED):
+    if len(rest) > MAX_ASSET_PATH or rest.startswith("/") or any(b in rest for b in _REFUSED):
         return None
-    root = Path(folder).resolve()
-    target = (root / rest).resolve() if rest else root
-    if not target.is_relative_to(root):
+    try:
+        root = Path(folder).resolve()
+        target = (root / rest).resolve() if rest else root
+        if not target.is_relative_to(root):
+            return None
+        if target.is_dir():
+            target = target / "index.html"
+        return target if target.is_file() else None
+    except (OSError, ValueError) as exc:  # ENAMETOOLONG, ELOOP, EACCES, a surrogate ...
+        if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS:
+            raise
         return None
-    if target.is_dir():
-        target = target / "index.html"
-    return target if target.is_file() else None
 
 
 async def asset_response(runtime: RuntimeView, mod_name: str, rest: str) -> Response:
@@ -79,7 +90,12 @@ async def asset_response(runtime: RuntimeView, mod_name: str, rest: str) -> Resp
     target = _resolve(folder, rest) if folder is not None else None
     if target is None:
         raise NotFound(f"no route or asset for {request.path}")
-    data = await trio.Path(target).read_bytes()
+    try:
+        data = await trio.Path(target).read_bytes()
+    except OSError as exc:
+        if exc.errno in RESOURCE_ERRNOS:
+            raise  # 503: dashboard.errors
+        raise NotFound(f"no route or asset for {request.path}") from None
     response = Response(data, status=200, content_type=mime_type(target.name))
     response.headers["Cache-Control"] = "no-cache"
     return response

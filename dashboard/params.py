@@ -4,7 +4,8 @@ Rules (the reference's):
 1. ``application/x-www-form-urlencoded`` bodies of at most ``MAX_BODY`` bytes are parsed into
    the same map as the query string; on a collision the query string wins.
 2. ``+`` is a space; a key without ``=`` has the empty value; the first of repeated keys wins.
-3. A body that is not UTF-8 or not urlencoded is a 400, not a 500.
+3. A body that is not UTF-8 or not urlencoded is a 400, not a 500; so is a query string or
+   body of more than ``MAX_FIELDS`` fields. ``BadRequest`` is the only error raised here.
 """
 
 from __future__ import annotations
@@ -18,16 +19,23 @@ from cluster.errors import BadRequest
 
 from .errors import MAX_BODY
 
-__all__ = ["FORM_TYPE", "parse_pairs", "request_params"]
+__all__ = ["FORM_TYPE", "MAX_FIELDS", "parse_pairs", "request_params"]
 
 FORM_TYPE = "application/x-www-form-urlencoded"
+MAX_FIELDS = 1000  # parameters in one query string or form body
 
 
 def parse_pairs(text: str, where: str) -> dict[str, str]:
     """``a=1&b+c=x+y&flag`` -> ``{"a": "1", "b c": "x y", "flag": ""}``; first key wins."""
     try:
-        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=False, errors="strict")
-    except (UnicodeDecodeError, ValueError) as exc:
+        pairs = parse_qsl(
+            text,
+            keep_blank_values=True,
+            strict_parsing=False,
+            errors="strict",
+            max_num_fields=MAX_FIELDS,
+        )
+    except ValueError as exc:  # not UTF-8 once percent-decoded, or too many fields
         raise BadRequest(f"malformed request: {where}: {exc}") from None
     out: dict[str, str] = {}
     for key, value in pairs:

@@ -41,7 +41,7 @@ WILDCARDS = ("", "0.0.0.0", "::")
 def split_host(value: str) -> tuple[str, int | None]:
     """``"[::1]:8080"`` -> ``("::1", 8080)``; ``"Example.org."`` -> ``("example.org", None)``.
 
-    Raises ValueError for a port that is not a number.
+    Raises ValueError (only) for a port that is not 1 to 5 ASCII digits or an unbalanced ``[``.
     """
     value = value.strip().lower()
     port: int | None = None
@@ -51,17 +51,21 @@ def split_host(value: str) -> tuple[str, int | None]:
             raise ValueError("unbalanced [")
         name, rest = value[1:end], value[end + 1 :]
         if rest:
-            if not rest.startswith(":") or not rest[1:].isdigit():
+            if not rest.startswith(":"):
                 raise ValueError("bad port")
-            port = int(rest[1:])
+            port = _port(rest[1:])
     elif value.count(":") == 1:
         name, _, raw = value.partition(":")
-        if not raw.isdigit():
-            raise ValueError("bad port")
-        port = int(raw)
+        port = _port(raw)
     else:
         name = value  # a bare name, or an unbracketed IPv6 literal
     return name.rstrip("."), port
+
+
+def _port(raw: str) -> int:
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 5):
+        raise ValueError("bad port")
+    return int(raw)
 
 
 def _is_ip(name: str) -> bool:

@@ -6,6 +6,14 @@ Rules:
    port whose number is known before the app is built.
 2. ``task_status.started((bind_host, bound_port))`` once hypercorn accepts connections.
 3. hypercorn logs through ``logging`` (logger ``dashboard.http``); no access log.
+4. Every connection is bounded in time and size before the app sees it: request headers must
+   arrive within ``KEEP_ALIVE`` seconds of the connection opening (or of the previous answer:
+   hypercorn's idle timer); a head still incomplete past ``MAX_HEADERS`` bytes is refused by
+   h11 (hypercorn answers 4xx without a body, and closes); a connection from which nothing
+   arrives for ``READ_TIMEOUT`` seconds is closed. ``dashboard.intake`` bounds complete
+   heads (414, 431) and bodies (413, 408) with ``{"error": ...}`` answers.
+5. Out of file descriptors, the accept loop (trio's ``serve_listeners``) logs and retries
+   every 0.1 s instead of failing; handlers answer 503 (``dashboard.errors``).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from cluster.runtime import RuntimeView
 from cluster.settings import VizSettings
 
 from .app import create_app
+from .intake import MAX_HEADERS
 
 __all__ = ["bind_socket", "hypercorn_config", "serve_dashboard"]
 
@@ -30,6 +39,8 @@ log = logging.getLogger(__name__)
 # hypercorn's own lines ("Running on ...") repeat the node's start line; keep its warnings.
 _HTTP_LOG = logging.getLogger("dashboard.http")
 _HTTP_LOG.setLevel(logging.WARNING)
+KEEP_ALIVE = 5.0  # seconds: idle connection, or headers of the next request still arriving
+READ_TIMEOUT = 60  # seconds without a byte from the client (longer than any request runs)
 
 
 def bind_socket(host: str, port: int, backlog: int = 128) -> socket.socket:
@@ -55,7 +66,9 @@ def hypercorn_config(sock: socket.socket, max_threads: int) -> Config:
     config.accesslog = None
     config.errorlog = _HTTP_LOG
     config.include_server_header = False
-    config.keep_alive_timeout = 5.0
+    config.keep_alive_timeout = KEEP_ALIVE
+    config.h11_max_incomplete_size = MAX_HEADERS
+    config.read_timeout = READ_TIMEOUT
     config.graceful_timeout = 1.0
     return config
 

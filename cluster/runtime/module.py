@@ -370,7 +370,7 @@ def _answering_pool_gone(route: ModuleRoute) -> ModuleRoute:
         try:
             return await handler(call)
         except PoolGone as exc:
-            raise Conflict(f"pool {exc} was destroyed while the request ran") from None
+            raise Conflict(f"pool {exc.pool} was destroyed while the request ran") from None
 
     return ModuleRoute(route.method, route.path, handle, route.doc)
 

@@ -51,7 +51,7 @@ class ThingModule(Module):
             "New thing pool",
             (
                 FormField("pool_name", "Name", required=True),
-                FormField("pool_id", "Id", default=self.runtime.suggest_pool_id(self.mod_name)),
+                FormField("pool_id", "Id", default=self.suggestion()),
                 FormField("size", "Size", default="1"),
             ),
         )
