@@ -32,12 +32,17 @@ __all__ = [
 ]
 
 
+MAX_MESSAGE = 1000  # characters of an error message
+
+
 class ApiError(Exception):
     """An error with an HTTP status and a message for the ``error`` field."""
 
     status = 500
 
     def __init__(self, message: str) -> None:
+        if len(message) > MAX_MESSAGE:  # never echo a huge input back in full
+            message = f"{message[:MAX_MESSAGE]}... ({len(message)} characters)"
         super().__init__(message)
         self.message = message
 
