@@ -89,8 +89,17 @@ class Allocator:
         return [(e.offset, e.size) for e in self._free]
 
     def load_free_runs(self, runs: Iterable[tuple[int, int]]) -> None:
-        """Replace the free list (the counterpart of ``free_runs``)."""
-        self._free = sorted(Extent(int(o), int(s)) for o, s in runs)
+        """Replace the free list (the counterpart of ``free_runs``). Runs that are not
+        aligned, lie outside ``[0, capacity)`` or overlap are a ValueError; nothing changes."""
+        loaded = sorted(Extent(int(o), int(s)) for o, s in runs)
+        end = 0
+        for run in loaded:
+            if run.size <= 0 or run.offset % self.unit or run.size % self.unit:
+                raise ValueError(f"free run {run} is empty or not aligned to {self.unit}")
+            if run.offset < end or run.end > self.capacity:
+                raise ValueError(f"free run {run} overlaps another or ends past {self.capacity}")
+            end = run.end
+        self._free = loaded
 
     def grow(self, capacity: int) -> None:
         """Extend the space to ``capacity`` bytes (the new tail is free)."""

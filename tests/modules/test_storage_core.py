@@ -82,3 +82,32 @@ def test_allocator_first_fit_coalesces_and_reports_no_space() -> None:
 def test_plan_moves_refuses_when_blobs_do_not_fit() -> None:
     assert plan_moves({"a": 5000, "b": 100}, {"t1": 8192, "t2": 4096}) == {"a": "t1", "b": "t2"}
     assert plan_moves({"a": 5000, "b": 5000}, {"t1": 8192, "t2": 4096}) is None
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        [(-4096, 8192)],  # before the start
+        [(0, 1 << 40)],  # past the end
+        [(0, 8192), (4096, 4096)],  # overlapping
+        [(100, 4096)],  # not aligned
+        [(0, 0)],  # empty
+    ],
+)
+def test_loading_a_free_list_that_does_not_fit_the_device_changes_nothing(
+    runs: list[tuple[int, int]],
+) -> None:
+    alloc = Allocator(64 * 1024)
+    alloc.allocate(4096)
+    before = alloc.free_runs()
+    with pytest.raises(ValueError):
+        alloc.load_free_runs(runs)
+    assert alloc.free_runs() == before
+
+
+def test_a_free_list_round_trips() -> None:
+    alloc = Allocator(64 * 1024)
+    alloc.allocate(8192)
+    copy = Allocator(64 * 1024)
+    copy.load_free_runs(alloc.free_runs())
+    assert copy.free_runs() == alloc.free_runs()
