@@ -9,6 +9,8 @@ Public surface (``import swim``; see docs/architecture.md and docs/membership.md
 - ``SimNetwork``: N machines on a deterministic simulated network in virtual time.
 - ``send_frame``, ``recv_frame``, ``FrameError``: TCP framing shared with the node RPC.
 - ``BadMessage``, ``decode_untrusted``: the one exception for untrusted UDP input.
+- ``Keyring``, ``load_keyring``, ``new_key_line``: shared keys that seal gossip (AES-GCM),
+  set by ``SwimConfig(keyring_file=...)``; docs/gossip-keys.md.
 
 Errors: ``BadMessage`` (untrusted UDP bytes), ``FrameError`` (untrusted TCP frames) and
 ``ValueError`` (bad settings) are the only exceptions raised on bad input.
@@ -18,6 +20,7 @@ from .config import SwimConfig
 from .driver import SwimHandle, open_swim
 from .faults import Faults
 from .framing import FrameError, recv_frame, send_frame
+from .keyring import Keyring, load_keyring, new_key_line
 from .machine import SwimMachine
 from .members import Member, MemberEvent, MemberState
 from .outputs import Datagram, Output, SwimStatistics, SyncRequest
@@ -29,6 +32,7 @@ __all__ = [
     "Datagram",
     "Faults",
     "FrameError",
+    "Keyring",
     "Member",
     "MemberEvent",
     "MemberState",
@@ -40,6 +44,8 @@ __all__ = [
     "SwimStatistics",
     "SyncRequest",
     "decode_untrusted",
+    "load_keyring",
+    "new_key_line",
     "open_swim",
     "recv_frame",
     "send_frame",

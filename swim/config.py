@@ -6,15 +6,20 @@ Rules:
 2. ``SwimConfig.from_mapping(d)`` builds a config from the node's ``swim:`` settings section and
    raises ``ValueError`` naming the key for an unknown key, a wrong type or a value out of range.
 3. The record is frozen: a running machine never sees its settings change.
+4. ``keyring_file`` is read once, when the record is built (``keyring.load_keyring``): a bad
+   file fails the settings with a ``ValueError`` naming the file and the line, and the loaded
+   ``keyring`` travels with the record (never compared, never shown).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from .keyring import Keyring, load_keyring
 
 __all__ = ["SwimConfig"]
 
@@ -43,6 +48,10 @@ class SwimConfig:
         tcp_timeout: deadline of one TCP join or push/pull exchange.
         max_frame_bytes: cap on one TCP frame (push/pull state) accepted from a peer.
         leave_propagate_time: how long ``leave()`` keeps gossiping the departure.
+        keyring_file: path of the shared keys that seal every UDP packet and TCP exchange
+            (AES-GCM; one base64 key per line, the first seals; docs/gossip-keys.md), or
+            None for plain gossip. Members with and without keys do not form a cluster.
+        keyring: the keys read from ``keyring_file`` (derived; not a setting).
     """
 
     probe_interval: float = 1.0
@@ -61,10 +70,21 @@ class SwimConfig:
     tcp_timeout: float = 5.0
     max_frame_bytes: int = 8 * 1024 * 1024
     leave_propagate_time: float = 0.5
+    keyring_file: str | None = None
+    keyring: Keyring | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _check(f.name, getattr(self, f.name), f.type)
+            if f.init:
+                _check(f.name, getattr(self, f.name), f.type)
+        path = self.keyring_file
+        if path is not None:
+            if isinstance(path, os.PathLike):
+                path = os.fspath(path)
+                object.__setattr__(self, "keyring_file", path)
+            if not isinstance(path, str) or not path:
+                raise ValueError(f"swim setting 'keyring_file' must be a path, not {path!r:.60}")
+            object.__setattr__(self, "keyring", load_keyring(path))
         if self.probe_timeout > self.probe_interval:
             raise ValueError("swim setting 'probe_timeout' must not exceed 'probe_interval'")
         if self.suspicion_mult < 1:
@@ -104,7 +124,7 @@ class SwimConfig:
         """Build from a settings mapping; ValueError names an unknown key or a bad value."""
         if not isinstance(d, Mapping):
             raise ValueError(f"swim settings must be a mapping, not {type(d).__name__}")
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls) if f.init}
         for key in d:
             if key not in known:
                 raise ValueError(
@@ -114,7 +134,7 @@ class SwimConfig:
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as a plain mapping (round-trips through ``from_mapping``)."""
-        return dataclasses.asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init}
 
 
 def _check(name: str, value: Any, kind: Any) -> None:

@@ -13,7 +13,12 @@ Rules:
    are counted and the loop goes on.
 3. ``handle.faults`` is applied to every packet sent and received, and to TCP push/pulls in
    both directions (blocked peers are refused, lossy peers lose exchanges).
-4. Time is ``trio.current_time()``, so a ``trio.testing.MockClock`` drives the member. The
+4. With a keyring (``config.keyring``) every TCP exchange is sealed both ways
+   (``exchange.seal``/``open_sealed``); a frame that does not open is refused and counted
+   (``auth``). UDP packets are sealed and opened by the machine.
+5. A packet the machine refused before decoding (``DROPPED``) costs no wake-up of the timer
+   loop: under a flood, shed packets stay cheap.
+6. Time is ``trio.current_time()``, so a ``trio.testing.MockClock`` drives the member. The
    event log's ``mono`` is that time moved onto ``time.monotonic()`` (system-wide on Linux) by
    the offset measured when the log is opened, so event logs of processes on one host line
    up; the log gets one JSON line per membership change.
@@ -40,9 +45,10 @@ from .config import SwimConfig
 from .exchange import Seed, parse_seed
 from .faults import Faults
 from .framing import FrameError, recv_frame, send_frame
+from .keyring import TCP_REPLY, TCP_REQUEST
 from .machine import SwimMachine
 from .members import Member, MemberEvent
-from .outputs import Output, SwimStatistics, SyncRequest
+from .outputs import DROPPED, Output, SwimStatistics, SyncRequest
 
 __all__ = ["SwimHandle", "open_swim"]
 
@@ -125,6 +131,11 @@ class SwimHandle:
             loop_lag_max=max(lags) if lags else 0.0,
         )
 
+    def counters(self) -> dict[str, int]:
+        """Headline counts: ``received``, ``dropped_rate``, ``dropped_auth``,
+        ``dropped_malformed``, ``refused_incarnation``, ``epochs`` (also in ``statistics()``)."""
+        return self.machine.counters.summary()
+
     async def leave(self) -> None:
         """Leave gracefully: gossip the departure for ``leave_propagate_time`` seconds."""
         self._process(self.machine.leave(trio.current_time()))
@@ -140,6 +151,15 @@ class SwimHandle:
 
     async def handle_tcp(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Answer one TCP request frame of kind ``"swim"`` (join, push/pull, induct)."""
+        keyring = self.config.keyring
+        try:
+            msg = exchange.open_sealed(keyring, msg, TCP_REQUEST, self.config.max_frame_bytes)
+        except wire.BadMessage as exc:
+            return self._refuse(exc.reason, "the request does not open with our keyring")
+        reply = await self._answer_tcp(msg)
+        return exchange.seal(keyring, reply, TCP_REPLY)
+
+    async def _answer_tcp(self, msg: dict[str, Any]) -> dict[str, Any]:
         op = msg.get("op")
         if op == "induct":
             return exchange.induct_reply(self.machine.next_free_id())
@@ -210,7 +230,8 @@ class SwimHandle:
             self.machine.counters.drop("send_queue_full")
 
     def _receive(self, data: bytes, src: tuple[str, int]) -> None:
-        self._process(self.machine.receive(data, src, trio.current_time()))
+        out = self.machine.receive(data, src, trio.current_time())
+        self._process(out, wake=out is not DROPPED)
 
     async def _pushpull(self, req: SyncRequest) -> None:
         """One push/pull exchange with ``req``'s member (at most one per address at a time)."""
@@ -218,12 +239,15 @@ class SwimHandle:
             if self.faults.verdict(req.dest, self._rng) is not None:
                 self.machine.counters.drop("tcp_faulted")
                 return
+            c = self.config
             local = self.machine.local_state()
             request = exchange.pushpull_request(self.node_id, local, join=req.join)
+            request = exchange.seal(c.keyring, request, TCP_REQUEST)
             reply: Any = None
-            with trio.move_on_after(self.config.tcp_timeout):
+            with trio.move_on_after(c.tcp_timeout):
                 await trio.sleep(self.faults.delay(req.dest))
-                reply = await _request(req.host, req.port, request, self.config.max_frame_bytes)
+                reply = await _request(req.host, req.port, request, c.max_frame_bytes)
+            reply = exchange.open_sealed(c.keyring, reply, TCP_REPLY, c.max_frame_bytes)
             peer, entries = exchange.read_pushpull_reply(reply)
         except wire.BadMessage as exc:
             self.machine.counters.drop(exc.reason)
@@ -244,11 +268,14 @@ class SwimHandle:
                 counters.drop(f"recv_error_{exc.errno}")
                 continue
             if len(data) >= cap:
+                counters.arrived += 1
                 counters.drop("oversize")
                 continue
             src = (str(addr[0]), int(addr[1]))
             delay = self._admit(self.machine.table.id_at(*src), "in")
-            if delay is not None:
+            if delay is None:
+                counters.arrived += 1  # dropped by fault injection before the machine saw it
+            else:
                 self._after(delay, self._receive, data, src)
 
     async def _send_loop(self) -> None:
@@ -295,18 +322,20 @@ async def _request(host: str, port: int, frame: dict[str, Any], max_bytes: int) 
 
 
 async def _resolve_node_id(
-    node_id: int | None, induct: bool, seeds: Sequence[tuple[str, int]], timeout: float
+    node_id: int | None, induct: bool, seeds: Sequence[tuple[str, int]], config: SwimConfig
 ) -> int:
     """``node_id``, or (with ``induct``) the next free id handed out by the first seed to answer."""
     if node_id is not None:
         return node_id
     if not induct:
         raise ValueError("node_id=None needs induct=True (and seeds to ask)")
+    request = exchange.seal(config.keyring, exchange.induct_request(), TCP_REQUEST)
     for host, port in seeds:
         reply: Any = None
-        with trio.move_on_after(timeout):
-            reply = await _request(host, port, exchange.induct_request(), 1 << 16)
+        with trio.move_on_after(config.tcp_timeout):
+            reply = await _request(host, port, request, 1 << 16)
         with suppress(wire.BadMessage):
+            reply = exchange.open_sealed(config.keyring, reply, TCP_REPLY, 1 << 16)
             return exchange.read_induct_reply(reply)
     raise ConnectionError(f"no seed of {list(seeds)} answered the induct request")
 
@@ -359,7 +388,7 @@ async def open_swim(
     rng = rng or random.Random()
     async with _open_udp(host, port) as sock:
         bound_port = int(sock.getsockname()[1])
-        node_id = await _resolve_node_id(node_id, induct, seed_addrs, config.tcp_timeout)
+        node_id = await _resolve_node_id(node_id, induct, seed_addrs, config)
         now = trio.current_time()
         machine = SwimMachine(config, node_id, host, bound_port, rng=rng, now=now, seeds=seed_addrs)
         async with _open_event_log(event_log) as events, trio.open_nursery() as nursery:

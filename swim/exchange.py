@@ -10,6 +10,9 @@ Rules:
 2. A frame from a peer is untrusted: reading it fails only with ``wire.BadMessage``, whose
    ``reason`` labels the drop counter.
 3. Seeds (``"host:port"`` strings or ``(host, port)`` pairs) are parsed here, once.
+4. With a keyring a frame travels sealed: ``{"k": "swim", "sealed": bytes}``, the bytes the
+   whole frame (msgpack) sealed under ``keyring.TCP_REQUEST`` or ``TCP_REPLY``. Without one,
+   frames are exactly as before. ``open_sealed`` fails only with ``BadMessage``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgpack
+
 from . import wire
+from .keyring import Keyring
 from .wire import BadMessage, StateEntry
 
 __all__ = [
@@ -25,11 +31,13 @@ __all__ = [
     "error_reply",
     "induct_reply",
     "induct_request",
+    "open_sealed",
     "parse_seed",
     "pushpull_reply",
     "pushpull_request",
     "read_induct_reply",
     "read_pushpull_reply",
+    "seal",
     "sender",
 ]
 
@@ -99,3 +107,34 @@ def read_pushpull_reply(reply: Any) -> tuple[int | None, list[StateEntry]]:
     if not isinstance(reply, dict) or reply.get("ok") is not True:
         raise BadMessage("pushpull_failed")
     return sender(reply), wire.decode_state_untrusted(reply.get("state"))
+
+
+def seal(keyring: Keyring | None, frame: dict[str, Any], label: bytes) -> dict[str, Any]:
+    """``frame`` sealed into the one field of a swim frame (unchanged without a keyring)."""
+    if keyring is None:
+        return frame
+    plain: bytes = msgpack.packb(frame, use_bin_type=True)
+    return {"k": "swim", "sealed": keyring.seal(plain, label)}
+
+
+def open_sealed(keyring: Keyring | None, frame: Any, label: bytes, max_bytes: int) -> Any:
+    """The frame inside a sealed one (unchanged without a keyring, or when None).
+
+    ``BadMessage("auth")`` if it is not sealed or no key opens it; ``BadMessage("malformed")``
+    if what it holds is not a msgpack map (of at most ``max_bytes``).
+    """
+    if keyring is None or frame is None:
+        return frame
+    sealed = frame.get("sealed") if isinstance(frame, dict) else None
+    if not isinstance(sealed, bytes):
+        raise BadMessage("auth", "the frame is not sealed")
+    if len(sealed) > max_bytes:
+        raise BadMessage("oversize", f"sealed frame of {len(sealed)} bytes")
+    plain = keyring.open_untrusted(sealed, label)
+    try:
+        obj = msgpack.unpackb(plain, raw=False, strict_map_key=True, max_ext_len=0)
+    except Exception as exc:  # msgpack raises many types; one door out
+        raise BadMessage("malformed", f"sealed frame: {type(exc).__name__}") from None
+    if not isinstance(obj, dict):
+        raise BadMessage("malformed", "a sealed frame holds a map")
+    return obj

@@ -7,8 +7,9 @@ to call ``tick`` again.
 Rules:
 1. No clocks, sockets or global randomness here: ``now`` (seconds, any monotonic origin) and a
    ``random.Random`` are passed in, so the simulated network replays a run exactly.
-2. Validate, then mutate: untrusted bytes are decoded by ``wire.decode_untrusted`` (one
-   ``BadMessage`` door, counted as a drop) before anything in the table changes.
+2. Validate, then mutate: untrusted bytes pass ``Intake`` (size, rate limits per source,
+   the keyring) and are decoded by ``wire.decode_untrusted`` (one ``BadMessage`` door,
+   counted as a drop) before anything in the table changes.
 3. Every change of a member's state or incarnation yields one ``MemberEvent``.
 4. Only a member raises its own incarnation, when it hears it is suspected or dead (refutation).
 5. Updates (alive, suspect, dead) in a packet are applied before the ping they ride on, so a
@@ -17,11 +18,13 @@ Rules:
    suspect directly; every (unscaled) period, each member also pings the member it has
    suspected the longest (with the suspicion attached; an ack makes it alive again, as in the
    reference);
-   an ack or relayed ping to a member we suspect carries the suspicion too (and see
-   ``membership`` rule 3). None of them adds traffic while nobody is suspected.
+   an ack or relayed ping to a member we suspect or hold dead carries that verdict too (and
+   see ``membership`` rules 3 and 6). None of them adds traffic while nobody is suspected.
 
 7. The gossip tick is rate-limited, not phase-locked: at most one gossip per GossipInterval,
    and a member quiet for a whole interval passes a fresh update on at once.
+8. Work done for others is bounded: at most ``MAX_RELAYS`` ping-reqs are relayed at a time
+   (each makes us probe a third member); more are dropped and counted (``relay_full``).
 
 Who owns what: ``MemberTable`` the rows and probe order, ``Membership`` the update rules,
 ``Outbox`` the packets and events, this module the probes and the timers.
@@ -36,11 +39,12 @@ from dataclasses import dataclass
 
 from . import wire
 from .config import SwimConfig
+from .intake import Intake
 from .lifeguard import Awareness
 from .members import Member, MemberState
-from .membership import Membership
+from .membership import MAX_INCARNATION, Membership
 from .outbox import Outbox
-from .outputs import Counters, Output
+from .outputs import DROPPED, Counters, Output
 from .table import Entry, MemberTable
 from .wire import Ack, Alive, Dead, Message, Nack, Ping, PingReq, StateEntry, Suspect
 
@@ -48,6 +52,7 @@ __all__ = ["SwimMachine"]
 
 _NEVER = math.inf
 _DIRECT_KINDS = frozenset({"ping", "ping_req", "ack", "nack"})
+MAX_RELAYS = 32  # ping-reqs relayed at once (rule 8)
 
 
 @dataclass(slots=True)
@@ -90,17 +95,20 @@ class SwimMachine:
         seeds: Sequence[tuple[str, int]] = (),
         incarnation: int = 0,
     ) -> None:
+        if not 0 <= incarnation <= MAX_INCARNATION:
+            raise ValueError(f"incarnation {incarnation} outside 0..{MAX_INCARNATION}")
         self.config = config
         self._rng = rng
-        self.boot = rng.getrandbits(62) if boot is None else boot
-        self.me = Entry(node_id, host, port, incarnation, MemberState.ALIVE, self.boot, now)
+        boot = self._new_boot() if boot is None else boot
+        self.me = Entry(node_id, host, port, incarnation, MemberState.ALIVE, boot, now)
         self.table = MemberTable(self.me, rng)
         self.seeds = tuple(s for s in seeds if s != (host, port))
         self.counters = Counters()
         self.awareness = Awareness(config.awareness_max)
+        self.intake = Intake(config, self.table, self.counters, config.keyring)
         self.outbox = Outbox(config, self.table, self.counters)
         self.membership = Membership(
-            config, self.table, self.outbox, self.awareness, self.counters, self.boot
+            config, self.table, self.outbox, self.awareness, self.counters, self._new_boot
         )
         self._seq = rng.getrandbits(20)
         self._probe: _Probe | None = None
@@ -116,13 +124,18 @@ class SwimMachine:
         self._next_rejoin = now + min(config.probe_interval, config.rejoin_interval)
         self._now = now
         # Announce ourselves, as memberlist does: our first pings carry our own alive.
-        self.outbox.broadcast(node_id, Alive(incarnation, node_id, host, port, self.boot))
+        self.outbox.broadcast(node_id, Alive(incarnation, node_id, host, port, boot))
 
     # ---- public surface -------------------------------------------------------------------
 
     @property
     def node_id(self) -> int:
         return self.me.node_id
+
+    @property
+    def boot(self) -> int:
+        """This instance's boot nonce (a new one per process start and per boot epoch)."""
+        return self.me.boot
 
     @property
     def address(self) -> tuple[str, int]:
@@ -220,13 +233,19 @@ class SwimMachine:
         return self.outbox.flush()
 
     def receive(self, data: bytes, addr: tuple[str, int], now: float) -> Output:
-        """Handle one UDP packet from ``addr``; malformed input is counted and dropped."""
+        """Handle one UDP packet from ``addr``; refused input is counted and dropped.
+
+        Returns ``DROPPED`` (nothing changed) for a packet refused before it was decoded.
+        """
         self._now = now
+        plain = self.intake.admit(data, addr, now)
+        if plain is None:
+            return DROPPED
         try:
-            msgs = wire.decode_untrusted(data, self.config.max_packet_bytes)
+            msgs = wire.decode_untrusted(plain, self.config.max_packet_bytes)
         except wire.BadMessage as exc:
             self.counters.drop(exc.reason)
-            return self.outbox.flush()
+            return DROPPED
         kind = wire.type_name(msgs[0])
         self.counters.received(kind if kind in _DIRECT_KINDS else "gossip", len(data))
         # Rule 5: updates first, then the exchange they rode on.
@@ -302,7 +321,7 @@ class SwimMachine:
     def _ping(self, target: Entry, seq: int, kind: str) -> None:
         # Lifeguard buddy system: a suspect's probe carries the suspicion, so it refutes now.
         parts = [wire.encode_part(Ping(seq, target.node_id, *self._me_addr()))]
-        parts += self.membership.suspicion_of(target.node_id)
+        parts += self.membership.accusation_of(target.node_id)
         self.outbox.send_parts((target.host, target.port), target.node_id, kind, parts)
 
     def _probe_indirect(self, p: _Probe) -> None:
@@ -338,14 +357,17 @@ class SwimMachine:
             if m.target != me:
                 self.counters.drop("misdirected")
                 return
-            parts = [wire.encode_part(Ack(m.seq, me)), *self.membership.suspicion_of(m.src)]
+            parts = [wire.encode_part(Ack(m.seq, me)), *self.membership.accusation_of(m.src)]
             self.outbox.send_parts((m.src_host, m.src_port), m.src, "ack", parts)
         elif isinstance(m, PingReq):
+            if len(self._relays) >= MAX_RELAYS:
+                self.counters.drop("relay_full")
+                return
             seq = self._next_seq()
             deadline = self._now + self.config.probe_timeout
             self._relays[seq] = _Relay((m.src_host, m.src_port), m.src, m.seq, deadline, m.nack)
             parts = [wire.encode_part(Ping(seq, m.target, *self._me_addr()))]
-            parts += self.membership.suspicion_of(m.target)
+            parts += self.membership.accusation_of(m.target)
             self.outbox.send_parts((m.target_host, m.target_port), m.target, "relay_ping", parts)
         elif isinstance(m, Ack):
             self._on_ack(m)
@@ -385,6 +407,9 @@ class SwimMachine:
 
     def _me_addr(self) -> tuple[int, str, int]:
         return self.me.node_id, self.me.host, self.me.port
+
+    def _new_boot(self) -> int:
+        return self._rng.getrandbits(62)
 
     def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFFFFFF

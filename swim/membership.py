@@ -13,11 +13,31 @@ Rules:
    accusation or a conflicting alive from another boot of itself. A stale accusation is
    answered directly to its author with our newer ``alive``, and a refutation is also sent
    straight to the accuser: neither waits for gossip to reach them.
+
+No single message can make a live member unrefutable (issue 12). Incarnations live in
+0..``MAX_INCARNATION`` (the codec's range), and:
+
+4. Bounded jumps. An update about a known member other than us whose incarnation is more than
+   ``MAX_JUMP`` above the one we hold is refused and counted (``refused_incarnation``): one
+   message moves what we believe by at most ``MAX_JUMP``, never to the top of the range. The
+   one exception is a restart: an ``alive`` with another boot than the one we hold, for a
+   member we hold suspected, dead or left, is a new instance of it and comes back at whatever
+   incarnation it carries (it knows nothing of its predecessor's).
+5. Refutation is always possible. Accused at incarnation ``i`` at or above ours, we refute at
+   ``i + 1`` when that is within ``MAX_JUMP`` of ours (so every member that held our last
+   incarnation accepts it under rule 4) and within the range. Otherwise, and when a stale
+   accusation comes from more than ``MAX_JUMP`` below (its author could not accept our
+   alive), we start a new boot epoch: a fresh boot nonce at our incarnation + 1 (0 from the
+   top of the range). Members that believed the accusation hold us suspected or dead, so they
+   take the new boot as a restart (rule 4); the others take our incarnation + 1 by plain
+   precedence. Copies of the claim a new boot answered get that boot, not another one.
+6. Like a suspicion (``machine`` rule 6), a packet to a member we hold dead or left carries
+   that verdict, so a live member we wrongly hold down hears it the first time it talks to us.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from . import wire
 from .config import SwimConfig
@@ -28,7 +48,10 @@ from .outputs import Counters
 from .table import Entry, MemberTable
 from .wire import Alive, Dead, StateEntry, Suspect
 
-__all__ = ["Membership"]
+__all__ = ["MAX_INCARNATION", "MAX_JUMP", "Membership"]
+
+MAX_INCARNATION = (1 << 63) - 1  # the codec's range (wire: u63)
+MAX_JUMP = 1 << 20  # a million refutations between two views: never by honest gossip
 
 _ALIVE, _SUSPECTED, _DEAD, _LEFT = (
     MemberState.ALIVE,
@@ -48,7 +71,7 @@ class Membership:
         outbox: Outbox,
         awareness: Awareness,
         counters: Counters,
-        boot: int,
+        new_boot: Callable[[], int],
     ) -> None:
         self.config = config
         self.table = table
@@ -56,7 +79,8 @@ class Membership:
         self.out = outbox
         self.awareness = awareness
         self.counters = counters
-        self.boot = boot
+        self._new_boot = new_boot
+        self._epoch_for = -1  # the incarnation of the claim our last new boot answered
         self.left = False
         self.suspects: set[int] = set()  # ids with a running suspicion
 
@@ -115,12 +139,23 @@ class Membership:
                 t = min(t, e.suspicion.deadline())
         return t
 
-    def suspicion_of(self, node_id: int) -> list[bytes]:
-        """The suspicion we hold about ``node_id``, encoded to hand to it (empty if none)."""
+    def accusation_of(self, node_id: int) -> list[bytes]:
+        """What we hold against ``node_id`` (suspected, dead, left), encoded to hand to it.
+
+        Empty if we hold it up and unsuspected. Rule 6 and ``machine`` rule 6.
+        """
         e = self.table.get(node_id)
-        if e is None or e.state is not _SUSPECTED:
+        if e is None or e is self.me:
             return []
-        return [wire.encode_part(Suspect(e.incarnation, node_id, self.me.node_id))]
+        if e.state is _SUSPECTED:
+            m: Suspect | Dead = Suspect(e.incarnation, node_id, self.me.node_id)
+        elif e.state is _DEAD:
+            m = Dead(e.incarnation, node_id, self.me.node_id)
+        elif e.state is _LEFT:
+            m = Dead(e.incarnation, node_id, node_id)
+        else:
+            return []
+        return [wire.encode_part(m)]
 
     def longest_suspected(self, exclude: int) -> Entry | None:
         best: tuple[float, int] | None = None
@@ -158,19 +193,47 @@ class Membership:
         if isinstance(m, Alive):
             # A claim from another boot of us (a predecessor's ghost) at our incarnation or
             # beyond must be outbid; our own alive coming back is not news.
-            if m.incarnation < inc or (m.boot == self.boot and m.incarnation <= inc):
+            if m.incarnation < inc or (m.boot == me.boot and m.incarnation <= inc):
                 return
         elif m.incarnation < inc:
-            self._answer(m.src, Alive(inc, me.node_id, me.host, me.port, self.boot))
+            if inc - m.incarnation <= MAX_JUMP:
+                self._answer(m.src, Alive(inc, me.node_id, me.host, me.port, me.boot))
+            else:  # rule 5: its author could not accept our alive; a new boot it can
+                self._refute(m, now, epoch=True)
             return
-        me.incarnation = max(inc, m.incarnation) + 1
+        target = m.incarnation + 1
+        self._refute(m, now, epoch=target - inc > MAX_JUMP or target > MAX_INCARNATION)
+
+    def _refute(self, m: Alive | Suspect | Dead, now: float, *, epoch: bool) -> None:
+        """Rule 5: outbid ``m`` at its incarnation + 1, or start a new boot epoch."""
+        me = self.me
+        if epoch and m.incarnation == self._epoch_for:
+            # A copy of the claim our last new boot answered: its holders take that boot as
+            # a restart already, so answer the accuser; a new boot per copy would only churn.
+            if not isinstance(m, Alive):
+                self._answer(m.src, Alive(me.incarnation, me.node_id, me.host, me.port, me.boot))
+            return
+        if epoch:
+            self._epoch_for = m.incarnation
+            me.boot = self._new_boot()
+            me.incarnation = me.incarnation + 1 if me.incarnation < MAX_INCARNATION else 0
+            self.counters.epochs += 1
+        else:
+            me.incarnation = m.incarnation + 1
         self.awareness.apply(1)
         self.counters.refutations += 1
         self.out.event(now, me, _ALIVE, "refute")
-        alive = Alive(me.incarnation, me.node_id, me.host, me.port, self.boot)
+        alive = Alive(me.incarnation, me.node_id, me.host, me.port, me.boot)
         self.out.broadcast(me.node_id, alive)
         if isinstance(m, Suspect | Dead):
             self._answer(m.src, alive)
+
+    def _within_reach(self, e: Entry, incarnation: int) -> bool:
+        """Rule 4: is ``incarnation`` at most ``MAX_JUMP`` above what we hold? Counted if not."""
+        if incarnation - e.incarnation > MAX_JUMP:
+            self.counters.drop("refused_incarnation")
+            return False
+        return True
 
     def _answer(self, node_id: int, alive: Alive) -> None:
         e = self.table.get(node_id)
@@ -185,14 +248,18 @@ class Membership:
             self.out.event(now, e, None, "join" if cause == "gossip" else cause)
             self.out.broadcast(m.node, m)
             return
-        # A different boot nonce for a member held down is a new instance of it (a restart):
-        # it comes back at whatever incarnation it starts with, so precedence does not apply.
-        restarted = e.state.is_down and m.boot != e.boot
+        # Rule 4: a different boot for a member held suspected or down is a new instance of it
+        # (a restart): it comes back at whatever incarnation it starts with.
+        restarted = m.boot != e.boot and (e.state is _SUSPECTED or e.state.is_down)
         if not restarted and not overrides(_ALIVE, m.incarnation, e.state, e.incarnation):
             return
+        if not restarted and not self._within_reach(e, m.incarnation):
+            return
         old = e.state
-        if old.is_down:
-            cause = "restart" if m.boot != e.boot else "rejoin"
+        if restarted:
+            cause = "restart"
+        elif old.is_down:
+            cause = "rejoin"
         elif old is not _ALIVE or cause == "gossip":
             cause = "refute"
         if (m.host, m.port) != (e.host, e.port):
@@ -213,6 +280,8 @@ class Membership:
             return
         if not overrides(_SUSPECTED, m.incarnation, e.state, e.incarnation):
             return
+        if not self._within_reach(e, m.incarnation):
+            return
         c = self.config
         n = self.table.up_count
         lo, hi = suspicion_bounds(
@@ -231,6 +300,8 @@ class Membership:
     def _dead(self, m: Dead, cause: str, now: float) -> None:
         e = self.table.get(m.node)
         if e is None or not overrides(_DEAD, m.incarnation, e.state, e.incarnation):
+            return
+        if not self._within_reach(e, m.incarnation):
             return
         new = _LEFT if m.src == m.node else _DEAD
         if new is _LEFT and cause == "gossip":

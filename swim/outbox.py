@@ -5,10 +5,13 @@ Rules:
    (least-sent first), so gossip rides on probes for free.
 2. The outbox only collects; ``flush()`` hands the lot to the caller as one ``Output``.
 3. Counters of sent packets are kept here, at the one place packets are made.
+4. With a keyring every datagram is sealed here (``keyring.UDP``), and the packet budget is
+   ``max_packet_bytes`` less the seal's overhead, so a sealed packet still fits the cap.
 """
 
 from __future__ import annotations
 
+from . import keyring as _keyring
 from . import wire
 from .broadcast import BroadcastQueue, retransmit_limit
 from .config import SwimConfig
@@ -30,6 +33,8 @@ class Outbox:
         self.table = table
         self.counters = counters
         self.queue = BroadcastQueue()
+        self._keyring = config.keyring
+        self._cap = config.max_packet_bytes - (0 if self._keyring is None else _keyring.OVERHEAD)
         self._dgrams: list[Datagram] = []
         self._syncs: list[SyncRequest] = []
         self._events: list[MemberEvent] = []
@@ -50,7 +55,7 @@ class Outbox:
     ) -> None:
         """Send ``parts`` with as many queued updates piggybacked as the packet cap allows."""
         used = sum(len(p) + 5 for p in parts) + wire.compound_overhead(0)
-        room = self.config.max_packet_bytes - used
+        room = self._cap - used
         if room > 0:
             parts = parts + self.queue.take(room, self.limit(), skip=frozenset(parts))
         self._emit(addr, dest, kind, parts[: wire.MAX_PARTS])
@@ -60,7 +65,7 @@ class Outbox:
         if not len(self.queue):
             return
         c = self.config
-        budget = c.max_packet_bytes - wire.compound_overhead(0)
+        budget = self._cap - wire.compound_overhead(0)
         for t in self.table.gossip_targets(c.gossip_nodes, now, c.gossip_to_the_dead_time):
             parts = self.queue.take(budget, self.limit())
             if not parts:
@@ -86,6 +91,8 @@ class Outbox:
 
     def _emit(self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[bytes]) -> None:
         data = wire.encode_compound(parts)
+        if self._keyring is not None:
+            data = self._keyring.seal(data, _keyring.UDP)
         self.counters.sent(kind, len(data))
         self._dgrams.append(Datagram(addr, data, dest, kind))
 

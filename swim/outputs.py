@@ -4,6 +4,9 @@ Rules:
 1. ``Output`` is the whole answer of one machine call: datagrams to send, TCP state exchanges
    to start, membership events to record. The driver (or the simulated network) carries it out.
 2. ``Counters`` is mutable and owned by one machine; ``SwimStatistics`` is its frozen snapshot.
+3. Drops are counted by reason; the reasons fall into a few classes that the statistics sum up:
+   shed load (``RATE_REASONS``), failed authentication (``auth``), undecodable input
+   (``MALFORMED_REASONS``) and refused incarnation jumps (``refused_incarnation``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,21 @@ from typing import Any
 
 from .members import MemberEvent
 
-__all__ = ["Counters", "Datagram", "Output", "SwimStatistics", "SyncRequest"]
+__all__ = [
+    "DROPPED",
+    "MALFORMED_REASONS",
+    "RATE_REASONS",
+    "Counters",
+    "Datagram",
+    "Output",
+    "SwimStatistics",
+    "SyncRequest",
+]
+
+RATE_REASONS = frozenset({"rate_member", "rate_source", "rate_strangers", "relay_full"})
+MALFORMED_REASONS = frozenset(
+    {"oversize", "truncated", "version", "malformed", "unknown_type", "bad_field"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +63,10 @@ class Output:
     events: tuple[MemberEvent, ...] = ()
 
 
+DROPPED = Output()
+"""The answer to a packet refused before it was decoded: nothing changed, nothing to do."""
+
+
 @dataclass(slots=True)
 class Counters:
     """Running totals of one machine (and its driver's drops)."""
@@ -60,6 +81,8 @@ class Counters:
     suspicions: int = 0
     refutations: int = 0
     pushpulls: int = 0
+    arrived: int = 0  # every packet handed in, before any check
+    epochs: int = 0  # new boot epochs taken to refute (membership rule 5)
 
     def sent(self, kind: str, size: int) -> None:
         self.sent_packets[kind] += 1
@@ -71,6 +94,18 @@ class Counters:
 
     def drop(self, reason: str) -> None:
         self.dropped[reason] += 1
+
+    def summary(self) -> dict[str, int]:
+        """The headline counts: packets received, dropped by class, refused incarnations."""
+        d = self.dropped
+        return {
+            "received": self.arrived,
+            "dropped_rate": sum(d[r] for r in RATE_REASONS),
+            "dropped_auth": d["auth"],
+            "dropped_malformed": sum(d[r] for r in MALFORMED_REASONS),
+            "refused_incarnation": d["refused_incarnation"],
+            "epochs": self.epochs,
+        }
 
 
 def _frozen(c: Counter[str]) -> Mapping[str, int]:
@@ -96,6 +131,12 @@ class SwimStatistics:
     suspicions: int
     refutations: int
     pushpulls: int
+    received: int = 0
+    dropped_rate: int = 0
+    dropped_auth: int = 0
+    dropped_malformed: int = 0
+    refused_incarnation: int = 0
+    epochs: int = 0
     loop_lag: float = 0.0
     loop_lag_max: float = 0.0
 
@@ -128,6 +169,7 @@ class SwimStatistics:
             suspicions=c.suspicions,
             refutations=c.refutations,
             pushpulls=c.pushpulls,
+            **c.summary(),
             loop_lag=loop_lag,
             loop_lag_max=loop_lag_max,
         )

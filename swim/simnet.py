@@ -18,12 +18,24 @@ id and address, a new boot nonce, joining through the seeds), ``add() -> id``, `
 and ``heal()``, ``set_loss(i, pct)``, ``set_delay(i, ms)``, ``block(i, peers)``.
 Views: ``members(i)``, ``leader(i)``, ``state(i, j)``, ``live_ids()``, ``now``, ``events``,
 ``machine(i)``. Time: ``run_until(t)``, ``run_for(dt)``, ``until(pred, timeout)``.
+Hostile input: ``inject(i, data, src)`` delivers raw bytes to node i as if from ``src``;
+``inject_state(i, entries, peer)`` hands it a push/pull state as if from member ``peer``.
+``add(config=...)`` starts a node with settings of its own (e.g. another keyring).
+
+CPU: with ``cpu=(decoded, shed)`` (seconds per packet) a node works through its packets one
+at a time, a decoded packet costing ``decoded`` and one refused before decoding ``shed``;
+packets wait in a socket buffer of ``_QUEUE_CAP`` (the rest are lost, counted in
+``overflow``). Timers still fire on time, as trio interleaves its tasks. This is how a flood
+starves a member of time in virtual time; ``cpu=None`` (the default) makes work free.
 
 Rules:
 1. One seeded ``random.Random`` drives everything (the network and every machine), and ties in
    the event queue break by insertion order, so a run is a pure function of its arguments.
 2. TCP push/pull is modelled as a reliable request and reply, each delayed like a packet; it
-   fails when the two sides are partitioned, blocked, killed or paused.
+   carries the state through the codec (``wire.encode_state``/``decode_state_untrusted``)
+   and fails when the two sides are partitioned, blocked, killed or paused, or when one side
+   cannot open what the other seals (keyrings without the sender's primary key). UDP packets
+   are really sealed and opened by the machines.
 3. ``bootstrap=True`` starts every machine knowing every other (no join traffic, no events);
    ``False`` makes each machine join through the seeds, as real nodes do.
 """
@@ -32,20 +44,22 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import wire
 from .config import SwimConfig
 from .faults import Faults
 from .machine import SwimMachine
 from .members import Member, MemberState
-from .outputs import Output
+from .outputs import DROPPED, Output
 from .wire import StateEntry
 
 __all__ = ["SimNetwork"]
 
-_TICK, _PACKET, _SYNC, _REPLY, _RESUME, _STOP = range(6)
+_TICK, _PACKET, _SYNC, _REPLY, _RESUME, _STOP, _WORK = range(7)
 _QUEUE_CAP = 4096  # packets kept for a paused node (a socket buffer)
 
 
@@ -59,6 +73,9 @@ class _Node:
     paused: bool = False
     queued: list[tuple[bytes, tuple[str, int]]] = field(default_factory=list)
     tick_at: float = float("inf")
+    inbox: deque[tuple[bytes, tuple[str, int]]] = field(default_factory=deque)
+    working: bool = False  # a _WORK event is scheduled (cpu model)
+    busy_until: float = 0.0  # the cpu model: when the packet being handled is done
 
 
 class SimNetwork:
@@ -76,6 +93,7 @@ class SimNetwork:
         bootstrap: bool = True,
         seeds: Sequence[int] = (0, 1, 2),
         record_events: bool = True,
+        cpu: tuple[float, float] | None = None,
     ) -> None:
         if n < 1:
             raise ValueError("a simulated network needs at least one node")
@@ -88,6 +106,8 @@ class SimNetwork:
         self.record_events = record_events
         self.on_event: Callable[[dict[str, Any]], None] | None = None
         self.packets = 0
+        self.cpu = cpu
+        self.overflow: dict[int, int] = {}  # packets lost to a full socket buffer, per node
         self._seed_ids = [s for s in seeds if 0 <= s < n] or [0]
         self._heap: list[tuple[float, int, int, int, int, Any]] = []
         self._seq = 0
@@ -111,10 +131,10 @@ class SimNetwork:
     def address(i: int) -> tuple[str, int]:
         return (f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}", 7946)
 
-    def _new_node(self, i: int, gen: int) -> _Node:
+    def _new_node(self, i: int, gen: int, config: SwimConfig | None = None) -> _Node:
         seeds = [self.address(s) for s in self._seed_ids if s != i]
         m = SwimMachine(
-            self.config,
+            config or self.config,
             i,
             *self.address(i),
             rng=random.Random(self.rng.getrandbits(64)),
@@ -177,15 +197,16 @@ class SimNetwork:
     def restart(self, i: int) -> None:
         """Replace node i by a fresh machine (same id and address, new boot) that joins."""
         old = self._nodes[i]
-        node = self._new_node(i, old.gen + 1)
+        node = self._new_node(i, old.gen + 1, old.machine.config)
         node.faults = old.faults
         self._nodes[i] = node
         self._apply(node, node.machine.join(self.now))
 
-    def add(self) -> int:
-        """Start a new node with the next id; it joins through the seeds. Returns its id."""
+    def add(self, config: SwimConfig | None = None) -> int:
+        """Start a new node with the next id (and ``config``, default the network's); it joins
+        through the seeds. Returns its id."""
         i = max(self._nodes) + 1
-        self._nodes[i] = node = self._new_node(i, 0)
+        self._nodes[i] = node = self._new_node(i, 0, config)
         self._apply(node, node.machine.join(self.now))
         return i
 
@@ -213,6 +234,16 @@ class SimNetwork:
 
     def block(self, i: int, peers: Iterable[int]) -> None:
         self._nodes[i].faults.block(peers)
+
+    def inject(self, i: int, data: bytes, src: tuple[str, int], delay: float = 0.0) -> None:
+        """Deliver ``data`` to node i ``delay`` seconds from now, as if sent from ``src``."""
+        node = self._nodes[i]
+        self._push(self.now + delay, _PACKET, i, node.gen, (data, src))
+
+    def inject_state(self, i: int, entries: Iterable[StateEntry], peer: int | None) -> None:
+        """Merge ``entries`` into node i now, as a push/pull from ``peer`` would."""
+        node = self._nodes[i]
+        self._apply(node, node.machine.merge_state(entries, self.now, peer))
 
     # ---- time -----------------------------------------------------------------------------
 
@@ -254,14 +285,50 @@ class SimNetwork:
                 node.tick_at = float("inf")
                 self._apply(node, m.tick(when))
         elif kind == _PACKET:
-            self._apply(node, m.receive(payload[0], payload[1], when))
+            if self.cpu is None:
+                self._apply(node, m.receive(payload[0], payload[1], when))
+            else:
+                self._enqueue(node, payload, when)
+        elif kind == _WORK:
+            self._work(node, when)
         elif kind == _SYNC:
-            src_id, src_gen, state = payload
-            reply = m.local_state()
-            self._apply(node, m.merge_state(state, when, peer=src_id))
+            src_id, src_gen, rows = payload
+            reply = wire.encode_state(m.local_state())
+            self._merge(node, rows, when, src_id)
             self._push(when + self._latency(), _REPLY, src_id, src_gen, (node.node_id, reply))
         elif kind == _REPLY:
-            self._apply(node, m.merge_state(payload[1], when, peer=payload[0]))
+            self._merge(node, payload[1], when, payload[0])
+
+    def _merge(self, node: _Node, rows: Any, when: float, peer: int) -> None:
+        """A push/pull state arrives: through the codec, as over TCP (rule 2)."""
+        try:
+            entries = wire.decode_state_untrusted(rows)
+        except wire.BadMessage as exc:
+            node.machine.counters.drop(exc.reason)
+            return
+        self._apply(node, node.machine.merge_state(entries, when, peer=peer))
+
+    def _enqueue(self, node: _Node, packet: tuple[bytes, tuple[str, int]], when: float) -> None:
+        """The cpu model: the packet waits its turn in the socket buffer."""
+        if len(node.inbox) >= _QUEUE_CAP:
+            self.overflow[node.node_id] = self.overflow.get(node.node_id, 0) + 1
+            return
+        node.inbox.append(packet)
+        if not node.working:
+            node.working = True
+            self._push(max(when, node.busy_until), _WORK, node.node_id, node.gen, None)
+
+    def _work(self, node: _Node, when: float) -> None:
+        """Handle the oldest waiting packet; the next one after this one's cost."""
+        assert self.cpu is not None
+        data, src = node.inbox.popleft()
+        out = node.machine.receive(data, src, when)
+        self._apply(node, out)
+        node.busy_until = when + (self.cpu[1] if out is DROPPED else self.cpu[0])
+        if node.inbox:
+            self._push(node.busy_until, _WORK, node.node_id, node.gen, None)
+        else:
+            node.working = False
 
     # ---- carrying out a machine's output --------------------------------------------------
 
@@ -290,7 +357,7 @@ class SimNetwork:
             j = self._addr.get((sync.host, sync.port))
             if j is None or self._cut(i, j, tcp=True):
                 continue
-            state = node.machine.local_state()
+            state = wire.encode_state(node.machine.local_state())
             self._push(
                 self.now + self._latency(i, j), _SYNC, j, self._nodes[j].gen, (i, node.gen, state)
             )
@@ -300,6 +367,8 @@ class SimNetwork:
         """Is traffic from i to j dropped by a partition, a block, a crash or loss?"""
         a, b = self._nodes[i], self._nodes.get(j)
         if b is None or not b.running or (tcp and b.paused):
+            return True
+        if tcp and not _keys_match(a.machine, b.machine):
             return True
         if self._groups is not None and self._groups.get(i, -1 - i) != self._groups.get(j, -1 - j):
             return True
@@ -323,3 +392,11 @@ class SimNetwork:
     def _push(self, t: float, kind: int, i: int, gen: int, payload: Any) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, kind, i, gen, payload))
+
+
+def _keys_match(a: SwimMachine, b: SwimMachine) -> bool:
+    """Can each of the two open what the other seals? (Both plain counts as a match.)"""
+    ka, kb = a.config.keyring, b.config.keyring
+    if ka is None or kb is None:
+        return ka is None and kb is None
+    return ka.can_open_from(kb) and kb.can_open_from(ka)
