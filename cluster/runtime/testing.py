@@ -49,6 +49,8 @@ class FakeStatistics:
     suspicions: int = 0
     refutations: int = 0
     pushpulls: int = 0
+    refused_incarnation: int = 0
+    epochs: int = 0
     sent_packets: Mapping[str, int] = field(default_factory=dict)
     recv_packets: Mapping[str, int] = field(default_factory=dict)
     sent_bytes: Mapping[str, int] = field(default_factory=dict)
