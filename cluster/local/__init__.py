@@ -1,53 +1,74 @@
-"""Local clusters: the cluster directory and record, free ports, the processes of this host
-(started detached, watched, signalled, ended with proof) and the launcher that runs node
-processes on them. ``rt_cluster``, the scenario runner and the tests' process harness stand on
-top of it; it reaches nodes only through their RPC.
+"""Local clusters: the cluster directory and record, free ports and who holds a taken one, the
+processes of this host (started detached or forked under a watcher, recorded before they run,
+signalled, ended with proof) and the launcher that runs node processes on them.
+``rt_cluster``, the scenario runner and the tests' process harness stand on top of it; it
+reaches nodes only through their RPC.
 """
 
+from .bookkeeping import TrackedCluster
+from .holders import describe_holders, port_holders, port_trouble
 from .launcher import LocalCluster, NodeFailed, Progress
-from .plan import plan_cluster
+from .ledger import Member, live_members, members, procs_dir
+from .plan import KEYRING_BY_DEFAULT, MAX_NODES, plan_cluster, write_keyring
 from .ports import check_port_free, free_port, pick_free_ports
 from .processes import PROJECT_ROOT, Proc, Processes, Watched, Zygote, child_env, log_tail
 from .record import (
     BadInput,
     ClusterError,
     ClusterRecord,
+    Ending,
     NodeRecord,
     cluster_dir,
     clusters_home,
-    create_time,
     load_record,
     process_state,
+    read_record,
     save_record,
+    start_marker,
+    update_record,
     valid_name,
 )
 from .startup import launch
 
 __all__ = [
+    "KEYRING_BY_DEFAULT",
+    "MAX_NODES",
     "PROJECT_ROOT",
     "BadInput",
     "ClusterError",
     "ClusterRecord",
+    "Ending",
     "LocalCluster",
+    "Member",
     "NodeFailed",
     "NodeRecord",
     "Proc",
     "Processes",
     "Progress",
+    "TrackedCluster",
     "Watched",
     "Zygote",
     "check_port_free",
     "child_env",
     "cluster_dir",
     "clusters_home",
-    "create_time",
+    "describe_holders",
     "free_port",
     "launch",
+    "live_members",
     "load_record",
     "log_tail",
+    "members",
     "pick_free_ports",
     "plan_cluster",
+    "port_holders",
+    "port_trouble",
     "process_state",
+    "procs_dir",
+    "read_record",
     "save_record",
+    "start_marker",
+    "update_record",
     "valid_name",
+    "write_keyring",
 ]

@@ -1,31 +1,47 @@
-"""Planning a local cluster: ports, the cluster directory and its hostfile, the node records,
-and the command line each node runs.
+"""Planning a local cluster: ports, the cluster directory with its hostfile and gossip
+keyring, the node records, and the command line each node runs.
 
 Rules:
-1. Ports are checked before anything starts: a taken one is named with its node
-   (``ClusterError``). A base port of 0 picks free ports.
-2. A node's id is its line offset in the hostfile. A node added later appends its line; an
+1. Ports are checked before anything starts: a taken one is named with its node and with the
+   process that holds it (``ClusterError``). A base port of 0 picks free ports.
+2. A directory whose earlier processes still run is refused (they would lose their logs).
+3. A node's id is its line offset in the hostfile. A node added later appends its line; an
    inducted one appends it once it knows its id (``LocalCluster.add``).
-3. Nothing here starts, signals or asks a process.
+4. Gossip is keyed by default (``KEYRING_BY_DEFAULT``): ``<dir>/keyring``, mode 0600, one
+   base64 line of 32 random bytes, handed to every node as ``--keyring``.
+5. Nothing here starts, signals or asks a process.
 """
 
 from __future__ import annotations
 
+import base64
+import os
+import secrets
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .holders import port_trouble
+from .ledger import live_members, procs_dir
 from .ports import check_port_free, pick_free_ports
-from .record import BadInput, ClusterError, ClusterRecord, NodeRecord
+from .record import BadInput, ClusterError, ClusterRecord, NodeRecord, read_record
 
 __all__ = [
+    "KEYRING_BY_DEFAULT",
+    "MAX_NODES",
     "append_entry",
     "hostfile_entries",
     "node_command",
     "plan_cluster",
     "plan_node",
     "write_hostfile",
+    "write_keyring",
 ]
+
+# Whether clusters get a gossip keyring unless asked not to (``up --no-keyring``). It needs an
+# rt_run that accepts --keyring (issue 12); set it False to launch nodes that do not.
+KEYRING_BY_DEFAULT = True
+MAX_NODES = 1024  # nodes in one local cluster
 
 
 def node_command(record: ClusterRecord, rec: NodeRecord, *, python: str, viz: bool) -> list[str]:
@@ -55,6 +71,8 @@ def node_command(record: ClusterRecord, rec: NodeRecord, *, python: str, viz: bo
         cmd += ["--no-viz"]
     if record.config:
         cmd += ["--config", record.config]
+    if record.keyring:
+        cmd += ["--keyring", record.keyring]
     if rec.induct:
         cmd += ["--induct"]
     return cmd
@@ -70,19 +88,21 @@ def plan_cluster(
     config: str = "",
     host: str = "127.0.0.1",
     viz: bool = True,
+    keyring: bool | None = None,
 ) -> ClusterRecord:
-    """Check the ports, prepare ``directory`` (hostfile, fresh logs) and return the record.
+    """Check the ports, prepare ``directory`` (hostfile, fresh logs, the gossip keyring unless
+    ``keyring`` is False; None means ``KEYRING_BY_DEFAULT``) and return the record.
 
     A base port of 0 picks free ports. Nothing is started; ClusterError names the node whose
-    port is taken.
+    port is taken and the process holding it.
     """
-    if n < 1:
-        raise BadInput(f"-n {n}: a cluster needs at least one node")
+    if not 1 <= n <= MAX_NODES:
+        raise BadInput(f"-n {n}: a cluster has 1 to {MAX_NODES} nodes")
     for label, base in (("--base-port", base_port), ("--runtime-base-port", runtime_base_port)):
         if base < 0 or (base and base + n - 1 > 65535):
             raise BadInput(f"{label} {base}: ports {base}..{base + n - 1} are not all valid")
-    if config and not Path(config).is_file():
-        raise BadInput(f"--config {config}: no such file")
+    if config:
+        _check_config(config)
     if runtime_base_port:
         rt_ports = [runtime_base_port + i for i in range(n)]
     else:
@@ -98,17 +118,20 @@ def plan_cluster(
         raise BadInput(
             f"dashboard and runtime ports overlap at {min(clash)}; choose other base ports"
         )
+    _refuse_earlier_run(directory, name)
     for i in range(n):
-        why = check_port_free(host, rt_ports[i], udp=True)
-        if why:
-            raise ClusterError(f"node {i}: runtime port taken: {why}")
-        if viz_ports[i] > 0 and (why := check_port_free(host, viz_ports[i], udp=False)):
-            raise ClusterError(f"node {i}: dashboard port taken: {why}")
+        _check_port(i, "runtime", host, rt_ports[i], udp=True)
+        if viz_ports[i] > 0:
+            _check_port(i, "dashboard", host, viz_ports[i], udp=False)
     directory.mkdir(parents=True, exist_ok=True)
-    for old in [*directory.glob("node-*.log"), *directory.glob("node-*.events")]:
+    old_files = [*directory.glob("node-*.log"), *directory.glob("node-*.events")]
+    for old in [*old_files, *procs_dir(directory).glob("*.json")]:
         old.unlink()
     hostfile = directory / "hostfile"
     write_hostfile(hostfile, host, rt_ports)
+    use_keyring = KEYRING_BY_DEFAULT if keyring is None else keyring
+    if use_keyring:
+        write_keyring(directory / "keyring")
     nodes = tuple(
         _node_record(directory, i, rt_ports[i], viz_ports[i], induct=False) for i in range(n)
     )
@@ -120,7 +143,52 @@ def plan_cluster(
         host=host,
         created=time.time(),
         nodes=nodes,
+        keyring=str(directory / "keyring") if use_keyring else "",
     )
+
+
+def _check_config(config: str) -> None:
+    shown = config if len(config) <= 80 else config[:77] + "..."
+    try:
+        if not Path(config).is_file():
+            raise BadInput(f"--config {shown!r}: no such file")
+        with open(config, "rb"):
+            pass
+    except OSError as exc:
+        raise BadInput(f"--config {shown!r}: cannot be read ({exc.strerror})") from None
+
+
+def _refuse_earlier_run(directory: Path, name: str) -> None:
+    try:
+        earlier = read_record(directory)
+    except ClusterError:
+        earlier = None
+    running = live_members(directory, earlier)
+    if running:
+        raise ClusterError(
+            f"cluster {name!r} is already running ({len(running)} processes, e.g. "
+            f"{running[0].label()}); stop it first with: rt_cluster down --name {name}"
+        )
+
+
+def _check_port(node_id: int, what: str, host: str, port: int, *, udp: bool) -> None:
+    trouble = port_trouble(host, port, udp=udp)
+    if trouble is not None:
+        taken = "taken" if "in use" in trouble else "unavailable"
+        raise ClusterError(f"node {node_id}: {what} port {taken}: {trouble}")
+
+
+def write_keyring(path: Path) -> None:
+    """A fresh gossip keyring at ``path``: one base64 line of 32 random bytes, mode 0600,
+    written whole, then renamed (a reader never sees part of a key)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, base64.b64encode(secrets.token_bytes(32)) + b"\n")
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
 
 
 def plan_node(record: ClusterRecord, *, induct: bool, viz: bool) -> NodeRecord:

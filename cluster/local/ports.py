@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Iterable
 
@@ -21,7 +22,10 @@ def check_port_free(host: str, port: int, *, udp: bool) -> str | None:
                 s.bind((host, port))
             except OSError as exc:
                 proto = "TCP" if kind == socket.SOCK_STREAM else "UDP"
-                return f"{proto} port {port} on {host} is already in use ({exc.strerror})"
+                if exc.errno == errno.EADDRINUSE:
+                    return f"{proto} port {port} on {host} is already in use"
+                hint = " (ports below 1024 need privileges)" if exc.errno == errno.EACCES else ""
+                return f"{proto} port {port} on {host} cannot be bound ({exc.strerror}){hint}"
     return None
 
 
@@ -38,7 +42,10 @@ def pick_free_ports(host: str, count: int, *, udp: bool, avoid: Iterable[int] = 
         if len(ports) == count:
             break
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
+            try:
+                s.bind((host, 0))
+            except OSError as exc:
+                raise ClusterError(f"cannot bind any port on {host}: {exc.strerror}") from None
             port = int(s.getsockname()[1])
         if port in taken or check_port_free(host, port, udp=udp) is not None:
             continue

@@ -5,8 +5,9 @@ Rules:
 1. A process runs in its own session (its pid is its process group), stdin from /dev/null,
    stdout and stderr appended to its log: it outlives whoever started it, and a terminal's
    Ctrl-C never reaches it. Signals go to its process group.
-2. A process is known by its pid *and* its create time, so a reused pid is never mistaken for
-   it (``process_state``). Children spawned here are reaped here, so none is left a zombie.
+2. A process is known by its pid *and* its start marker (clock ticks since boot), so a reused
+   pid is never mistaken for it (``process_state``). Children spawned here are reaped here, so
+   none is left a zombie; processes forked by a zygote are reaped by their watchers.
 3. Ending never trusts a signal: SIGCONT+SIGTERM, wait, then SIGKILL, wait; whatever survives
    is an error (``ClusterError``).
 4. Nothing here knows what a node is: argv, log and environment come from the caller.
@@ -27,7 +28,7 @@ from typing import Protocol, TypeVar
 
 import trio
 
-from .record import ClusterError, create_time, process_state
+from .record import ClusterError, process_state, start_marker
 
 __all__ = ["PROJECT_ROOT", "Proc", "Processes", "Watched", "Zygote", "child_env", "log_tail"]
 
@@ -38,7 +39,8 @@ KILL_WAIT = 10.0  # seconds a SIGKILLed process gets to vanish before it counts 
 
 
 class Watched(Protocol):
-    """Anything naming a process: its pid and create time (epoch seconds, 0 when unknown)."""
+    """Anything naming a process: its pid and start marker (clock ticks since boot, 0 when
+    unknown)."""
 
     @property
     def pid(self) -> int: ...
@@ -52,10 +54,10 @@ W = TypeVar("W", bound=Watched)
 
 @dataclass(frozen=True, slots=True)
 class Proc:
-    """A process started here: pid, create time (epoch seconds) and the log it writes to."""
+    """A process started here: pid, start marker (clock ticks since boot) and its log."""
 
     pid: int
-    started: float
+    started: int
     log: str
 
 
@@ -80,34 +82,36 @@ def log_tail(path: str | Path, lines: int = 12) -> str:
 
 
 class Zygote:
-    """A pre-imported parent that forks processes on request (the ``cluster.node.zygote``
-    protocol: ``{"argv": [...], "log": path}`` in, ``{"pid": n}`` out, one JSON line each)."""
+    """A pre-imported parent that forks processes on request, each under a watcher that
+    records it in a directory before it runs (the ``cluster.node.zygote`` protocol)."""
 
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
+    def __init__(self, proc: subprocess.Popen[str], errors: Path | None = None) -> None:
         self._proc = proc
-        self.broken = False  # set at the first failure; later requests are refused
+        self._errors = errors  # the zygote's stderr, quoted when it fails
 
-    def fork(self, argv: Sequence[str], log_path: str, name: str) -> Proc | None:
-        """Have the zygote fork a process running ``argv``; None (and broken) when it cannot."""
-        if self.broken:
-            return None
+    def fork(
+        self, argv: Sequence[str], log_path: str, procs: str | Path, tag: Mapping[str, object]
+    ) -> Proc:
+        """Fork a process running ``argv`` (``rt_run`` arguments), recorded in ``procs`` with
+        ``tag``; ClusterError when the zygote cannot."""
         assert self._proc.stdin is not None
         assert self._proc.stdout is not None
+        request = {"argv": list(argv), "log": log_path, "procs": str(procs), "tag": dict(tag)}
         try:
-            self._proc.stdin.write(json.dumps({"argv": list(argv), "log": log_path}) + "\n")
+            self._proc.stdin.write(json.dumps(request) + "\n")
             self._proc.stdin.flush()
             reply = json.loads(self._proc.stdout.readline() or "{}")
         except (OSError, ValueError) as exc:
-            log.warning("zygote failed (%s); spawning the rest one by one", exc)
-            self._proc.kill()
-            self.broken = True
-            return None
+            reply = {"error": str(exc)}
         if not isinstance(reply, dict) or not isinstance(reply.get("pid"), int):
-            log.warning("zygote could not start %s: %s", name, reply)
-            self.broken = True
-            return None
+            why = reply.get("error") if isinstance(reply, dict) else None
+            tail = (
+                f"; its errors ({self._errors}):\n{log_tail(self._errors)}" if self._errors else ""
+            )
+            raise ClusterError(f"the zygote could not start a process: {why or 'it ended'}{tail}")
         pid = reply["pid"]
-        return Proc(pid, create_time(pid), log_path)
+        started = reply.get("started")
+        return Proc(pid, started if isinstance(started, int) else start_marker(pid), log_path)
 
 
 class Processes:
@@ -140,23 +144,40 @@ class Processes:
         )
         self._children.add(pid)
         self._exits.pop(pid, None)
-        return Proc(pid, create_time(pid), str(log_path))
+        return Proc(pid, start_marker(pid), str(log_path))
 
     @contextlib.contextmanager
     def open_zygote(
-        self, argv: Sequence[str], env: Mapping[str, str] | None = None
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        errors: Path | None = None,
     ) -> Iterator[Zygote]:
-        """A zygote running ``argv`` for the ``with`` block; it ends at the end of its stdin,
-        and the processes it forked live on."""
-        # As a context manager, Popen closes both pipes and waits for the zygote.
-        with subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=child_env() if env is None else dict(env),
-            text=True,
-        ) as proc:
-            yield Zygote(proc)
+        """A zygote running ``argv`` for the ``with`` block, its stderr appended to ``errors``
+        (default: ours). At the end of the block it gets the end of its stdin and is waited
+        for, so a fork in flight is recorded; the processes it forked live on."""
+        err = open(errors, "ab") if errors is not None else None  # noqa: SIM115
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=child_env() if env is None else dict(env),
+                text=True,
+            )
+        finally:
+            if err is not None:
+                err.close()
+        try:
+            yield Zygote(proc, errors)
+        finally:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            proc.wait()
+            proc.stdout.close()
 
     def state(self, proc: Watched) -> str:
         """The process's state now: ``running``, ``paused`` or ``gone``."""

@@ -2,39 +2,50 @@
 
 Rules:
 1. ``<home>`` is ``$RT_CLUSTER_HOME`` when set, else ``~/.rt/clusters``. A cluster's directory
-   holds ``cluster.json``, ``hostfile`` and per node ``node-<id>.log`` / ``node-<id>.events``.
-2. ``cluster.json`` is rewritten atomically (temporary file, then rename); readers never see a
-   half-written record.
-3. Whether a recorded process still runs is decided from the pid *and* its start time, so a
-   reused pid is never mistaken for a node (a zombie counts as gone).
+   holds ``cluster.json``, ``hostfile``, ``keyring`` (when gossip is keyed), per node
+   ``node-<id>.log`` / ``node-<id>.events``, and ``procs/``: one file per node process, written
+   by the process's watcher before the node runs (``ledger``).
+2. ``cluster.json`` changes only through ``update_record``: under an exclusive lock on
+   ``<dir>/.lock``, re-read, changed, written to a temporary file and renamed. Readers never
+   see a half-written record and no writer overwrites another's change with a stale copy.
+   ``save_record`` merges: per node, the record of the newest process wins.
+3. A process is known by its pid *and* its start marker: its start time in clock ticks since
+   boot (``/proc/<pid>/stat`` field 22). A pid whose start time differs is not ours; a zombie
+   counts as gone.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 __all__ = [
     "BadInput",
     "ClusterError",
     "ClusterRecord",
+    "Ending",
     "NodeRecord",
     "cluster_dir",
     "clusters_home",
     "load_record",
+    "merge_node",
     "process_state",
+    "read_record",
     "save_record",
+    "start_marker",
+    "update_record",
     "valid_name",
 ]
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+RECORD = "cluster.json"
 
 
 class ClusterError(Exception):
@@ -46,8 +57,41 @@ class BadInput(ClusterError):
 
 
 @dataclass(frozen=True, slots=True)
+class Ending:
+    """How a node process ended: its exit code or the signal that ended it, and the last line
+    of its log. ``at`` is epoch seconds (0 when unknown); ``known`` is False when nobody saw
+    it end (its watcher was gone), so the cause is a guess from the log."""
+
+    code: int | None = None
+    signal: str = ""  # "SIGKILL", ... ; "" when it exited
+    last_line: str = ""
+    at: float = 0.0
+    known: bool = True
+
+    def describe(self) -> str:
+        """``exit code 0``, ``killed by SIGKILL`` or ``ended (cause unknown)``."""
+        if self.signal:
+            return f"killed by {self.signal}"
+        if self.code is not None:
+            return f"exit code {self.code}"
+        return "ended (cause unknown)"
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Ending:
+        code = d.get("code")
+        return cls(
+            code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+            signal=str(d.get("signal") or ""),
+            last_line=str(d.get("last_line") or "")[:500],
+            at=float(d.get("at") or 0.0),
+            known=bool(d.get("known", True)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class NodeRecord:
-    """One node process of a local cluster (ports are TCP+UDP runtime and HTTP dashboard)."""
+    """One node of a local cluster and its newest process (ports are TCP+UDP runtime and HTTP
+    dashboard; ``pid`` 0 before it started)."""
 
     node_id: int
     pid: int
@@ -57,8 +101,9 @@ class NodeRecord:
     log: str
     events: str
     state: str  # starting, running, paused, stopped, killed, exited, failed
-    started: float = 0.0  # process create time (epoch seconds) to tell a reused pid apart
+    started: int = 0  # start marker: clock ticks since boot (rule 3), 0 when unknown
     induct: bool = False
+    ended: Ending | None = None  # how the process ``pid`` ended, once it has
 
     def to_status(self, state: str | None = None) -> dict[str, Any]:
         """The ``status --json`` shape of this node."""
@@ -70,7 +115,20 @@ class NodeRecord:
             "dashboard": self.dashboard,
             "log": self.log,
             "events": self.events,
+            "ended": None if self.ended is None else asdict(self.ended),
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> NodeRecord:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in d.items() if k in known}
+        if isinstance(values.get("started"), float):  # an older record: epoch seconds
+            values["started"] = _legacy_marker(int(values.get("pid", 0)), values["started"])
+        if isinstance(values.get("ended"), Mapping):
+            values["ended"] = Ending.from_json(values["ended"])
+        else:
+            values["ended"] = None
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +142,7 @@ class ClusterRecord:
     host: str = "127.0.0.1"
     created: float = 0.0
     nodes: tuple[NodeRecord, ...] = field(default_factory=tuple)
+    keyring: str = ""  # the gossip keyring file handed to every node, "" for none
 
     def node(self, node_id: int) -> NodeRecord:
         for n in self.nodes:
@@ -103,8 +162,9 @@ class ClusterRecord:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ClusterRecord:
-        nodes = tuple(NodeRecord(**n) for n in d.get("nodes", ()))
-        return cls(**{**d, "nodes": nodes})
+        known = {f.name for f in fields(cls)}
+        nodes = tuple(NodeRecord.from_json(n) for n in d.get("nodes", ()))
+        return cls(**{**{k: v for k, v in d.items() if k in known}, "nodes": nodes})
 
 
 def clusters_home(env: Mapping[str, str] | None = None) -> Path:
@@ -114,7 +174,7 @@ def clusters_home(env: Mapping[str, str] | None = None) -> Path:
 
 
 def valid_name(name: str) -> str:
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         raise BadInput(
             f"bad cluster name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
         )
@@ -125,48 +185,131 @@ def cluster_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
     return clusters_home(env) / valid_name(name)
 
 
-def load_record(name: str, env: Mapping[str, str] | None = None) -> ClusterRecord:
-    """The record of cluster ``name``; ClusterError when there is none or it is unreadable."""
-    path = cluster_dir(name, env) / "cluster.json"
+# ---- reading and writing ----------------------------------------------------------------------
+
+
+def read_record(directory: str | Path) -> ClusterRecord | None:
+    """The record in ``directory``; None when there is none; ClusterError when unreadable."""
+    path = Path(directory) / RECORD
     try:
-        data = json.loads(path.read_text())
-        return ClusterRecord.from_json(data)
+        return ClusterRecord.from_json(json.loads(path.read_text()))
     except FileNotFoundError:
-        raise BadInput(
-            f"no cluster named {name!r} (no {path}); start one with: rt_cluster up -n 3 "
-            f"--name {name}"
-        ) from None
-    except (OSError, ValueError, TypeError) as exc:
+        return None
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
         raise ClusterError(f"{path}: unreadable cluster record: {exc}") from None
 
 
-def save_record(rec: ClusterRecord) -> None:
-    path = Path(rec.directory) / "cluster.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(rec.to_json(), indent=2) + "\n")
-    os.replace(tmp, path)
+def load_record(name: str, env: Mapping[str, str] | None = None) -> ClusterRecord:
+    """The record of cluster ``name``; ClusterError when there is none or it is unreadable."""
+    directory = cluster_dir(name, env)
+    rec = read_record(directory)
+    if rec is None:
+        raise BadInput(
+            f"no cluster named {name!r} (no {directory / RECORD}); start one with: "
+            f"rt_cluster up -n 3 --name {name}"
+        )
+    return rec
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def update_record(
+    directory: str | Path, change: Callable[[ClusterRecord | None], ClusterRecord]
+) -> ClusterRecord:
+    """Apply ``change`` to the record in ``directory`` (None when there is none yet) under the
+    directory's lock and write the result atomically; the record written."""
+    directory = Path(directory)
+    with _locked(directory):
+        new = change(read_record(directory))
+        tmp = directory / f".{RECORD}.tmp"
+        tmp.write_text(json.dumps(new.to_json(), indent=2) + "\n")
+        os.replace(tmp, directory / RECORD)
+    return new
+
+
+def _newer(ours: NodeRecord, theirs: NodeRecord) -> bool:
+    """Whether ``ours`` describes the same or a newer process of the node than ``theirs``."""
+    if theirs.pid == 0:
+        return True
+    if ours.pid == 0:
+        return False
+    return ours.started >= theirs.started  # ticks since boot only grow
+
+
+def merge_node(rec: ClusterRecord, node: NodeRecord) -> ClusterRecord:
+    """``rec`` with ``node``, unless ``rec`` names a newer process of that node."""
+    for n in rec.nodes:
+        if n.node_id == node.node_id and not _newer(node, n):
+            return rec
+    return rec.with_node(node)
+
+
+def save_record(rec: ClusterRecord) -> ClusterRecord:
+    """Merge ``rec`` into its directory's record: per node the newest process wins (a stale
+    copy never hides a process started since); nodes only on disk are kept. The record now
+    on disk."""
+
+    def merge(disk: ClusterRecord | None) -> ClusterRecord:
+        merged = replace(rec, nodes=disk.nodes) if disk is not None else replace(rec, nodes=())
+        for n in rec.nodes:
+            merged = merge_node(merged, n)
+        return merged
+
+    return update_record(rec.directory, merge)
+
+
+# ---- processes --------------------------------------------------------------------------------
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, start ticks) of a process from ``/proc/<pid>/stat``; None when gone."""
+    if pid <= 0:
+        return None
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    rest = data[data.rindex(b")") + 2 :].split()  # the name may hold spaces and parentheses
+    return rest[0].decode(), int(rest[19])
+
+
+def start_marker(pid: int) -> int:
+    """The process's start time in clock ticks since boot; 0 when there is no such process."""
+    st = _stat(pid)
+    return 0 if st is None else st[1]
 
 
 def process_state(pid: int, started: float) -> str:
-    """``running``, ``paused`` (SIGSTOPped) or ``gone`` for a recorded node process."""
-    if pid <= 0:
+    """``running``, ``paused`` (stopped by a signal) or ``gone`` for a recorded process;
+    ``started`` is its start marker (0: not checked)."""
+    st = _stat(pid)
+    if st is None or (started and int(started) != st[1]):
+        return "gone"  # no such process, or the pid now names another one
+    if st[0] in ("Z", "X", "x"):
         return "gone"
-    try:
-        proc = psutil.Process(pid)
-        if started and abs(proc.create_time() - started) > 1.0:
-            return "gone"  # the pid was reused by another process
-        status = proc.status()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return "gone"
-    if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
-        return "gone"
-    if status in (psutil.STATUS_STOPPED, getattr(psutil, "STATUS_TRACING_STOP", "tracing-stop")):
+    if st[0] in ("T", "t"):
         return "paused"
     return "running"
 
 
-def create_time(pid: int) -> float:
+def _legacy_marker(pid: int, epoch: float) -> int:
+    """The start marker of an older record's process, recorded as its start time in epoch
+    seconds (to within a second, as that record was read): the live process's marker when it
+    started then, else the converted time (which matches no process)."""
     try:
-        return float(psutil.Process(pid).create_time())
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return 0.0
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError):
+        return 0
+    hz = os.sysconf("SC_CLK_TCK")
+    guess = max(1, round((epoch - boot) * hz))
+    live = start_marker(pid)
+    return live if live and abs(live - guess) <= hz else guess

@@ -1,12 +1,15 @@
-"""Starting a whole local cluster: node 0 first, then the others forked from one zygote, each
+"""Starting a whole local cluster: every node forked from one zygote, node 0 first, each
 ready, then converged.
 
 Rules:
-1. Node 0 first: once it answers, every other node finds a live seed on its first join
+1. The record is written before the first process starts (every node ``starting``), and each
+   pid as soon as its fork returns; each node's watcher records it before it runs. Whenever
+   ``launch`` (or its whole process) stops, ``down`` finds every node it started.
+2. Node 0 first: once it answers, every other node finds a live seed on its first join
    attempt, instead of waiting for a push/pull to repair a failed join.
-2. On any failure or cancellation every process started here is ended (shielded) before the
-   error propagates: a failed start leaves nothing running.
-3. The caller saves the record (``on_spawned`` is called as soon as pids are known).
+3. On any failure or cancellation every process of the cluster is ended (shielded) before the
+   error propagates, after the zygote has finished the fork in flight: a failed start leaves
+   nothing running.
 """
 
 from __future__ import annotations
@@ -29,25 +32,30 @@ async def launch(
     wait: bool = True,
     timeout: float = 120.0,
     progress: Progress | None = None,
-    on_spawned: Callable[[ClusterRecord], None] | None = None,
+    on_spawned: Callable[[ClusterRecord], object] | None = None,
 ) -> float | None:
     """Start every node of ``cluster.record``; wait until ready (and converged unless
     ``wait=False``). Seconds from the first spawn to convergence, or None without waiting.
+    ``on_spawned`` is called with the record once node 0 and once all nodes have pids (the
+    record is already saved then).
 
-    On any failure every process started here is ended before the error propagates.
+    On any failure every process of the cluster is ended before the error propagates.
     """
     t0 = time.monotonic()
     deadline = t0 + timeout
     try:
-        # Node 0 first (rule 1).
-        first, *rest = cluster.record.nodes
-        cluster.spawn(first)
-        if on_spawned is not None:
-            on_spawned(cluster.record)
-        await cluster.wait_ready(first.node_id, timeout)
-        cluster.spawn_many(rest)
-        if on_spawned is not None:
-            on_spawned(cluster.record)
+        cluster.create()  # rule 1
+        with cluster.open_zygote() as zygote:  # left (and the zygote done) before any down
+            first, *rest = cluster.record.nodes
+            cluster.fork(zygote, first)  # rule 2
+            if on_spawned is not None:
+                on_spawned(cluster.record)
+            await cluster.wait_ready(first.node_id, timeout)
+            for rec in rest:
+                cluster.fork(zygote, rec)
+                await trio.lowlevel.checkpoint()  # a cancellation ends the launch between forks
+            if on_spawned is not None:
+                on_spawned(cluster.record)
         for rec in list(cluster.record.nodes):
             await cluster.wait_ready(rec.node_id, max(1.0, deadline - time.monotonic()))
             if progress is not None:

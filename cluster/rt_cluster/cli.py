@@ -9,19 +9,23 @@ See docs/rt_cluster.md.
 Rules:
 1. This module parses the command line and maps errors to exit statuses; the handlers live in
    ``commands``, what they print in ``output``.
-2. Arguments are checked by argparse types before any handler runs (usage line, exit 2).
+2. Every argument is parsed strictly by an argparse type before any handler runs: names by
+   ``valid_name``, numbers as ASCII digits (an optional sign and decimals where a fraction
+   makes sense), finite and within a stated range. A bad one is one line on stderr naming the
+   argument, and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 import trio
 
-from cluster.local import BadInput, ClusterError
+from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
 
 from .commands import ASYNC_COMMANDS, cmd_list, cmd_scenario
 from .output import err
@@ -32,49 +36,79 @@ __all__ = ["build_parser", "main"]
 # ---- argument types -------------------------------------------------------------------------
 
 
-def _node_id(text: str) -> int:
-    try:
+INTEGER = re.compile(r"-?[0-9]{1,12}")
+DECIMAL = re.compile(r"-?[0-9]{1,12}(\.[0-9]{1,12})?")
+MAX_NODE_ID = 2**31 - 1
+MAX_SECONDS = 24 * 3600.0  # the longest wait or grace period one may ask for
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """``text`` quoted for a one-line message: control characters escaped, long text cut."""
+    shown = repr(text[:limit])
+    return shown + ("..." if len(text) > limit else "")
+
+
+def _integer(low: int, high: int, what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if not INTEGER.fullmatch(text):
+            raise argparse.ArgumentTypeError(f"{what}: not a whole number: {_shown(text)}")
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a node id: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"not a node id: {text!r}")
-    return value
-
-
-def _number(low: float, high: float | None, what: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what}: not a number: {text!r}") from None
-        if value != value or value < low or (high is not None and value > high):
-            bound = f"{low:g}..{high:g}" if high is not None else f">= {low:g}"
-            raise argparse.ArgumentTypeError(f"{what}: {text} is out of range ({bound})")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what}: {value} is out of range ({low}..{high})")
         return value
 
     return parse
 
 
-def _groups(text: str) -> list[int]:
+def _number(low: float, high: float, what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        if not DECIMAL.fullmatch(text):
+            raise argparse.ArgumentTypeError(f"{what}: not a number: {_shown(text)}")
+        value = float(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{what}: {text} is out of range ({low:g}..{high:g})")
+        return value
+
+    return parse
+
+
+def _node_id(text: str) -> int:
+    if not INTEGER.fullmatch(text) or not 0 <= int(text) <= MAX_NODE_ID:
+        raise argparse.ArgumentTypeError(f"not a node id: {_shown(text)}")
+    return int(text)
+
+
+def _node_or_all(text: str) -> str:
+    return text if text == "all" else str(_node_id(text))
+
+
+def _name(text: str) -> str:
     try:
-        ids = [int(x) for x in text.split(",") if x.strip() != ""]
-    except ValueError:
+        return valid_name(text)
+    except BadInput:
         raise argparse.ArgumentTypeError(
-            f"bad group {text!r}: expected comma-separated node ids, e.g. 0,1"
+            f"bad cluster name {_shown(text)}: use letters, digits, '.', '_' or '-' (at most 64)"
         ) from None
-    if not ids or any(i < 0 for i in ids):
-        raise argparse.ArgumentTypeError(f"bad group {text!r}: expected node ids, e.g. 0,1")
-    return ids
+
+
+def _groups(text: str) -> list[int]:
+    parts = text.split(",")
+    if not text or any(not INTEGER.fullmatch(p) or int(p) < 0 for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"bad group {_shown(text)}: expected comma-separated node ids, e.g. 0,1"
+        )
+    return [_node_id(p) for p in parts]
 
 
 # ---- the parser -----------------------------------------------------------------------------
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # a usage line and exit 2, as argparse does
-        self.print_usage(sys.stderr)
-        err(message)
+    def error(self, message: str) -> NoReturn:  # one line and exit 2 (rule 2)
+        line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        if len(line) > 300:
+            line = line[:300] + "..."
+        print(f"{self.prog}: {line} (see: {self.prog} --help)", file=sys.stderr, flush=True)
         raise SystemExit(2)
 
 
@@ -85,15 +119,17 @@ if TYPE_CHECKING:
 def _command(sub: _Sub, name: str, help_: str) -> argparse.ArgumentParser:
     """A subcommand on one named cluster (``--name``)."""
     p = sub.add_parser(name, help=help_, description=help_)
-    p.add_argument("--name", default="default", help="cluster name (default: default)")
+    p.add_argument("--name", type=_name, default="default", help="cluster name (default: default)")
     return p
 
 
 def _add_cluster_commands(sub: _Sub) -> None:
     p = _command(sub, "up", "start N node processes and wait until they all see each other alive")
-    p.add_argument("-n", type=int, required=True, dest="n", help="number of nodes")
-    p.add_argument("--base-port", type=int, default=8080, help="dashboard of node i: base+i")
-    p.add_argument("--runtime-base-port", type=int, default=9413, help="runtime of node i: base+i")
+    p.add_argument("-n", type=_integer(1, MAX_NODES, "-n"), required=True, help="number of nodes")
+    port = _integer(0, 65535, "--base-port")
+    p.add_argument("--base-port", type=port, default=8080, help="dashboard of node i: base+i")
+    port = _integer(0, 65535, "--runtime-base-port")
+    p.add_argument("--runtime-base-port", type=port, default=9413, help="runtime of node i: base+i")
     p.add_argument("--config", help="node configuration file (YAML) for every node")
     p.add_argument("--no-wait", action="store_true", help="return once the nodes answer")
     p.add_argument("--no-viz", action="store_true", help="start the nodes without dashboards")
@@ -102,12 +138,17 @@ def _add_cluster_commands(sub: _Sub) -> None:
         action="store_true",
         help="stay, show membership every second, stop the cluster on Ctrl-C",
     )
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait (default 120)")
+    p.add_argument(
+        "--no-keyring", action="store_true", help="gossip without a shared key (not advised)"
+    )
+    timeout = _number(0.1, MAX_SECONDS, "--timeout")
+    p.add_argument("--timeout", type=timeout, default=120.0, help="seconds to wait (default 120)")
 
     p = _command(sub, "status", "the nodes of a cluster and their process states")
     p.add_argument("--json", action="store_true")
     p = _command(sub, "down", "stop every process of a cluster (SIGTERM, then SIGKILL)")
-    p.add_argument("--grace", type=float, default=10.0, help="seconds before SIGKILL")
+    grace = _number(0, MAX_SECONDS, "--grace")
+    p.add_argument("--grace", type=grace, default=10.0, help="seconds before SIGKILL")
     sub.add_parser("list", help="the clusters under RT_CLUSTER_HOME")
 
 
@@ -136,11 +177,11 @@ def _add_fault_commands(sub: _Sub) -> None:
     p.add_argument("groups", type=_groups, nargs="+", metavar="IDS", help="e.g. 0,1 2,3,4")
     _command(sub, "heal", "remove partitions, loss and delay on every node")
     p = _command(sub, "loss", "drop PERCENT of a node's packets (NODE may be 'all')")
-    p.add_argument("node")
+    p.add_argument("node", type=_node_or_all)
     p.add_argument("percent", type=_number(0, 100, "PERCENT"))
     p.add_argument("--peer", type=_node_id, help="only packets to/from this peer")
     p = _command(sub, "delay", "delay a node's packets by MS milliseconds (NODE may be 'all')")
-    p.add_argument("node")
+    p.add_argument("node", type=_node_or_all)
     p.add_argument("ms", type=_number(0, 60000, "MS"))
     p.add_argument("--peer", type=_node_id, help="only packets to/from this peer")
 
@@ -149,9 +190,9 @@ def _add_scenario_command(sub: _Sub) -> None:
     p = sub.add_parser("scenario", help="run a scenario file; exit 0 pass, 1 fail, 2 error")
     p.add_argument("file", help="a scenario YAML file, or the name of one in the library")
     p.add_argument("--sim", action="store_true", help="on the simulated network (virtual time)")
-    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--seed", type=_integer(0, 2**63 - 1, "--seed"), help="the scenario's seed")
     p.add_argument("--out", help="directory for results.json and report.html")
-    p.add_argument("-n", type=int, dest="n", help="override the cluster size")
+    p.add_argument("-n", type=_integer(1, MAX_NODES, "-n"), help="override the cluster size")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -193,6 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into head: the reader is gone, nothing to say
         sys.stderr.close()
         return 0
+    except OSError as exc:  # a file the user named (or the clusters' home) cannot be used
+        err(str(exc))
+        return 1
 
 
 if __name__ == "__main__":

@@ -3,17 +3,22 @@
 Rules:
 1. A handler returns the exit status (0) or raises: ``BadInput`` (``UsageError`` among them) for
    a user mistake, ``ClusterError`` for a failed operation; ``cli.main`` maps them to 2 and 1.
-2. A handler that changed a cluster saves its record before returning, also when it fails.
-3. Clusters are reached only through ``cluster.local``; ``scenarios`` is imported only by the
+2. Every change to a cluster is recorded by ``cluster.local`` as it happens (locked, re-read,
+   atomic), so concurrent commands (``up --foreground`` and a ``restart``) never lose each
+   other's processes; nothing here writes the record.
+3. ``up`` turns SIGINT and SIGTERM into a cancellation: a launch cut short, or the end of
+   ``--foreground``, ends every process of the cluster before ``up`` exits.
+4. Clusters are reached only through ``cluster.local``; ``scenarios`` is imported only by the
    ``scenario`` command.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import trio
@@ -22,19 +27,19 @@ from cluster.local import (
     BadInput,
     ClusterError,
     LocalCluster,
+    Member,
     NodeFailed,
     NodeRecord,
     cluster_dir,
     clusters_home,
     launch,
+    live_members,
     load_record,
     plan_cluster,
     process_state,
-    save_record,
-    valid_name,
 )
 
-from .output import out, print_nodes, progress, summary, table
+from .output import err, out, print_nodes, progress, status_lines, summary, table
 
 __all__ = ["ASYNC_COMMANDS", "UsageError", "cmd_list", "cmd_scenario"]
 
@@ -52,10 +57,7 @@ def _open(name: str) -> LocalCluster:
 def _target_nodes(cluster: LocalCluster, node: str) -> list[int]:
     if node == "all":
         return [n.node_id for n in cluster.live_nodes()]
-    try:
-        nid = int(node)
-    except ValueError:
-        raise UsageError(f"not a node id: {node!r} (use a node id or 'all')") from None
+    nid = int(node)  # checked by the parser
     cluster.record.node(nid)
     return [nid]
 
@@ -73,27 +75,18 @@ async def _converge_live(cluster: LocalCluster) -> tuple[int, float]:
     return len(expect), await cluster.wait_converged(expect, 60.0)
 
 
+def _strays(cluster: LocalCluster) -> list[Member]:
+    """Live processes of the cluster that are no node's current process."""
+    current = {(n.pid, n.started) for n in cluster.record.nodes}
+    return [m for m in cluster.running() if m.key not in current]
+
+
 # ---- the cluster as a whole -----------------------------------------------------------------
 
 
-def _refuse_if_running(name: str) -> None:
-    try:
-        old = load_record(name)
-    except ClusterError:
-        return
-    running = [n for n in old.nodes if process_state(n.pid, n.started) != "gone"]
-    if running:
-        raise ClusterError(
-            f"cluster {name!r} is already running ({len(running)} node processes, e.g. "
-            f"node {running[0].node_id} pid {running[0].pid}); stop it first with: "
-            f"rt_cluster down --name {name}"
-        )
-
-
 async def cmd_up(args: argparse.Namespace) -> int:
-    name = valid_name(args.name)
+    name = args.name
     directory = cluster_dir(name)
-    _refuse_if_running(name)
     record = plan_cluster(
         directory,
         name,
@@ -102,24 +95,77 @@ async def cmd_up(args: argparse.Namespace) -> int:
         runtime_base_port=args.runtime_base_port,
         config=args.config or "",
         viz=not args.no_viz,
+        keyring=False if args.no_keyring else None,
     )
     cluster = LocalCluster(record, viz=not args.no_viz)
     out(f"starting cluster {name!r}: {args.n} nodes (files in {directory})")
+    signals: list[int] = []
+    try:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            await _until_signal(received, signals, functools.partial(_up, cluster, args))
+    except BaseException:
+        if args.foreground:  # whatever ended the watch, the cluster ends with it
+            with trio.CancelScope(shield=True):
+                await cluster.down()
+        raise
+    if args.foreground:
+        out(f"stopping cluster {name!r} ...")
+        with trio.CancelScope(shield=True):
+            ended = await cluster.down()
+        out(f"cluster {name!r} is down: {len(ended)} processes ended, none left running")
+        return 0
+    if signals:
+        err(f"interrupted; no node of cluster {name!r} is left running")
+        return 130
+    out(f"status: rt_cluster status --name {name}    stop: rt_cluster down --name {name}")
+    return 0
+
+
+async def _until_signal(
+    received: AsyncIterator[int], signals: list[int], work: Callable[[], Awaitable[None]]
+) -> None:
+    """Run ``work`` until it returns or a signal arrives (then cancelled; noted in
+    ``signals``); what ``work`` raised, unwrapped."""
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signal() -> None:
+                async for signum in received:
+                    signals.append(signum)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(on_signal)
+            await work()
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:  # the nursery wraps what work raised
+        raise _sole(group) from None
+
+
+def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception inside ``group`` (nested groups opened), else the group."""
+    leaves: list[BaseException] = []
+    todo: list[BaseException] = [group]
+    while todo:
+        exc = todo.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            todo.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if len(leaves) == 1 else group
+
+
+async def _up(cluster: LocalCluster, args: argparse.Namespace) -> None:
+    """Launch (and with ``--foreground`` watch until cancelled)."""
+    name = cluster.record.name
     try:
         took = await launch(
-            cluster,
-            wait=not args.no_wait,
-            timeout=args.timeout,
-            progress=progress(False),
-            on_spawned=save_record,
+            cluster, wait=not args.no_wait, timeout=args.timeout, progress=progress(False)
         )
     except NodeFailed as exc:
-        save_record(cluster.record)
         raise ClusterError(f"{exc}\nno node of cluster {name!r} is left running") from None
     except ClusterError as exc:
-        save_record(cluster.record)
         raise ClusterError(f"{exc}; no node of cluster {name!r} is left running") from None
-    save_record(cluster.record)
     out()
     print_nodes(cluster.record)
     out()
@@ -128,41 +174,25 @@ async def cmd_up(args: argparse.Namespace) -> int:
     else:
         out("nodes are up (not waiting for convergence: --no-wait)")
     if args.foreground:
-        return await _foreground(cluster)
-    out(f"status: rt_cluster status --name {name}    stop: rt_cluster down --name {name}")
-    return 0
-
-
-async def _foreground(cluster: LocalCluster) -> int:
-    name = cluster.record.name
-    out("membership as each node sees it, every second; Ctrl-C stops the cluster")
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-
-            async def wait_signal() -> None:
-                async for _ in signals:
-                    nursery.cancel_scope.cancel()
-                    return
-
-            nursery.start_soon(wait_signal)
-            while True:
-                out(await summary(cluster))
-                await trio.sleep(1.0)
-    out(f"stopping cluster {name!r} ...")
-    with trio.CancelScope(shield=True):
-        await cluster.down()
-        save_record(cluster.record)
-    out(f"cluster {name!r} is down: all {len(cluster.record.nodes)} processes ended")
-    return 0
+        out("membership as each node sees it, every second; Ctrl-C stops the cluster")
+        while True:
+            cluster.refresh_states()
+            out(await summary(cluster))
+            await trio.sleep(1.0)
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
-    rec = load_record(args.name)
+    cluster = _open(args.name)
+    rec = cluster.record
+    strays = _strays(cluster)
     if args.json:
-        doc = {"name": rec.name, "nodes": [n.to_status(_live_state(n)) for n in rec.nodes]}
+        doc = {
+            "name": rec.name,
+            "nodes": [n.to_status(_live_state(n)) for n in rec.nodes],
+            "strays": [{"pid": m.pid, "node_id": m.node_id} for m in strays],
+        }
         out(json.dumps(doc, indent=2))
         return 0
-    cluster = LocalCluster(rec)
     ids = {n.node_id for n in rec.nodes}
     _, bodies = await cluster.converged(ids)
     rows = []
@@ -173,18 +203,33 @@ async def cmd_status(args: argparse.Namespace) -> int:
             if body is None
             else str(sum(1 for m in body.get("nodes", ()) if m.get("state") == "alive"))
         )
-        rows.append((n.node_id, n.pid, _live_state(n), n.runtime_port, alive, n.dashboard or "-"))
+        state = _live_state(n)
+        ended = (
+            n.ended.describe()
+            if n.ended is not None and state not in ("running", "paused")
+            else "-"
+        )
+        rows.append((n.node_id, n.pid, state, ended, n.runtime_port, alive, n.dashboard or "-"))
     out(f"cluster {rec.name!r} ({rec.directory})")
-    out(table(rows, ("node", "pid", "state", "runtime", "sees alive", "dashboard")))
+    out(table(rows, ("node", "pid", "state", "ended", "runtime", "sees alive", "dashboard")))
+    for line in status_lines(rec, strays):
+        out(line)
     return 0
 
 
 async def cmd_down(args: argparse.Namespace) -> int:
     cluster = _open(args.name)
-    live = cluster.live_nodes()
-    await cluster.down(grace=args.grace)
-    save_record(cluster.record)
-    out(f"cluster {args.name!r}: stopped {len(live)} node processes; none left running")
+    ended = await cluster.down(grace=args.grace)
+    # A node another command started while we stopped the others: once more, then refuse.
+    if cluster.running():
+        ended += await cluster.down(grace=args.grace)
+    left = cluster.running()
+    if left:
+        raise ClusterError(
+            f"cluster {args.name!r}: still running: {', '.join(m.label() for m in left)} "
+            f"(another command keeps starting nodes?)"
+        )
+    out(f"cluster {args.name!r}: stopped {len(ended)} node processes; none left running")
     return 0
 
 
@@ -196,7 +241,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             rec = load_record(d.parent.name)
         except ClusterError:
             continue
-        running = sum(process_state(n.pid, n.started) != "gone" for n in rec.nodes)
+        running = len(live_members(rec.directory, rec))
         rows.append((rec.name, len(rec.nodes), running, rec.directory))
     if not rows:
         out(f"no clusters under {home}")
@@ -212,41 +257,35 @@ async def cmd_node(args: argparse.Namespace) -> int:
     cluster = _open(args.name)
     nid = args.node
     cluster.record.node(nid)
-    try:
-        if args.command == "kill":
-            await cluster.kill(nid)
-            msg = f"node {nid} killed (SIGKILL)"
-        elif args.command == "stop":
-            await cluster.stop(nid)
-            msg = f"node {nid} stopped"
-        elif args.command == "pause":
-            cluster.pause(nid)
-            msg = f"node {nid} paused (SIGSTOP); resume with: rt_cluster resume {nid}"
-        elif args.command == "resume":
-            cluster.resume(nid)
-            msg = f"node {nid} resumed (SIGCONT)"
-        else:
-            rec = await cluster.restart(nid, hard=args.kill)
-            msg = f"node {nid} restarted: pid {rec.pid}"
-            if not args.no_wait:
-                _, took = await _converge_live(cluster)
-                msg += f"; converged in {took:.1f}s"
-    finally:
-        save_record(cluster.record)
+    if args.command == "kill":
+        await cluster.kill(nid)
+        msg = f"node {nid} killed (SIGKILL)"
+    elif args.command == "stop":
+        await cluster.stop(nid)
+        msg = f"node {nid} stopped"
+    elif args.command == "pause":
+        cluster.pause(nid)
+        msg = f"node {nid} paused (SIGSTOP); resume with: rt_cluster resume {nid}"
+    elif args.command == "resume":
+        cluster.resume(nid)
+        msg = f"node {nid} resumed (SIGCONT)"
+    else:
+        rec = await cluster.restart(nid, hard=args.kill)
+        msg = f"node {nid} restarted: pid {rec.pid}"
+        if not args.no_wait:
+            _, took = await _converge_live(cluster)
+            msg += f"; converged in {took:.1f}s"
     out(msg)
     return 0
 
 
 async def cmd_add(args: argparse.Namespace) -> int:
     cluster = _open(args.name)
-    try:
-        rec = await cluster.add(induct=args.induct)
-        msg = f"node {rec.node_id} added: pid {rec.pid}, dashboard {rec.dashboard or '-'}"
-        if not args.no_wait:
-            count, took = await _converge_live(cluster)
-            msg += f"; {count} nodes converged in {took:.1f}s"
-    finally:
-        save_record(cluster.record)
+    rec = await cluster.add(induct=args.induct)
+    msg = f"node {rec.node_id} added: pid {rec.pid}, dashboard {rec.dashboard or '-'}"
+    if not args.no_wait:
+        count, took = await _converge_live(cluster)
+        msg += f"; {count} nodes converged in {took:.1f}s"
     out(msg)
     return 0
 

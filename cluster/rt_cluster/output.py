@@ -3,32 +3,49 @@
 Rules:
 1. Normal output goes to stdout, flushed line by line (it is often piped or watched); problems
    go to stderr as one line prefixed ``rt_cluster:``.
-2. Nothing here changes a cluster: ``summary`` only asks the nodes what they believe.
+2. A reader that went away (``| head -1``) never stops a command: the stream is pointed at
+   /dev/null and the command carries on, so ``up --foreground`` still stops its cluster on
+   Ctrl-C.
+3. Nothing here changes a cluster: ``summary`` only asks the nodes what they believe.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from cluster.local import ClusterRecord, LocalCluster
+from cluster.local import ClusterRecord, LocalCluster, Member
 
-__all__ = ["err", "out", "print_nodes", "progress", "summary", "table"]
+__all__ = ["err", "out", "print_nodes", "progress", "status_lines", "summary", "table"]
 
 Progress = Callable[[int, int, int, float], None]
 
 
+def _write(stream: TextIO, text: str) -> None:
+    """Write and flush; a closed reader turns the stream into /dev/null (rule 2)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, stream.fileno())
+        finally:
+            os.close(null)
+
+
 def out(line: str = "") -> None:
     """One line on stdout."""
-    print(line, flush=True)
+    _write(sys.stdout, line + "\n")
 
 
 def err(line: str) -> None:
     """One problem line on stderr, prefixed with the command's name."""
-    print(f"rt_cluster: {line}", file=sys.stderr, flush=True)
+    _write(sys.stderr, f"rt_cluster: {line}\n")
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
@@ -55,9 +72,7 @@ def progress(quiet: bool) -> Progress:
             f"{total} alive"
         )
         if tty:
-            print("\r" + line, end="", flush=True)
-            if converged == total:
-                print(flush=True)
+            _write(sys.stdout, "\r" + line + ("\n" if converged == total else ""))
         else:
             out(line)
 
@@ -81,7 +96,8 @@ async def summary(cluster: LocalCluster) -> str:
         proc = cluster.state_of(rec)
         body = bodies.get(rec.node_id)
         if proc == "gone":
-            lines.append(f"  node {rec.node_id}: not running ({rec.state})")
+            how = f": {rec.ended.describe()}" if rec.ended is not None else ""
+            lines.append(f"  node {rec.node_id}: not running ({rec.state}{how})")
         elif body is None:
             lines.append(f"  node {rec.node_id}: {proc}, not answering")
         else:
@@ -91,3 +107,20 @@ async def summary(cluster: LocalCluster) -> str:
                 f"  node {rec.node_id}: leader {body.get('leader_node_id')}, {alive} alive | {seen}"
             )
     return "\n".join(lines)
+
+
+def status_lines(rec: ClusterRecord, strays: Sequence[Member]) -> list[str]:
+    """What ``status`` adds below its table: the last log line of each node that ended on its
+    own, and processes of the cluster that are no node's current one."""
+    lines = []
+    for n in rec.nodes:
+        if n.ended is not None and n.state in ("exited", "failed") and n.ended.last_line:
+            lines.append(
+                f"node {n.node_id} ({n.ended.describe()}), last log line: {n.ended.last_line}"
+            )
+    for m in strays:
+        lines.append(
+            f"also running: {m.label()}, not the node's current process; "
+            f"rt_cluster down --name {rec.name} stops it"
+        )
+    return lines

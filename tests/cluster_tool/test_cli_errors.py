@@ -44,7 +44,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (["delay", "0", "-5"], "MS: -5 is out of range"),
         (["partition", "0,a", "1"], "bad group '0,a'"),
         (["up", "-n", "2", "--name", "bad/name"], "bad cluster name"),
-        (["up", "-n", "0"], "-n 0: a cluster needs at least one node"),
+        (["up", "-n", "0"], "-n: 0 is out of range (1..1024)"),
         (["frobnicate"], "invalid choice"),
     ],
 )
@@ -109,7 +109,7 @@ def test_status_json_shape(cluster_home: Path, capsys: pytest.CaptureFixture[str
     _record(cluster_home)
     _code, out, _ = run(capsys, "status", "--json", "--name", "c1")
     body = json.loads(out)
-    assert list(body) == ["name", "nodes"]
+    assert list(body) == ["name", "nodes", "strays"]
     assert list(body["nodes"][0]) == [
         "node_id",
         "pid",
@@ -118,6 +118,7 @@ def test_status_json_shape(cluster_home: Path, capsys: pytest.CaptureFixture[str
         "dashboard",
         "log",
         "events",
+        "ended",
     ]
 
 

@@ -52,7 +52,7 @@ class Child:
 
     name: str
     pid: int
-    started: float  # create time, epoch seconds: tells a reused pid apart
+    started: float  # start marker (ticks after boot): tells a reused pid apart
     log: Path
     port: int = 0
     viz_port: int = -1

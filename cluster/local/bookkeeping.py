@@ -1,0 +1,203 @@
+"""The node processes of one local cluster, tracked so that none can be lost: every start
+recorded at once, every process found again, every end explained.
+
+Rules:
+1. Every node process is forked by a ``cluster.node.zygote``, under a watcher that records it
+   in ``<dir>/procs/`` before it runs and records how it ended (``ledger``). The launcher
+   then records the pid in ``cluster.json`` as soon as the fork returns.
+2. Every change to the record is written through at once (``update_record``: locked,
+   re-read, atomic) and guarded by the process it is about: a change about a node's process
+   never lands on a newer process of that node that someone else started meanwhile.
+3. Ending the cluster (``down``) ends every process it knows of, from the record and from the
+   process files, each checked by pid and start marker; never by name.
+4. Nothing here talks to a node: RPC and the operations on top are ``launcher``'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .ledger import Member, fold_endings, forget, live_members, members, procs_dir
+from .plan import node_command
+from .processes import Proc, Processes, Zygote, child_env
+from .record import (
+    BadInput,
+    ClusterRecord,
+    NodeRecord,
+    merge_node,
+    process_state,
+    read_record,
+    save_record,
+    update_record,
+)
+
+__all__ = ["TrackedCluster"]
+
+RECORD_WAIT = 5.0  # seconds a watcher gets to record how its node ended
+
+
+class TrackedCluster:
+    """The processes of one cluster record: started, found, signalled and ended."""
+
+    def __init__(
+        self, record: ClusterRecord, *, python: str | None = None, viz: bool = True
+    ) -> None:
+        self.record = record
+        self.python = python or sys.executable
+        self.viz = viz
+        self.processes = Processes()
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.record.directory)
+
+    # ---- the record (rule 2) -------------------------------------------------------------
+
+    def reload(self) -> ClusterRecord:
+        """The record as it is on disk now (others may have changed it)."""
+        self.record = read_record(self.directory) or self.record
+        return self.record
+
+    def save(self) -> None:
+        """Write the record, merged with what is on disk (the newest process of a node wins)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.record = save_record(self.record)
+
+    def create(self) -> None:
+        """Write the record of a new cluster whole, replacing an earlier run's (whose processes
+        ``plan_cluster`` found all ended)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.record = update_record(self.directory, lambda _: self.record)
+
+    def _commit(self, change: Callable[[ClusterRecord], ClusterRecord]) -> None:
+        self.record = update_record(self.directory, lambda disk: change(disk or self.record))
+
+    def _update_node(self, seen: NodeRecord, **changes: Any) -> None:
+        """Change the node's record if it still names the process ``seen`` names."""
+
+        def change(rec: ClusterRecord) -> ClusterRecord:
+            for n in rec.nodes:
+                if n.node_id == seen.node_id and (n.pid, n.started) == (seen.pid, seen.started):
+                    return rec.with_node(replace(n, **changes))
+            return rec
+
+        self._commit(change)
+
+    def set_state(self, node_id: int, state: str) -> None:
+        self._update_node(self.record.node(node_id), state=state)
+
+    def refresh_states(self, gone_state: str = "exited") -> None:
+        """Re-read the record and match it to the processes: a node that died becomes
+        ``gone_state`` and gets its ending; ended processes' files are folded in."""
+        done: list[Member] = []
+
+        def change(rec: ClusterRecord) -> ClusterRecord:
+            folded, ended = fold_endings(rec, members(self.directory, rec), gone_state=gone_state)
+            done.extend(ended)
+            return folded
+
+        self._commit(change)
+        forget(done)
+
+    async def wait_recorded(self, timeout: float = RECORD_WAIT) -> None:
+        """Wait (at most ``timeout`` s) until every ended process's watcher recorded its end."""
+        watchers = [
+            Proc(m.watcher, m.watcher_started, m.log)
+            for m in members(self.directory, self.record)
+            if m.watcher and m.ending is None and process_state(m.pid, m.started) == "gone"
+        ]
+        await self.processes.wait_gone(watchers, timeout)
+
+    # ---- starting (rule 1) ---------------------------------------------------------------
+
+    def node_command(self, rec: NodeRecord) -> list[str]:
+        return node_command(self.record, rec, python=self.python, viz=self.viz)
+
+    @contextlib.contextmanager
+    def open_zygote(self) -> Iterator[Zygote]:
+        """A zygote for the ``with`` block; on leaving, every fork it made is recorded."""
+        procs_dir(self.directory).mkdir(parents=True, exist_ok=True)
+        argv = [self.python, "-m", "cluster.node.zygote"]
+        errors = self.directory / "zygote.log"
+        with self.processes.open_zygote(argv, child_env(), errors) as zygote:
+            yield zygote
+
+    def fork(self, zygote: Zygote, rec: NodeRecord) -> NodeRecord:
+        """Start the process of ``rec`` from ``zygote``; its pid is recorded before this
+        returns (and by its watcher before it runs)."""
+        with open(rec.log, "ab") as out:
+            out.write(f"--- rt_cluster: starting node {rec.node_id} at {time.ctime()}\n".encode())
+        argv = self.node_command(rec)[3:]  # after "python -m cluster.node.cli"
+        tag = {"cluster": self.record.name, "node_id": rec.node_id}
+        proc = zygote.fork(argv, rec.log, procs_dir(self.directory), tag)
+        new = replace(rec, pid=proc.pid, started=proc.started, state="starting", ended=None)
+        self._commit(lambda r: merge_node(r, new))
+        return new
+
+    def spawn_many(self, recs: Sequence[NodeRecord]) -> None:
+        """Start many nodes from one zygote."""
+        with self.open_zygote() as zygote:
+            for rec in recs:
+                self.fork(zygote, rec)
+
+    def spawn(self, rec: NodeRecord) -> NodeRecord:
+        """Start the process of one node (from a zygote of its own)."""
+        with self.open_zygote() as zygote:
+            return self.fork(zygote, rec)
+
+    # ---- watching and ending (rule 3) ----------------------------------------------------
+
+    def state_of(self, rec: NodeRecord) -> str:
+        """The node's process state now: ``running``, ``paused`` or ``gone``."""
+        return self.processes.state(rec)
+
+    def signal(self, rec: NodeRecord, sig: signal.Signals) -> bool:
+        """Send ``sig`` to the node's process group; False if the process is gone."""
+        return self.processes.signal(rec, sig)
+
+    async def wait_gone(self, recs: Sequence[NodeRecord], timeout: float) -> list[NodeRecord]:
+        """Wait until every process is gone or ``timeout`` s pass; the survivors."""
+        return await self.processes.wait_gone(recs, timeout)
+
+    async def terminate(
+        self, recs: Sequence[NodeRecord], *, grace: float = 10.0, hard: bool = False
+    ) -> None:
+        """End the processes (SIGTERM, then SIGKILL after ``grace`` s); verify they are gone."""
+        await self.processes.terminate(recs, grace=grace, hard=hard, name=_node_and_pid)
+
+    def live_nodes(self) -> list[NodeRecord]:
+        return [r for r in self.record.nodes if self.state_of(r) != "gone"]
+
+    def running(self) -> list[Member]:
+        """Every process of the cluster that still runs: recorded nodes, and processes only
+        their watchers recorded (a start whose launcher died, an older process of a node)."""
+        return live_members(self.directory, self.reload())
+
+    async def down(self, grace: float = 10.0) -> list[Member]:
+        """End every process of the cluster (verified; ClusterError naming survivors); the
+        processes that were running. Their nodes become ``stopped``."""
+        running = self.running()
+        try:
+            await self.processes.terminate(running, grace=grace, name=Member.label)
+        finally:
+            await self.wait_recorded()
+            self.refresh_states(gone_state="stopped")
+        return running
+
+    def require_live(self, rec: NodeRecord) -> None:
+        if self.state_of(rec) == "gone":
+            raise BadInput(
+                f"node {rec.node_id} is not running (state {rec.state}); "
+                f"start it with: rt_cluster restart {rec.node_id} --name {self.record.name}"
+            )
+
+
+def _node_and_pid(rec: NodeRecord) -> str:
+    return f"node {rec.node_id} pid {rec.pid}"

@@ -1,0 +1,65 @@
+"""What the rt_cluster tests share: running the command, and finding every process that still
+holds a file of a cluster's directory (a node, or a node's watcher), however it was started.
+
+A process of a cluster always holds its log open (stdout), so "nothing holds a file under the
+directory" is proof that nothing of the cluster runs, independent of any record the code under
+test keeps.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import wait_for
+
+__all__ = ["NO_WORKLOAD", "holders_of", "rt_cluster", "wait_nothing_holds"]
+
+NO_WORKLOAD = "workload: {enabled: false}\n"
+
+
+def rt_cluster(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cluster.rt_cluster.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+        check=False,
+    )
+
+
+def holders_of(directory: Path) -> list[int]:
+    """The pids (other than ours) with a file under ``directory`` open."""
+    prefix = str(directory.resolve()) + os.sep
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            links = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+        except OSError:
+            continue
+        if any(link.startswith(prefix) for link in links):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_nothing_holds(directory: Path, timeout: float = 30.0) -> None:
+    """Wait until no process holds a file under ``directory`` (a watcher exits just after its
+    node); fail naming the holders."""
+
+    def describe() -> list[str]:
+        out = []
+        for pid in holders_of(directory):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            out.append(f"{pid}: {cmd.strip()}")
+        return out
+
+    wait_for(f"nothing to hold files under {directory}", describe, until=lambda h: not h,
+             timeout=timeout, interval=0.1)  # fmt: skip
