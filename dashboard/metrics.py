@@ -25,7 +25,8 @@ __all__ = ["CONTENT_TYPE", "DashboardMetrics"]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _FORWARD_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 _SWIM_COUNTERS = ("probes", "probe_failures", "suspicions", "refutations", "pushpulls",
-                  "refused_incarnation", "epochs")  # fmt: skip
+                  "refused_incarnation", "refused_new_member", "refused_address",
+                  "epochs")  # fmt: skip
 _SWIM_GAUGES = ("members_up", "members_total", "incarnation", "health_score", "loop_lag",
                 "loop_lag_max")  # fmt: skip
 _SWIM_BY_KIND = {

@@ -48,6 +48,11 @@ class SwimConfig:
         tcp_timeout: deadline of one TCP join or push/pull exchange.
         max_frame_bytes: cap on one TCP frame (push/pull state) accepted from a peer.
         leave_propagate_time: how long ``leave()`` keeps gossiping the departure.
+        max_members: cap on the member table, self included: at the cap a new member is
+            refused unless one held down longer than gossip_to_the_dead_time makes room
+            (``membership`` rule 7).
+        new_members_per_period: previously unknown members learned per protocol period from
+            gossip and push/pull; the rest are refused until the next period (rule 7).
         keyring_file: path of the shared keys that seal every UDP packet and TCP exchange
             (AES-GCM; one base64 key per line, the first seals; docs/gossip-keys.md), or
             None for plain gossip. Members with and without keys do not form a cluster.
@@ -70,6 +75,8 @@ class SwimConfig:
     tcp_timeout: float = 5.0
     max_frame_bytes: int = 8 * 1024 * 1024
     leave_propagate_time: float = 0.5
+    max_members: int = 65536
+    new_members_per_period: int = 64
     keyring_file: str | None = None
     keyring: Keyring | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -93,6 +100,10 @@ class SwimConfig:
             raise ValueError("swim setting 'suspicion_max_timeout_mult' must be >= 1")
         if self.awareness_max < 1:
             raise ValueError("swim setting 'awareness_max' must be >= 1")
+        if self.max_members < 2:
+            raise ValueError("swim setting 'max_members' must be >= 2")
+        if self.new_members_per_period < 1:
+            raise ValueError("swim setting 'new_members_per_period' must be >= 1")
         if self.max_packet_bytes < 512 or self.max_packet_bytes > 65507:
             raise ValueError("swim setting 'max_packet_bytes' must be in 512..65507")
 

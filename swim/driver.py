@@ -133,7 +133,8 @@ class SwimHandle:
 
     def counters(self) -> dict[str, int]:
         """Headline counts: ``received``, ``dropped_rate``, ``dropped_auth``,
-        ``dropped_malformed``, ``refused_incarnation``, ``epochs`` (also in ``statistics()``)."""
+        ``dropped_malformed``, ``refused_incarnation``, ``refused_new_member``,
+        ``refused_address``, ``epochs`` (also in ``statistics()``)."""
         return self.machine.counters.summary()
 
     async def leave(self) -> None:

@@ -27,6 +27,7 @@ from .keyring import Keyring
 from .wire import BadMessage, StateEntry
 
 __all__ = [
+    "MAX_NODE_ID",
     "Seed",
     "error_reply",
     "induct_reply",
@@ -43,7 +44,7 @@ __all__ = [
 
 Seed = tuple[str, int] | str
 
-_MAX_NODE_ID = 1 << 31
+MAX_NODE_ID = (1 << 31) - 1  # the highest node id handed out or accepted (cluster.parse's)
 
 
 def parse_seed(seed: Seed) -> tuple[str, int]:
@@ -80,7 +81,7 @@ def read_induct_reply(reply: Any) -> int:
     """The free node id a seed handed out; ``BadMessage("induct_failed")`` otherwise."""
     if isinstance(reply, dict) and reply.get("ok") is True:
         nid = reply.get("node_id")
-        if isinstance(nid, int) and not isinstance(nid, bool) and 0 <= nid < _MAX_NODE_ID:
+        if isinstance(nid, int) and not isinstance(nid, bool) and 0 <= nid <= MAX_NODE_ID:
             return nid
     raise BadMessage("induct_failed", "no valid node id in the induct reply")
 

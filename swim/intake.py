@@ -17,8 +17,9 @@ another. So every packet meets, cheapest first:
 
 Rules:
 1. Sans-IO: ``now`` (seconds) is passed in; the only state is counts and buckets.
-2. Memory is bounded: one bucket per member address (the table bounds it); strangers are
-   counted per period, at most ``MAX_STRANGERS`` of them, then the rest are refused.
+2. Memory is bounded: one bucket per member address (the table bounds it: buckets of
+   addresses no member holds any more are pruned when they outnumber the table); strangers
+   are counted per period, at most ``MAX_STRANGERS`` of them, then the rest are refused.
 3. Every refusal is counted by reason in ``Counters.dropped``; every packet in ``arrived``.
 """
 
@@ -83,6 +84,8 @@ class Intake:
     def _member_ok(self, addr: tuple[str, int], now: float) -> bool:
         b = self._buckets.get(addr)
         if b is None:
+            if len(self._buckets) >= 2 * len(self._table) + 64:
+                self._prune()
             b = self._buckets[addr] = [self._member_burst, now]
         else:
             b[0] = min(self._member_burst, b[0] + (now - b[1]) * self._member_rate)
@@ -92,6 +95,11 @@ class Intake:
             return False
         b[0] -= 1.0
         return True
+
+    def _prune(self) -> None:
+        """Forget the buckets of addresses no member holds (moved, or removed: rule 2)."""
+        held = self._table.id_at
+        self._buckets = {a: b for a, b in self._buckets.items() if held(a[0], a[1]) is not None}
 
     def _stranger_ok(self, addr: tuple[str, int], now: float) -> bool:
         if now >= self._window_end:

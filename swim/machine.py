@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from . import wire
 from .config import SwimConfig
+from .exchange import MAX_NODE_ID
 from .intake import Intake
 from .lifeguard import Awareness
 from .members import Member, MemberState
@@ -156,10 +157,21 @@ class SwimMachine:
         return min(ups) if ups else None
 
     def next_free_id(self) -> int:
-        """Reserve and return an id above every id known here (for a node joining without one)."""
-        top = max(max(e.node_id for e in self.table), self._reserved_id)
-        self._reserved_id = top + 1
-        return self._reserved_id
+        """Reserve and return an id no member known here has (for a node joining without one).
+
+        Above every known id while that is within ``MAX_NODE_ID``; else (a ghost may hold the
+        top id: ``membership`` rule 7) the next id up from the last one handed out, wrapping
+        to 0, that no member holds. The table is far smaller than the range: one is found.
+        """
+        top = max(max(e.node_id for e in self.table), self._reserved_id) + 1
+        if top > MAX_NODE_ID:
+            top = self._reserved_id
+            for _ in range(len(self.table) + 1):
+                top = top + 1 if top < MAX_NODE_ID else 0
+                if top not in self.table:
+                    break
+        self._reserved_id = top
+        return top
 
     def next_deadline(self) -> float:
         """When ``tick`` must next be called."""
@@ -210,6 +222,7 @@ class SwimMachine:
             if r.nack:
                 self.outbox.send(r.addr, r.dest, "nack", Nack(r.seq, self.me.node_id))
         self.membership.expire(now)
+        self.membership.admit_waiting(now)
         if now >= self._next_probe and not self.left:
             self._start_probe()
         if now >= self._next_buddy and self.membership.suspects and not self.left:
@@ -255,6 +268,7 @@ class SwimMachine:
         for m in msgs:
             if not isinstance(m, Alive | Suspect | Dead):
                 self._on_direct(m)
+        self._catch_up()
         return self.outbox.flush()
 
     def local_state(self) -> list[StateEntry]:
@@ -275,6 +289,7 @@ class SwimMachine:
         self._now = now
         self.counters.pushpulls += 1
         self.membership.merge(entries, now, self.me.node_id if peer is None else peer)
+        self._catch_up()
         return self.outbox.flush()
 
     def leave(self, now: float) -> Output:
@@ -400,6 +415,14 @@ class SwimMachine:
         if missing:
             host, port = self._rng.choice(missing)
             self.outbox.sync(host, port, join=True)
+
+    def _catch_up(self) -> None:
+        """``membership`` rule 7: newcomers were refused for the budget, so push/pull with a
+        random member next period (not in up to a minute): a large join converges."""
+        if self.membership.crowded:
+            self.membership.crowded = False
+            soon = self._now + self.config.probe_interval
+            self._next_pushpull = min(self._next_pushpull, soon)
 
     def _pushpull_scale(self) -> float:
         n = self.table.up_count

@@ -33,6 +33,25 @@ No single message can make a live member unrefutable (issue 12). Incarnations li
    precedence. Copies of the claim a new boot answered get that boot, not another one.
 6. Like a suspicion (``machine`` rule 6), a packet to a member we hold dead or left carries
    that verdict, so a live member we wrongly hold down hears it the first time it talks to us.
+
+Nor can messages about members nobody knows (ghosts) grow the table without bound, or take
+a live member's address; these hold without a keyring too:
+
+7. Bounded growth. A member we do not know enters the table (from gossip or push/pull) only
+   within a budget: at most ``new_members_per_period`` per protocol period. The rest are
+   refused for now (``new_member_rate``): their alives wait for the next periods' budgets in
+   a room of ``WAITING`` budgets (the oldest forgotten when it is full), and a refusal brings
+   the next push/pull forward to the next period, so a large join still converges, a budget
+   a period. And at most ``max_members`` entries in all: at the cap, the member held down
+   the longest makes room if it has been down longer than ``gossip_to_the_dead_time``, else
+   the newcomer is refused (``table_full``). Both count as ``refused_new_member``. Below the
+   cap nothing is removed: every dead member stays shown.
+8. One address, one live member. A member may not take a host:port (joining there, or
+   moving there) that the table holds for another member we hold up (alive, probe_failed,
+   suspected), us included: refused and counted (``refused_address``), so a ghost cannot
+   take over the address lookup (intake, fault injection) of a live member. A holder held
+   dead or left gives its address up: a new id on a reused port (a restarted or inducted
+   node) takes it once the old one is known to be down.
 """
 
 from __future__ import annotations
@@ -52,6 +71,7 @@ __all__ = ["MAX_INCARNATION", "MAX_JUMP", "Membership"]
 
 MAX_INCARNATION = (1 << 63) - 1  # the codec's range (wire: u63)
 MAX_JUMP = 1 << 20  # a million refutations between two views: never by honest gossip
+WAITING = 4  # rule 7: newcomers over budget wait in a room of this many periods' budgets
 
 _ALIVE, _SUSPECTED, _DEAD, _LEFT = (
     MemberState.ALIVE,
@@ -81,6 +101,10 @@ class Membership:
         self.counters = counters
         self._new_boot = new_boot
         self._epoch_for = -1  # the incarnation of the claim our last new boot answered
+        self._budget_ends = float("-inf")  # rule 7: the new-member budget's period
+        self._budget = 0
+        self._waiting: dict[int, tuple[Alive, str]] = {}  # rule 7: newcomers over budget
+        self.crowded = False  # rule 7: a newcomer was refused for the budget since the last sync
         self.left = False
         self.suspects: set[int] = set()  # ids with a running suspicion
 
@@ -105,9 +129,10 @@ class Membership:
                 self.apply(alive, "pushpull", now)
             elif not known and s.state.is_down:
                 # Listed for display only; a live one refutes when it hears of it.
-                e = Entry(s.node, s.host, s.port, s.incarnation, s.state, s.boot, now)
-                self.table.add(e)
-                self.out.event(now, e, None, "pushpull")
+                if self._admit_new(s.node, s.host, s.port, now, None):
+                    e = Entry(s.node, s.host, s.port, s.incarnation, s.state, s.boot, now)
+                    self.table.add(e)
+                    self.out.event(now, e, None, "pushpull")
             elif s.state is _LEFT:
                 self.apply(Dead(s.incarnation, s.node, s.node), "pushpull", now)
             else:
@@ -235,6 +260,56 @@ class Membership:
             return False
         return True
 
+    def admit_waiting(self, now: float) -> None:
+        """Rule 7: let in the newcomers that waited for this period's budget, oldest first."""
+        while self._waiting and self._refill(now) > 0:
+            node = next(iter(self._waiting))
+            m, cause = self._waiting.pop(node)
+            self._alive(m, cause, now)
+
+    def _refill(self, now: float) -> int:
+        if now >= self._budget_ends:
+            self._budget_ends = now + self.config.probe_interval
+            self._budget = self.config.new_members_per_period
+        return self._budget
+
+    def _admit_new(
+        self, node_id: int, host: str, port: int, now: float, wait: tuple[Alive, str] | None
+    ) -> bool:
+        """Rules 7 and 8: may a member we do not know enter the table? Counted if not.
+
+        ``wait`` (the newcomer's alive and its cause) waits for the next period's budget
+        if this one is spent, in a room of ``WAITING`` that forgets the oldest when full.
+        """
+        if not self._address_free(node_id, host, port):
+            return False
+        if self._refill(now) <= 0:
+            self.counters.drop("new_member_rate")
+            self.crowded = True
+            if wait is not None:
+                self._waiting.pop(node_id, None)
+                if len(self._waiting) >= WAITING * self.config.new_members_per_period:
+                    del self._waiting[next(iter(self._waiting))]
+                self._waiting[node_id] = wait
+            return False
+        if len(self.table) >= self.config.max_members:
+            old = self.table.longest_down()
+            if old is None or now - old.changed <= self.config.gossip_to_the_dead_time:
+                self.counters.drop("table_full")
+                return False
+            self.table.remove(old)
+            self.counters.evicted += 1
+        self._budget -= 1
+        return True
+
+    def _address_free(self, node_id: int, host: str, port: int) -> bool:
+        """Rule 8: is host:port free for ``node_id`` (held by nobody up but it)? Counted if not."""
+        holder = self.table.holder(host, port)
+        if holder is None or holder.node_id == node_id or holder.state.is_down:
+            return True
+        self.counters.drop("refused_address")
+        return False
+
     def _answer(self, node_id: int, alive: Alive) -> None:
         e = self.table.get(node_id)
         if e is not None and e.state.is_up and e is not self.me:
@@ -243,6 +318,8 @@ class Membership:
     def _alive(self, m: Alive, cause: str, now: float) -> None:
         e = self.table.get(m.node)
         if e is None:
+            if not self._admit_new(m.node, m.host, m.port, now, (m, cause)):
+                return
             e = Entry(m.node, m.host, m.port, m.incarnation, _ALIVE, m.boot, now)
             self.table.add(e)
             self.out.event(now, e, None, "join" if cause == "gossip" else cause)
@@ -255,6 +332,9 @@ class Membership:
             return
         if not restarted and not self._within_reach(e, m.incarnation):
             return
+        moved = self.table.id_at(m.host, m.port) != e.node_id
+        if moved and not self._address_free(e.node_id, m.host, m.port):
+            return
         old = e.state
         if restarted:
             cause = "restart"
@@ -262,7 +342,7 @@ class Membership:
             cause = "rejoin"
         elif old is not _ALIVE or cause == "gossip":
             cause = "refute"
-        if (m.host, m.port) != (e.host, e.port):
+        if moved:  # a new address, or ours again after a holder we hold down took it
             self.table.set_addr(e, m.host, m.port)
         e.boot = m.boot
         e.incarnation = m.incarnation

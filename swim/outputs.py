@@ -6,7 +6,9 @@ Rules:
 2. ``Counters`` is mutable and owned by one machine; ``SwimStatistics`` is its frozen snapshot.
 3. Drops are counted by reason; the reasons fall into a few classes that the statistics sum up:
    shed load (``RATE_REASONS``), failed authentication (``auth``), undecodable input
-   (``MALFORMED_REASONS``) and refused incarnation jumps (``refused_incarnation``).
+   (``MALFORMED_REASONS``), refused incarnation jumps (``refused_incarnation``), refused
+   newcomers (``NEW_MEMBER_REASONS``: ``membership`` rule 7) and refused addresses
+   (``refused_address``: rule 8).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .members import MemberEvent
 __all__ = [
     "DROPPED",
     "MALFORMED_REASONS",
+    "NEW_MEMBER_REASONS",
     "RATE_REASONS",
     "Counters",
     "Datagram",
@@ -34,6 +37,7 @@ RATE_REASONS = frozenset({"rate_member", "rate_source", "rate_strangers", "relay
 MALFORMED_REASONS = frozenset(
     {"oversize", "truncated", "version", "malformed", "unknown_type", "bad_field"}
 )
+NEW_MEMBER_REASONS = frozenset({"new_member_rate", "table_full"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,7 @@ class Counters:
     pushpulls: int = 0
     arrived: int = 0  # every packet handed in, before any check
     epochs: int = 0  # new boot epochs taken to refute (membership rule 5)
+    evicted: int = 0  # members held down long forgotten to make room (membership rule 7)
 
     def sent(self, kind: str, size: int) -> None:
         self.sent_packets[kind] += 1
@@ -96,7 +101,7 @@ class Counters:
         self.dropped[reason] += 1
 
     def summary(self) -> dict[str, int]:
-        """The headline counts: packets received, dropped by class, refused incarnations."""
+        """The headline counts: packets received, dropped by class, refused updates."""
         d = self.dropped
         return {
             "received": self.arrived,
@@ -104,6 +109,8 @@ class Counters:
             "dropped_auth": d["auth"],
             "dropped_malformed": sum(d[r] for r in MALFORMED_REASONS),
             "refused_incarnation": d["refused_incarnation"],
+            "refused_new_member": sum(d[r] for r in NEW_MEMBER_REASONS),
+            "refused_address": d["refused_address"],
             "epochs": self.epochs,
         }
 
@@ -136,7 +143,10 @@ class SwimStatistics:
     dropped_auth: int = 0
     dropped_malformed: int = 0
     refused_incarnation: int = 0
+    refused_new_member: int = 0
+    refused_address: int = 0
     epochs: int = 0
+    evicted: int = 0
     loop_lag: float = 0.0
     loop_lag_max: float = 0.0
 
@@ -170,6 +180,7 @@ class SwimStatistics:
             refutations=c.refutations,
             pushpulls=c.pushpulls,
             **c.summary(),
+            evicted=c.evicted,
             loop_lag=loop_lag,
             loop_lag_max=loop_lag_max,
         )

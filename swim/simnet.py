@@ -13,7 +13,8 @@ Units: virtual time and ``delay`` in seconds; ``loss`` and ``dup`` in percent (0
 
 Controls: ``kill(i)`` (crash: silent from now on), ``pause(i, dur=None)`` (a stopped process:
 packets queue up and are handled on ``resume(i)``), ``restart(i)`` (a fresh machine with the same
-id and address, a new boot nonce, joining through the seeds), ``add() -> id``, ``leave(i)``
+id and address, a new boot nonce, joining through the seeds), ``add() -> id`` (``add(at=i)``:
+at stopped node i's address, as a reused port), ``leave(i)``
 (graceful: gossips its departure for ``leave_propagate_time``, then stops), ``partition(groups)``
 and ``heal()``, ``set_loss(i, pct)``, ``set_delay(i, ms)``, ``block(i, peers)``.
 Views: ``members(i)``, ``leader(i)``, ``state(i, j)``, ``live_ids()``, ``now``, ``events``,
@@ -131,17 +132,24 @@ class SimNetwork:
     def address(i: int) -> tuple[str, int]:
         return (f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}", 7946)
 
-    def _new_node(self, i: int, gen: int, config: SwimConfig | None = None) -> _Node:
+    def _new_node(
+        self,
+        i: int,
+        gen: int,
+        config: SwimConfig | None = None,
+        addr: tuple[str, int] | None = None,
+    ) -> _Node:
+        addr = addr or self.address(i)
         seeds = [self.address(s) for s in self._seed_ids if s != i]
         m = SwimMachine(
             config or self.config,
             i,
-            *self.address(i),
+            *addr,
             rng=random.Random(self.rng.getrandbits(64)),
             now=self.now,
             seeds=seeds,
         )
-        self._addr[self.address(i)] = i
+        self._addr[addr] = i
         return _Node(i, m, gen)
 
     @staticmethod
@@ -197,16 +205,22 @@ class SimNetwork:
     def restart(self, i: int) -> None:
         """Replace node i by a fresh machine (same id and address, new boot) that joins."""
         old = self._nodes[i]
-        node = self._new_node(i, old.gen + 1, old.machine.config)
+        node = self._new_node(i, old.gen + 1, old.machine.config, old.machine.address)
         node.faults = old.faults
         self._nodes[i] = node
         self._apply(node, node.machine.join(self.now))
 
-    def add(self, config: SwimConfig | None = None) -> int:
+    def add(self, config: SwimConfig | None = None, at: int | None = None) -> int:
         """Start a new node with the next id (and ``config``, default the network's); it joins
-        through the seeds. Returns its id."""
+        through the seeds. ``at``: it takes the address of that stopped node (a reused port).
+        Returns its id."""
+        addr = None
+        if at is not None:
+            if self._nodes[at].running:
+                raise ValueError(f"node {at} still holds its address")
+            addr = self._nodes[at].machine.address
         i = max(self._nodes) + 1
-        self._nodes[i] = node = self._new_node(i, 0, config)
+        self._nodes[i] = node = self._new_node(i, 0, config, addr)
         self._apply(node, node.machine.join(self.now))
         return i
 

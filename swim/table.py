@@ -1,8 +1,10 @@
 """The member table of one machine: entries, the round-robin probe order, random picks.
 
 Rules:
-1. Entries are never removed: dead and left members stay listed (the API shows them dead) and
-   keep their incarnation, so a stale ``alive`` cannot resurrect them.
+1. Entries are not removed: dead and left members stay listed (the API shows them dead) and
+   keep their incarnation, so a stale ``alive`` cannot resurrect them. The one exception is
+   a full table (``membership`` rule 7): ``remove`` forgets the member held down the longest
+   (``longest_down``, O(1)) to make room.
 2. Probing walks a shuffled list of member ids; a full pass reshuffles, a newcomer is inserted
    at a random position of the rest of the current pass, so one member is probed at least
    once every 2n - 1 periods and a newcomer within the pass it joined in.
@@ -45,7 +47,9 @@ class MemberTable:
         self.me = me
         self._rng = rng
         self._entries: dict[int, Entry] = {me.node_id: me}
-        self._ids: list[int] = []  # every other member, append-only, for random picks
+        self._ids: list[int] = []  # every other member, for random picks
+        self._slot: dict[int, int] = {}  # id -> its index in _ids (removal swaps in the last)
+        self._down: dict[int, None] = {}  # members held down, in the order they went down
         self._order: list[int] = []  # probe order
         self._pos = 0
         self._up = 1  # members not dead or left, self included
@@ -72,12 +76,35 @@ class MemberTable:
         """Insert a member not yet known (at a random place in the probe order)."""
         assert entry.node_id not in self._entries
         self._entries[entry.node_id] = entry
+        self._slot[entry.node_id] = len(self._ids)
         self._ids.append(entry.node_id)
         self._addr[(entry.host, entry.port)] = entry.node_id
         if entry.state.is_up:
             self._up += 1
             # Somewhere in what is left of this pass, so a newcomer is probed within it.
             self._order.insert(self._rng.randint(self._pos, len(self._order)), entry.node_id)
+        else:
+            self._down[entry.node_id] = None
+
+    def remove(self, entry: Entry) -> None:
+        """Forget a member held down (rule 1: only to make room in a full table)."""
+        assert entry is not self.me
+        assert entry.state.is_down
+        i = entry.node_id
+        del self._entries[i]
+        self._down.pop(i, None)
+        slot, last = self._slot.pop(i), self._ids.pop()
+        if last != i:
+            self._ids[slot] = last
+            self._slot[last] = slot
+        if self._addr.get((entry.host, entry.port)) == i:
+            del self._addr[(entry.host, entry.port)]
+
+    def longest_down(self) -> Entry | None:
+        """The member held down (dead or left) the longest, if any."""
+        for i in self._down:
+            return self._entries[i]
+        return None
 
     def note_transition(self, entry: Entry, old: MemberState) -> None:
         """Keep the up count and the probe order in step with a state change."""
@@ -85,18 +112,21 @@ class MemberTable:
             return
         if entry.state.is_up:
             self._up += 1
+            self._down.pop(entry.node_id, None)
             if entry is not self.me and entry.node_id not in self._order[self._pos :]:
                 self._order.insert(self._rng.randint(self._pos, len(self._order)), entry.node_id)
         else:
             self._up -= 1
+            if entry is not self.me:
+                self._down[entry.node_id] = None
 
     def next_probe_target(self) -> Entry | None:
         """The next up member in the shuffled round-robin order, or None if alone."""
         for _ in range(2):
             while self._pos < len(self._order):
-                e = self._entries[self._order[self._pos]]
+                e = self._entries.get(self._order[self._pos])  # None: removed
                 self._pos += 1
-                if e.state.is_up and e is not self.me:
+                if e is not None and e.state.is_up and e is not self.me:
                     return e
             self._order = [i for i in self._ids if self._entries[i].state.is_up]
             self._rng.shuffle(self._order)
@@ -142,8 +172,13 @@ class MemberTable:
         self._addr[(host, port)] = entry.node_id
 
     def id_at(self, host: str, port: int) -> int | None:
-        """The id of the member last seen at host:port, if any."""
+        """The id of the member that holds host:port, if any (``membership`` rule 8)."""
         return self._addr.get((host, port))
+
+    def holder(self, host: str, port: int) -> Entry | None:
+        """The member that holds host:port, if any."""
+        i = self._addr.get((host, port))
+        return None if i is None else self._entries.get(i)
 
     def snapshot(self) -> list[Member]:
         return [self._entries[i].snapshot() for i in sorted(self._entries)]

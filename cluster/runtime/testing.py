@@ -50,6 +50,8 @@ class FakeStatistics:
     refutations: int = 0
     pushpulls: int = 0
     refused_incarnation: int = 0
+    refused_new_member: int = 0
+    refused_address: int = 0
     epochs: int = 0
     sent_packets: Mapping[str, int] = field(default_factory=dict)
     recv_packets: Mapping[str, int] = field(default_factory=dict)

@@ -18,6 +18,7 @@ def test_defaults_are_memberlist_local_profile() -> None:
     assert (c.suspicion_mult, c.suspicion_max_timeout_mult, c.retransmit_mult) == (3, 6, 2)
     assert (c.gossip_interval, c.gossip_nodes) == (0.1, 3)
     assert (c.pushpull_interval, c.gossip_to_the_dead_time, c.awareness_max) == (15.0, 15.0, 8)
+    assert (c.max_members, c.new_members_per_period) == (65536, 64)
     lan = SwimConfig.lan()
     assert (lan.probe_timeout, lan.indirect_checks, lan.suspicion_mult) == (0.5, 3, 4)
 
@@ -41,6 +42,9 @@ def test_from_mapping_round_trip_and_ints_for_floats() -> None:
         ({"probe_timeout": 5.0}, "probe_timeout"),
         ({"max_packet_bytes": 10}, "max_packet_bytes"),
         ({"gossip_interval": float("nan")}, "gossip_interval"),
+        ({"max_members": 1}, "max_members"),
+        ({"max_members": 2**70.0}, "max_members"),
+        ({"new_members_per_period": 0}, "new_members_per_period"),
     ],
 )
 def test_from_mapping_names_the_bad_key(mapping: dict[str, object], needle: str) -> None:
