@@ -9,26 +9,34 @@ Rules:
 3. Every refusal is one ``ParseError`` (a ValueError) whose message names ``what`` was parsed,
    the accepted range and the text (cut short); callers map it to their own boundary error
    (BadRequest, SettingsError, an argparse error). Nothing else escapes, whatever the input.
-4. ``int_value`` and ``float_value`` take what YAML or JSON already typed (a bool is not a
-   number) or text, with the same rules.
+4. ``int_value``, ``float_value`` and ``size_value`` take what YAML or JSON already typed (a
+   bool is not a number) or text, with the same rules.
+5. A boolean is written as one of ``BOOL_WORDS`` (``true``/``false``, ``1``/``0``, ``yes``/
+   ``no``, ``on``/``off``, in any case) and nothing else: ``maybe``, ``2``, `` 1`` and the
+   empty text are refused, never read as false.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from typing import Any
 
 __all__ = [
+    "BOOL_WORDS",
     "MAX_NODE_ID",
     "PORT_MAX",
     "ParseError",
+    "bool_value",
     "float_value",
     "int_value",
+    "parse_bool",
     "parse_float",
     "parse_int",
     "parse_port",
     "parse_size",
+    "size_value",
 ]
 
 MAX_NODE_ID = (1 << 31) - 1  # what the membership wire format carries
@@ -39,6 +47,9 @@ _FLOAT_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\
 _SIZE_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(?:([KMGTPkmgtp])(?:[iI]?[bB])?|[bB])?\Z")
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 _MAX_TEXT = 64  # longer text is no number we accept; refuse it before converting anything
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+BOOL_WORDS = _TRUE + _FALSE
 
 
 class ParseError(ValueError):
@@ -94,8 +105,7 @@ def parse_size(text: str, *, low: int = 0, high: int, what: str = "size") -> int
     if m is None:
         raise ParseError(f"{what}: expected a size such as 4096, 16M or 1GiB, got {_shown(text)}")
     number, suffix = m.group(1), (m.group(2) or "").upper()
-    scale = 1 << (10 * _POWERS[suffix])
-    value = int(float(number) * scale) if "." in number else int(number) * scale
+    value = int(Fraction(number) * (1 << (10 * _POWERS[suffix])))  # exact: no float rounding
     if not low <= value <= high:
         raise ParseError(f"{what}: {text} ({value} bytes) is out of range ({_range(low, high)})")
     return value
@@ -125,3 +135,29 @@ def float_value(
     except OverflowError:  # an int too large for a float
         raise ParseError(f"{what}: {_shown(value)} is out of range") from None
     return _ranged_float(number, low, high, what, low_open)
+
+
+def size_value(value: Any, *, low: int = 0, high: int, what: str = "size") -> int:
+    """Bytes as YAML or JSON typed them (an int, not a bool or a float), or size text
+    (``parse_size``), within ``[low, high]``."""
+    if isinstance(value, str):
+        return parse_size(value, low=low, high=high, what=what)
+    return int_value(value, low=low, high=high, what=what)
+
+
+def parse_bool(text: str, *, what: str = "value") -> bool:
+    """``True`` for true/1/yes/on, ``False`` for false/0/no/off (any case); nothing else."""
+    ok = isinstance(text, str) and len(text) <= 8 and text.isascii()
+    word = text.lower() if ok else None
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ParseError(f"{what}: expected one of {'/'.join(BOOL_WORDS)}, got {_shown(text)}")
+
+
+def bool_value(value: Any, *, what: str = "value") -> bool:
+    """A bool as YAML or JSON typed it, or boolean text (``parse_bool``); a number is no bool."""
+    if isinstance(value, bool):
+        return value
+    return parse_bool(value, what=what)

@@ -3,23 +3,24 @@ member: an existing rt_bdev pool by name, or a new one created from a name, a ca
 type (the reference's add/replace member fields).
 
 Every field is checked before anything is created, and all bad fields are reported at once
-(``ValidationFailed``). A created device gets a pool id suggested from 900; the caller is told
-it created it, so it can destroy it again with the pool that asked for it.
+(``ValidationFailed``). Fields are read as written, never stripped: a member name is a pool name
+(``cluster.runtime.name_error``), a capacity strict size text (``rt_bdev.size_bytes``), a node id
+canonical digits. A created device gets a pool id suggested from 900; the caller is told it
+created it, so it can destroy it again with the pool that asked for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cluster.errors import ValidationFailed
-from cluster.ids import PoolId
-from cluster.runtime import ModuleContext
-from cluster.storage import BlockStore, parse_size
+from cluster.ids import PoolId, parse_node_id
+from cluster.runtime import ModuleContext, name_error
+from cluster.storage import BlockStore
 
-if TYPE_CHECKING:
-    from .rt_bdev import BdevContainer
+from .rt_bdev import BdevContainer, size_bytes
 
 __all__ = [
     "MAX_MEMBERS",
@@ -64,10 +65,10 @@ class MemberRequest:
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> MemberRequest:
         return cls(
-            params.get("member_name", "").strip(),
-            params.get("capacity", "").strip(),
-            params.get("bdev_type", "").strip(),
-            params.get("node_id", "").strip(),
+            params.get("member_name", ""),
+            params.get("capacity", ""),
+            params.get("bdev_type", ""),
+            params.get("node_id", ""),
         )
 
 
@@ -79,19 +80,20 @@ async def resolve_member(
 ) -> tuple[BdevContainer, bool]:
     """The device for ``req`` with ``needed`` free bytes, and whether it was created for it;
     ``member_of`` names the array a pool already belongs to."""
-    from .rt_bdev import BdevContainer
-
     errors: dict[str, str] = {}
-    if req.node_id not in ("", str(runtime.node_id)):
+    if req.node_id != "" and parse_node_id(req.node_id) is None:
+        errors["node_id"] = f"not a node id: '{req.node_id[:40]}'"
+    elif req.node_id not in ("", str(runtime.node_id)):
         errors["node_id"] = (
             f"members are created on this node ({runtime.node_id}); node {req.node_id} "
             "cannot be reached from here"
         )
     name = req.member_name
-    existing = runtime.pools.by_name(name) if name else None
+    why = name_error(name) if name else "required"
+    existing = runtime.pools.by_name(name) if why is None else None
     bdev_type = req.bdev_type or "file"
-    if not name:
-        errors["member_name"] = "required"
+    if why is not None:
+        errors["member_name"] = why
     elif existing is not None:
         if not isinstance(existing, BdevContainer) or existing.closed:
             errors["member_name"] = f"'{name}' exists but is not a rt_bdev pool"
@@ -104,17 +106,7 @@ async def resolve_member(
     elif not req.capacity:
         errors["member_name"] = f"no pool named '{name}' exists; give a capacity to create it here"
     else:
-        if bdev_type not in MEMBER_TYPES:
-            errors["bdev_type"] = "member bdevs here are 'file' or 'ram'"
-        try:
-            capacity = parse_size(req.capacity)
-        except ValueError:
-            errors["capacity"] = f"unparseable size '{req.capacity}'"
-        else:
-            if capacity == 0:
-                errors["capacity"] = "must be > 0"
-            elif capacity < needed:
-                errors["capacity"] = f"too small: the array needs {needed} bytes on each member"
+        _check_new(req, bdev_type, needed, errors)
     if errors:
         raise ValidationFailed(errors)
     if existing is not None:
@@ -129,6 +121,21 @@ async def resolve_member(
     created = runtime.pools.get(PoolId.parse(body["pool_id"]))
     assert isinstance(created, BdevContainer)
     return created, True
+
+
+def _check_new(req: MemberRequest, bdev_type: str, needed: int, errors: dict[str, str]) -> None:
+    """The type and capacity of a device to be made for ``req``."""
+    if bdev_type not in MEMBER_TYPES:
+        errors["bdev_type"] = "member bdevs here are 'file' or 'ram'"
+    try:
+        capacity = size_bytes(req.capacity)
+    except ValueError as exc:
+        errors["capacity"] = str(exc)
+        return
+    if capacity == 0:
+        errors["capacity"] = "must be > 0"
+    elif capacity < needed:
+        errors["capacity"] = f"too small: the array needs {needed} bytes on each member"
 
 
 def find_block_store(runtime: ModuleContext, pool_id: PoolId) -> BlockStore | None:

@@ -7,7 +7,8 @@ Rules:
 2. The ``stats`` monitor answers the reference's keys in its order, from measured figures.
 3. Other modules use the device through the ``BlockStore`` interface (allocate/free/read/write).
 4. A ``file`` device is a sparse file in the node's data folder, named after its pool id.
-5. A capacity is at most ``MAX_CAPACITY`` bytes; a ``file`` device at most the free space of
+5. A capacity is an int or size text as written (``size_bytes``: no spaces, ASCII
+   digits) of at most ``MAX_CAPACITY`` bytes; a ``file`` device at most the free space of
    the data folder, a memory device at most the host's memory. When the store cannot be made
    or an I/O fails (``OSError``), the answer is an ``ApiError`` that says so, never a 500.
 """
@@ -26,6 +27,7 @@ from typing import Any, TypeVar
 import psutil
 
 from cluster.errors import BadRequest, Conflict, ValidationFailed
+from cluster.parse import ParseError, int_value, size_value
 from cluster.runtime import (
     FormField,
     FormSpec,
@@ -46,7 +48,14 @@ from cluster.storage import (
 
 from .extents import ExtentDevice
 
-__all__ = ["BDEV_TYPES", "MAX_CAPACITY", "BdevContainer", "BdevModule", "bdev_config_errors"]
+__all__ = [
+    "BDEV_TYPES",
+    "MAX_CAPACITY",
+    "BdevContainer",
+    "BdevModule",
+    "bdev_config_errors",
+    "size_bytes",
+]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
@@ -56,6 +65,18 @@ MEMORY_TYPES = ("ram", "hbm", "pinned")
 BLOCK = 4096  # allocation unit, bytes
 MAX_CAPACITY = 1 << 50  # bytes (1P), whatever the type
 SIZE_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.ENOMEM, errno.EINVAL, errno.EDQUOT)
+MAX_SIZE = 1 << 60  # bytes: larger is no size (devices have their own, smaller bounds)
+
+
+def size_bytes(value: Any) -> int:
+    """Bytes of a size field: an int as YAML or JSON typed it, or size text as written
+    (``cluster.parse.parse_size``: ASCII digits, an optional K/M/G/T/P suffix, no spaces);
+    ValueError ``unparseable size '<value>'`` otherwise."""
+    try:
+        return size_value(value, low=0, high=MAX_SIZE)
+    except ParseError:
+        shown = value if isinstance(value, str) and len(value) <= 40 else "..."
+        raise ValueError(f"unparseable size '{shown}'") from None
 
 
 def bdev_type_of(config: Mapping[str, Any]) -> str:
@@ -86,7 +107,7 @@ def bdev_config_errors(
         errors["capacity"] = "required (a size such as 16M, 512MB or 1GiB)"
         return errors
     try:
-        capacity = parse_size(raw)
+        capacity = size_bytes(raw)
     except ValueError as exc:
         errors["capacity"] = str(exc)
         return errors
@@ -109,6 +130,13 @@ def _io(what: str, fn: Callable[[], T]) -> T:
         return fn()
     except OSError as exc:
         raise Conflict(f"{what} failed: {exc.strerror or exc}") from None
+
+
+def _offset(value: Any) -> int:
+    """An offset or a length of a migrated state: an int (not a bool, a float or text)."""
+    if isinstance(value, str):
+        raise ValueError(f"expected an integer, got {value[:40]!r}")
+    return int_value(value, low=0, high=MAX_CAPACITY, what="offset")
 
 
 class BdevContainer(ExtentDevice):
@@ -225,11 +253,11 @@ class BdevContainer(ExtentDevice):
     async def import_state(self, state: Mapping[str, Any]) -> None:
         runs = state.get("free_runs")
         if isinstance(runs, list):
-            self.allocator.load_free_runs((int(o), int(s)) for o, s in runs)
+            self.allocator.load_free_runs((_offset(o), _offset(s)) for o, s in runs)
         chunks = state.get("chunks")
         if self.store is not None and isinstance(chunks, list):
             # memoryview: a chunk given as a number n is refused, not read as bytes(n) of zeros
-            import_chunks(self.store, ((int(o), bytes(memoryview(c))) for o, c in chunks))
+            import_chunks(self.store, ((_offset(o), bytes(memoryview(c))) for o, c in chunks))
 
 
 class BdevModule(Module):

@@ -4,6 +4,7 @@ module contract and registry, and the view the dashboard and the node RPC serve.
     Runtime                   one node's runtime; answers from its own state
     Membership, SingleNode    what the runtime reads of the cluster (the SWIM handle, or itself)
     Peers, is_local           how it reaches peers, and the one "answer here?" decision
+    parse_routing, name_error the strict readings of a routing and of a pool name
     RuntimeView               the narrow view the dashboard is given
     Module, Container, ...    the contract every module implements (``cluster.modules``)
     load_modules, BUILTIN     the registry: modules by dotted path, never imported by name here
@@ -13,6 +14,7 @@ The runtime imports nothing of the node process, the dashboard or the modules.
 """
 
 from .assets import find_assets, viz_roots
+from .compose import MAX_NAME, name_error
 from .costmodel import CostModel
 from .membership import MemberLike, Membership, SingleNode, state_name
 from .module import (
@@ -27,7 +29,7 @@ from .module import (
     pool_id_field,
     pool_name_field,
 )
-from .peers import FORWARD_TIMEOUT, Peers, is_local, routing_forwards
+from .peers import FORWARD_TIMEOUT, Peers, Routing, is_local, parse_routing, routing_forwards
 from .pools import PoolManager
 from .registry import BUILTIN, available_modules, load_modules
 from .runtime import Runtime
@@ -39,6 +41,7 @@ from .workload import serve_workload, startup_compose
 __all__ = [
     "BUILTIN",
     "FORWARD_TIMEOUT",
+    "MAX_NAME",
     "Container",
     "CostModel",
     "FormField",
@@ -53,6 +56,7 @@ __all__ = [
     "PoolInfo",
     "PoolManager",
     "RouteCall",
+    "Routing",
     "Runtime",
     "RuntimeView",
     "SingleNode",
@@ -62,7 +66,9 @@ __all__ = [
     "find_assets",
     "is_local",
     "load_modules",
+    "name_error",
     "parse_period",
+    "parse_routing",
     "pool_id_field",
     "pool_name_field",
     "routing_forwards",

@@ -2,6 +2,8 @@
 
 Each query is one function of the runtime and the request's parameters; ``ADMIN_QUERIES``
 is the table the runtime dispatches on (and the list the dashboard's per-node routes check).
+A numeric parameter is parsed strictly (``cluster.parse``: canonical ASCII digits, ranged), here
+where every per-node query is answered, asked locally or forwarded by a peer.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cluster.errors import BadRequest
+from cluster.parse import ParseError, parse_int
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -18,6 +21,7 @@ __all__ = ["ADMIN_QUERIES", "admin_query"]
 
 JSON = dict[str, Any]
 Query = Callable[["Runtime", Mapping[str, str]], JSON]
+MAX_EVENT_ID = (1 << 63) - 1
 
 
 def _workers(rt: Runtime, params: Mapping[str, str]) -> JSON:
@@ -25,11 +29,14 @@ def _workers(rt: Runtime, params: Mapping[str, str]) -> JSON:
 
 
 def _system_stats(rt: Runtime, params: Mapping[str, str]) -> JSON:
-    raw = params.get("min_event_id", "0") or "0"
+    raw = params.get("min_event_id", "") or "0"  # left out or empty: every entry
     try:
-        min_id = int(raw)
-    except ValueError:
-        raise BadRequest(f"min_event_id must be an integer, got '{raw}'") from None
+        min_id = parse_int(raw, low=0, high=MAX_EVENT_ID, what="min_event_id")
+    except ParseError as exc:
+        if isinstance(raw, str) and raw.isascii() and raw.lstrip("-").isdigit():
+            raise BadRequest(str(exc)) from None  # a number out of range: say the range
+        shown = raw if isinstance(raw, str) and len(raw) <= 40 else f"{str(raw)[:40]}..."
+        raise BadRequest(f"min_event_id must be an integer, got '{shown}'") from None
     return {"entries": rt.stats.since(min_id)}
 
 

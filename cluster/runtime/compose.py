@@ -9,6 +9,12 @@ Rules:
 3. Module parameters given as YAML text are read by ``cluster.safeyaml`` within
    ``CONFIG_LIMITS`` (64 KiB, no aliases): small enough to parse on the event loop in a few
    milliseconds, and a refusal is a ``config`` field error (400), never a hang.
+4. Every identity field is text, checked as written (nothing is stripped): a pool id by
+   ``PoolId.parse``, a pool query by ``parse_routing``, a pool name by ``name_error``: 1 to
+   ``MAX_NAME`` printable characters (``str.isprintable``: no control, format or separator
+   character but the ASCII space), no space at either end (names are looked up as written),
+   no comma (member lists are comma-separated). A field the caller found bad already is
+   reported with the caller's reason and not checked again.
 """
 
 from __future__ import annotations
@@ -22,13 +28,30 @@ from cluster.ids import ADMIN_POOL_ID, PoolId
 from cluster.safeyaml import Limits, YamlError, load
 
 from .module import Module
+from .peers import parse_routing
 from .pools import PoolManager
 
-__all__ = ["CONFIG_LIMITS", "ROUTINGS", "ComposePlan", "check_compose"]
+__all__ = ["CONFIG_LIMITS", "MAX_NAME", "ComposePlan", "check_compose", "name_error"]
 
 CONFIG_LIMITS = Limits(max_bytes=64 << 10, max_depth=16, max_nodes=10_000)
+MAX_NAME = 64  # characters of a pool name (and of a core's target name)
 
-ROUTINGS = ("local", "broadcast", "dynamic", "direct_id", "direct_hash", "range", "physical")
+
+def name_error(name: object) -> str | None:
+    """Why ``name`` cannot name a pool (rule 4), or None when it can."""
+    if not isinstance(name, str):
+        return "must be text"
+    if name == "":
+        return "required"
+    if len(name) > MAX_NAME:
+        return f"at most {MAX_NAME} characters, not {len(name)}"
+    if not name.isprintable():
+        return "printable characters only (no control, format or line characters)"
+    if name != name.strip():
+        return "no space at the start or the end"
+    if "," in name:
+        return "no comma (member lists are comma-separated)"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +70,16 @@ def check_compose(
     """``request`` holds mod_name, pool_name, pool_id, pool_query and config (a mapping, or
     YAML text); ``errors`` are failures the caller found already."""
     errs: dict[str, str] = dict(errors or {})
-    mod_name = request["mod_name"]
-    module = _check_module(modules, mod_name, errs)
-    _check_name(pools, request["pool_name"], errs)
-    pid = _check_pool_id(pools, request["pool_id"], errs)
-    pool_query = request["pool_query"]
-    if pool_query and pool_query.partition(":")[0] not in ROUTINGS:
-        errs["pool_query"] = f"unknown routing '{pool_query}'"
+    bad = set(errs)  # checked by the caller already (rule 4)
+    module = None if "mod_name" in bad else _check_module(modules, request["mod_name"], errs)
+    if "pool_name" not in bad:
+        _check_name(pools, request["pool_name"], errs)
+    pid = None if "pool_id" in bad else _check_pool_id(pools, request["pool_id"], errs)
+    if "pool_query" not in bad:
+        try:
+            parse_routing(request["pool_query"])
+        except BadRequest as exc:
+            errs["pool_query"] = exc.message
     cfg = _config(request["config"], errs)
     if module is not None and "config" not in errs:
         errs.update(module.validate_config(cfg))
@@ -69,21 +95,22 @@ def _check_module(modules: Mapping[str, Module], mod_name: str, errs: dict[str, 
     if not mod_name:
         errs["mod_name"] = "required"
     elif module is None:
-        errs["mod_name"] = f"module '{mod_name}' is not loaded (loaded: {', '.join(modules)})"
+        shown = mod_name if len(mod_name) <= 40 else f"{mod_name[:40]}..."
+        errs["mod_name"] = f"module '{shown}' is not loaded (loaded: {', '.join(modules)})"
     elif mod_name == "rt_admin":
         errs["mod_name"] = "rt_admin has one pool, the admin pool 1.0: the runtime itself"
     return module
 
 
 def _check_name(pools: PoolManager, pool_name: str, errs: dict[str, str]) -> None:
-    if not pool_name.strip():
-        errs["pool_name"] = "required"
+    if (why := name_error(pool_name)) is not None:
+        errs["pool_name"] = why
     elif (other := pools.name_owner(pool_name)) is not None:
         errs["pool_name"] = f"a pool named '{pool_name}' exists already ({other})"
 
 
 def _check_pool_id(pools: PoolManager, pool_id: str, errs: dict[str, str]) -> PoolId | None:
-    if not pool_id.strip():
+    if pool_id == "":
         errs["pool_id"] = "required (use the suggested id)"
         return None
     try:

@@ -8,6 +8,8 @@ Rules:
    ``validate_config``.
 3. Route handlers receive a ``RouteCall`` and return a JSON-able dict or raise an ``ApiError``;
    the dashboard mounts them under ``/api/mod/<mod_name>/`` without knowing what they do.
+   Parameters are read as written (never stripped): booleans through ``RouteCall.flag``, pool
+   ids through ``PoolId.parse``, numbers and sizes through ``cluster.parse``.
    Every module has the conventional ``GET pools``; one with a create form also ``GET create``
    (the form spec) and ``POST create`` (validate or create); its own ``action_routes`` follow.
 4. A container's periodic tasks keep retrying after the pool is destroyed (the spec's
@@ -35,6 +37,7 @@ import trio
 
 from cluster.errors import BadRequest, Conflict, NotFound, PoolGone
 from cluster.ids import PoolId
+from cluster.parse import ParseError, parse_bool
 
 from .costmodel import CostModel
 
@@ -152,6 +155,18 @@ class RouteCall:
         if value == "":
             raise BadRequest(f"missing {name}")
         return value
+
+    def flag(self, name: str, default: bool = False) -> bool:
+        """A boolean parameter: ``default`` when left out or empty, else exactly one of
+        ``cluster.parse.BOOL_WORDS`` (any case); anything else (``maybe``, ``2``, `` 1``) is
+        a BadRequest, before the handler changes anything."""
+        value = self.params.get(name, "")
+        if value == "":
+            return default
+        try:
+            return parse_bool(value, what=name)
+        except ParseError as exc:
+            raise BadRequest(str(exc)) from None
 
 
 Handler = Callable[[RouteCall], Awaitable[JSON]]

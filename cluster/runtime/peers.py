@@ -9,22 +9,31 @@ Rules:
    ``cluster.runtime.testing.FakePeers`` in tests). A transport failure is a
    ``PeerUnreachable``; a remote ``ApiError`` comes back as itself. The runtime alone bounds
    every call by its forward timeout (5 s), so no wait on a peer is longer.
+3. A routing (a monitor's ``routing``, a pool's ``pool_query``) is parsed once, strictly, by
+   ``parse_routing``: its forms are fixed, every number is canonical ASCII and ranged, and
+   anything else (``range:-5:10``, ``dynamic:x``, `` broadcast``) is a BadRequest before
+   any node is asked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cluster.errors import BadRequest
+from cluster.parse import MAX_NODE_ID, ParseError, parse_int
 
 from .membership import MemberLike
 
 __all__ = [
     "FORWARD_TIMEOUT",
     "LOCAL_NAMES",
+    "MAX_RANGE_COUNT",
     "Peers",
+    "Routing",
     "is_local",
+    "parse_routing",
     "routing_forwards",
     "routing_targets",
 ]
@@ -32,6 +41,9 @@ __all__ = [
 FORWARD_TIMEOUT = 5.0  # seconds: the bound on every forward
 LOCAL_NAMES = ("local", "self")
 LOCAL_ROUTINGS = ("", "local", "dynamic")
+MAX_RANGE_COUNT = 4096  # nodes one range names: more than a cluster holds (rt_cluster: 1024)
+MAX_HASH = (1 << 64) - 1  # a direct_hash is a 64-bit hash
+ROUTING_FORMS = "local, broadcast, dynamic, direct_id:N, direct_hash:N, range:OFF:CNT or physical:N"
 
 
 def is_local(node: str, own_id: int) -> bool:
@@ -39,8 +51,50 @@ def is_local(node: str, own_id: int) -> bool:
     return node in LOCAL_NAMES or node == str(own_id)
 
 
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """A parsed routing (a pool query): ``kind`` and its numbers. ``number`` is the node id of
+    ``direct_id`` and ``physical``, the hash of ``direct_hash``, the offset of ``range`` (into
+    the live members sorted by id); ``count`` is the range's number of nodes."""
+
+    kind: str
+    number: int = 0
+    count: int = 0
+
+
+def _number(text: str, routing: str, high: int, what: str, low: int = 0) -> int:
+    try:
+        return parse_int(text, low=low, high=high, what=what)
+    except ParseError as exc:
+        raise BadRequest(f"bad routing {_shown(routing)}: {exc} (use {ROUTING_FORMS})") from None
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
+
+
+def parse_routing(text: str) -> Routing:
+    """The routing ``text`` names, strictly: one of the forms in ``ROUTING_FORMS`` (the empty
+    text is ``local``), node ids from 0 to ``MAX_NODE_ID``, a hash from 0 to 2^64-1, a range's
+    offset a node index and its count from 1 to ``MAX_RANGE_COUNT``; BadRequest otherwise."""
+    kind, _, arg = text.partition(":")
+    if text in ("", "local", "dynamic", "broadcast"):
+        return Routing(text or "local")
+    if kind in ("direct_id", "physical"):
+        return Routing(kind, _number(arg, text, MAX_NODE_ID, "node id"))
+    if kind == "direct_hash":
+        return Routing(kind, _number(arg, text, MAX_HASH, "hash"))
+    if kind == "range":
+        off, _, cnt = arg.partition(":")
+        offset = _number(off, text, MAX_NODE_ID, "range offset")
+        return Routing(kind, offset, _number(cnt, text, MAX_RANGE_COUNT, "range count", 1))
+    raise BadRequest(f"bad routing {_shown(text)} (use {ROUTING_FORMS})")
+
+
 def routing_forwards(routing: str) -> bool:
-    """Whether a pool monitor with this routing may ask other nodes."""
+    """Whether a pool monitor with this routing may ask other nodes. Never raises: it reads
+    the kind only (a malformed routing of a forwarding kind counts as a forward until its
+    handler refuses it with a 400, so nothing that reaches a peer escapes the count)."""
     return routing.partition(":")[0] not in LOCAL_ROUTINGS
 
 
@@ -48,27 +102,23 @@ def routing_targets(
     routing: str, own_id: int, alive: Sequence[int], resolve: Callable[[str], int]
 ) -> list[int]:
     """The node ids a pool monitor with ``routing`` asks (``alive``: live members' ids;
-    ``resolve`` turns a node argument into an id or raises BadRequest)."""
+    ``resolve`` turns a node id into a known member's id or raises BadRequest). A routing
+    that is malformed or names no live node is a BadRequest."""
+    r = parse_routing(routing)
     alive = sorted(alive)
-    kind, _, arg = routing.partition(":")
-    try:
-        if kind in ("local", "dynamic"):
-            return [own_id]
-        if kind == "broadcast":
-            return alive
-        if kind in ("direct_id", "physical"):
-            return [resolve(arg)]
-        if kind == "direct_hash":
-            return [alive[int(arg) % len(alive)]]
-        if kind == "range":
-            off, cnt = arg.split(":")
-            return alive[int(off) : int(off) + int(cnt)]
-    except (ValueError, IndexError, ZeroDivisionError):
-        pass
-    raise BadRequest(
-        f"bad routing '{routing}' (use local, broadcast, dynamic, direct_id:N, "
-        "direct_hash:N, range:OFF:CNT or physical:N)"
-    )
+    if r.kind in ("local", "dynamic"):
+        return [own_id]
+    if r.kind in ("direct_id", "physical"):
+        return [resolve(str(r.number))]
+    if r.kind == "broadcast":
+        return alive
+    if r.kind == "direct_hash":
+        targets = [alive[r.number % len(alive)]] if alive else []
+    else:
+        targets = alive[r.number : r.number + r.count]
+    if not targets:
+        raise BadRequest(f"routing {_shown(routing)} names none of the {len(alive)} live nodes")
+    return targets
 
 
 class Peers(Protocol):

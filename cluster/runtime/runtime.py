@@ -324,19 +324,30 @@ class Runtime:
         return {"ok": True, "pool_name": pool_name, "pool_id": str(plan.pool_id)}
 
     async def compose_entry(self, entry: Any) -> JSON:
-        """Compose one entry of a compose section; module parameters are the other keys."""
+        """Compose one entry of a compose section; module parameters are the other keys. The
+        identity fields are text as written (a YAML number such as ``800.10`` is refused, not
+        read as ``800.1``); a missing pool id is suggested."""
         if not isinstance(entry, Mapping):
             raise BadRequest("each compose entry is a mapping")
         identity = ("mod_name", "pool_name", "pool_id", "pool_query")
         params = {k: v for k, v in entry.items() if k not in identity}
-        mod_name = str(entry.get("mod_name", ""))
-        pool_id = str(entry.get("pool_id", "") or self.suggest_pool_id(mod_name))
+        text = {k: entry.get(k, "") for k in identity}
+        errors = {
+            k: f"must be text (quote it in YAML), not {type(v).__name__}"
+            for k, v in text.items()
+            if not isinstance(v, str)
+        }
+        text = {k: v if isinstance(v, str) else "" for k, v in text.items()}
+        pool_id = text["pool_id"]
+        if pool_id == "" and "pool_id" not in errors:
+            pool_id = self.suggest_pool_id(text["mod_name"])
         return await self.compose(
-            mod_name,
-            str(entry.get("pool_name", "")),
+            text["mod_name"],
+            text["pool_name"],
             pool_id,
             params,
-            pool_query=str(entry.get("pool_query", "local")),
+            pool_query=text["pool_query"] or "local",
+            errors=errors,
         )
 
     async def _abandon(self, container: Container) -> None:

@@ -11,14 +11,18 @@ from hypothesis import strategies as st
 from cluster.errors import BadRequest
 from cluster.ids import POOL_PART_MAX, PoolId, parse_node_id
 from cluster.parse import (
+    BOOL_WORDS,
     MAX_NODE_ID,
     ParseError,
+    bool_value,
     float_value,
     int_value,
+    parse_bool,
     parse_float,
     parse_int,
     parse_port,
     parse_size,
+    size_value,
 )
 
 ANY_TEXT = st.one_of(
@@ -184,3 +188,53 @@ def test_node_ids_round_trip(n: int) -> None:
 @pytest.mark.parametrize("text", [" 3", "3 ", "03", "-1", "+3", str(MAX_NODE_ID + 1), "٣"])
 def test_malformed_node_ids_are_none(text: str) -> None:
     assert parse_node_id(text) is None
+
+
+# -- booleans and sizes -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("true", True), ("TRUE", True), ("1", True), ("Yes", True), ("on", True),
+     ("false", False), ("False", False), ("0", False), ("no", False), ("OFF", False)],
+)  # fmt: skip
+def test_parse_bool_accepts_the_documented_spellings(text: str, value: bool) -> None:
+    assert parse_bool(text) is value
+    assert bool_value(text) is value
+    assert bool_value(value) is value
+
+
+@pytest.mark.parametrize(
+    "text", ["maybe", "2", " 1", "1 ", "", "y", "t", "-1", "\u0661", "truee", "on\x00", "ye\u0455"]
+)
+def test_parse_bool_refuses_anything_else(text: str) -> None:
+    # Before, remove_member read was_faulty=maybe as false and removed the member.
+    with pytest.raises(ParseError, match="was_faulty: expected one of true/1/yes/on"):
+        parse_bool(text, what="was_faulty")
+
+
+@given(st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=12)))
+def test_bool_value_is_a_bool_or_parse_error(value: object) -> None:
+    try:
+        b = bool_value(value)
+    except ParseError:
+        return
+    assert isinstance(value, str)
+    assert value.lower() in BOOL_WORDS
+    assert b is (value.lower() in ("true", "1", "yes", "on"))
+
+
+def test_size_value_takes_ints_and_strict_text() -> None:
+    assert size_value(4096, high=1 << 20) == 4096
+    assert size_value("16K", high=1 << 20) == 16 << 10
+    for bad in (True, 4096.0, -1, " 16K", "16 K", "\uff11K", "1_0K", None, [1]):
+        with pytest.raises(ParseError):
+            size_value(bad, high=1 << 20)
+
+
+def test_fractional_sizes_are_exact() -> None:
+    # float(1.3) * 2**50 is not 1.3 * 2**50 rounded down; the device's own parser is exact.
+    from cluster.storage import parse_size as storage_size
+
+    for text in ("1.3P", "0.1K", "7.77777G", "1.000000000000001T"):
+        assert parse_size(text, high=1 << 60) == storage_size(text)

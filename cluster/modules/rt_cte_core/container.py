@@ -7,6 +7,10 @@ where each blob lives (``BlobLoc``) by tag and name.
 A destroyed core (or one whose start fails) gives back what it took, after its operations in
 flight: its blobs' extents on every target, and the devices it made for its targets once
 nothing else holds space on them.
+
+Request fields are read as written, never stripped: a target name is a pool name
+(``name_error``), ``attach_pool_id`` a ``PoolId.parse`` id, a put's size canonical ASCII digits
+(``cluster.parse``), a blob's tag and name printable and at most ``MAX_KEY`` characters.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 
 from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.ids import PoolId
-from cluster.runtime import Container, parse_period
+from cluster.parse import ParseError, parse_int
+from cluster.runtime import Container, name_error, parse_period
 from cluster.storage import BlobLoc, BlockStore, NoSpace, Target, plan_moves, score
 
 from ..members import MEMBER_BASE, find_block_store
@@ -29,6 +34,17 @@ __all__ = ["CteCoreContainer"]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
+MAX_PUT = 64 << 20  # bytes one monitor put writes
+MAX_KEY = 255  # characters of a blob's tag, and of its name
+
+
+def _check_key(verb: str, tag: str, name: str) -> None:
+    """A blob's tag and name: each 1 to ``MAX_KEY`` printable characters."""
+    if not tag or not name:
+        raise BadRequest(f"expected {verb}:<tag>/<name>{':<size>' if verb == 'put' else ''}")
+    for what, text in (("tag", tag), ("name", name)):
+        if len(text) > MAX_KEY or not text.isprintable():
+            raise BadRequest(f"a blob's {what} is 1 to {MAX_KEY} printable characters")
 
 
 class CteCoreContainer(Container):
@@ -128,15 +144,20 @@ class CteCoreContainer(Container):
 
     async def _register_target(self, params: Mapping[str, str]) -> JSON:
         errors: dict[str, str] = {}
-        name = params.get("name", "").strip()
-        attach = params.get("attach_pool_id", "").strip()
+        name = params.get("name", "")
+        attach = params.get("attach_pool_id", "")
+        device = f"{self.info.pool_name}_{name}"  # the name of a device made for the target
         if not name:
             errors["name"] = "required"
+        elif (why := name_error(name)) is not None:
+            errors["name"] = why
+        elif not attach and (why := name_error(device)) is not None:
+            errors["name"] = f"too long for its device's name '{device[:40]}...': {why}"
         elif name in self.targets:
             errors["name"] = f"a target named '{name}' exists already"
         pool_id = None
         if attach:
-            if params.get("capacity", "").strip():
+            if params.get("capacity", ""):
                 errors["attach_pool_id"] = "give either attach_pool_id or capacity, not both"
             else:
                 pool_id = self._attach_errors(attach, errors)
@@ -151,7 +172,7 @@ class CteCoreContainer(Container):
         if pool_id is None:
             body = await self.runtime.compose(
                 "rt_bdev",
-                f"{self.info.pool_name}_{name}",
+                device,
                 str(self.runtime.pools.suggest(MEMBER_BASE)),
                 config,
             )
@@ -330,17 +351,16 @@ class CteCoreContainer(Container):
         if verb in ("put", "get", "del") and arg:
             key, _, size_text = arg.rpartition(":") if verb == "put" else (arg, "", "")
             tag, _, name = key.partition("/")
-            if not tag or not name:
-                raise BadRequest(
-                    f"expected {verb}:<tag>/<name>{':<size>' if verb == 'put' else ''}"
-                )
+            _check_key(verb, tag, name)
             if verb == "del":
                 await self.delete(tag, name)
                 return {"ok": True, "tag": tag, "name": name}
             if verb == "put":
-                if not size_text.isdigit() or int(size_text) > 64 << 20:
-                    raise BadRequest("size must be a whole number of bytes up to 64M")
-                data = random.Random(key).randbytes(int(size_text))
+                try:
+                    size = parse_int(size_text, low=0, high=MAX_PUT, what="put size")
+                except ParseError as exc:
+                    raise BadRequest(f"{exc} (a whole number of bytes up to 64M)") from None
+                data = random.Random(key).randbytes(size)
                 loc = await self.put(tag, name, data)
             else:
                 data = await self.get(tag, name)

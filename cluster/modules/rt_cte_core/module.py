@@ -1,5 +1,8 @@
 """The rt_cte_core module: its create form, the validation of a compose entry and the target
 routes ``{pool}/targets``, ``register_target`` and ``unregister_target``.
+
+A target's name, in a compose entry or a request, is a pool name (``name_error``) read as
+written: a padded name is refused, never stripped to another target's name.
 """
 
 from __future__ import annotations
@@ -8,10 +11,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from cluster.runtime import (
+    MAX_NAME,
     FormSpec,
     Module,
     ModuleRoute,
     RouteCall,
+    name_error,
     parse_period,
     pool_id_field,
     pool_name_field,
@@ -37,7 +42,7 @@ def _targets_ok(targets: Any) -> bool:
         and all(
             isinstance(t, Mapping)
             and _scalar(t.get("name"))
-            and str(t.get("name")).strip()
+            and name_error(str(t.get("name"))) is None
             and all(isinstance(k, str) and _scalar(v) for k, v in t.items())
             for t in targets
         )
@@ -63,8 +68,8 @@ class CteCoreModule(Module):
         targets = config.get("targets")
         if targets is not None and not _targets_ok(targets):
             errors["targets"] = (
-                f"must be a list of at most {MAX_TARGETS} mappings, each with a name, whose "
-                "values are text or numbers"
+                f"must be a list of at most {MAX_TARGETS} mappings, each with a name (1 to "
+                f"{MAX_NAME} printable characters), whose values are text or numbers"
             )
         try:
             parse_period(config.get("rescore_period_s", 1.0))
@@ -104,7 +109,7 @@ class CteCoreModule(Module):
 
     async def _unregister(self, call: RouteCall) -> JSON:
         return await self.pool_of(call, CteCoreContainer).unregister_target(
-            call.params.get("name", "").strip()
+            call.params.get("name", "")
         )
 
     def demo_entries(self) -> list[JSON]:

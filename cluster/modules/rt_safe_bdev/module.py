@@ -3,9 +3,11 @@ field at once) and the member routes ``{pool}/add_member``, ``replace_member`` a
 ``remove_member``.
 
 Every module parameter is checked strictly, whatever JSON or YAML type it arrives as:
-``max_failures`` a whole number from 0 to 64 (not a bool, not a float), ``chunk_size`` a power
-of two from 512 bytes to 1M, ``members`` and ``parity_members`` a comma-separated string or a
-list of names, the periods ``parse_period``'s range (10 ms to 1 h).
+``max_failures`` a whole number from 0 to 64 (not a bool, not a float, no spaces),
+``chunk_size`` a power of two from 512 bytes to 1M, ``members`` and ``parity_members`` a
+comma-separated string or a list of names, the periods ``parse_period``'s range (10 ms to 1 h).
+The routes' flags (``as_parity``, ``was_faulty``) are ``RouteCall.flag`` booleans: ``maybe``
+is refused before anything changes, never read as false.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.parse import int_value
+from cluster.parse import ParseError, int_value, size_value
 from cluster.runtime import (
     FormField,
     FormSpec,
@@ -24,7 +26,6 @@ from cluster.runtime import (
     pool_id_field,
     pool_name_field,
 )
-from cluster.storage import parse_size
 
 from ..members import MemberRequest, member_names
 from ..rt_bdev import BdevContainer
@@ -42,8 +43,8 @@ MIN_CHUNK, MAX_CHUNK = 512, 1 << 20  # bytes
 
 def _int_field(raw: Any, low: int, high: int) -> int | None:
     try:
-        return int_value(raw.strip() if isinstance(raw, str) else raw, low=low, high=high)
-    except ValueError:
+        return int_value(raw, low=low, high=high)
+    except ParseError:
         return None
 
 
@@ -57,10 +58,10 @@ def _names(config: Mapping[str, Any], key: str, errors: dict[str, str]) -> list[
 
 def _chunk(config: Mapping[str, Any], errors: dict[str, str]) -> int:
     try:
-        chunk = parse_size(config.get("chunk_size", DEFAULT_CHUNK))
-    except ValueError:
+        chunk = size_value(config.get("chunk_size", DEFAULT_CHUNK), low=MIN_CHUNK, high=MAX_CHUNK)
+    except ParseError:
         chunk = 0
-    if chunk < MIN_CHUNK or chunk > MAX_CHUNK or chunk & (chunk - 1):
+    if chunk == 0 or chunk & (chunk - 1):
         errors["chunk_size"] = "must be a power of two from 512 bytes to 1M"
         return DEFAULT_CHUNK
     return chunk
@@ -99,7 +100,7 @@ class SafeBdevModule(Module):
     def form_to_compose(self, params: Mapping[str, str]) -> tuple[JSON, dict[str, str]]:
         return {
             "members": params.get("members", ""),
-            "max_failures": params.get("max_failures", "").strip() or "1",
+            "max_failures": params.get("max_failures", "") or "1",
         }, {}
 
     def _member_errors(self, names: list[str], chunk: int) -> list[str]:
@@ -178,7 +179,7 @@ class SafeBdevModule(Module):
 
     async def _add_member(self, call: RouteCall) -> JSON:
         array = self.pool_of(call, SafeBdevContainer)
-        as_parity = call.params.get("as_parity", "0") == "1"
+        as_parity = call.flag("as_parity")
         return await array.add_member(MemberRequest.from_params(call.params), as_parity)
 
     async def _replace_member(self, call: RouteCall) -> JSON:
@@ -189,7 +190,7 @@ class SafeBdevModule(Module):
     async def _remove_member(self, call: RouteCall) -> JSON:
         array = self.pool_of(call, SafeBdevContainer)
         member = call.require("member_pool_id")
-        return await array.remove_member(member, call.params.get("was_faulty", "0") == "1")
+        return await array.remove_member(member, call.flag("was_faulty"))
 
     def demo_entries(self) -> list[JSON]:
         return [
