@@ -7,9 +7,10 @@ Rules:
 2. Before any handler: the Host, cross-site and body-size rules of ``dashboard.safety``.
 3. Around every request: admission (its whole body first, within size and time limits, then
    one of ``max_threads`` slots; ``dashboard.admission``).
-4. After every request (``ResponseTap``): counted in ``/metrics``; security headers; never a
-   CORS header; an exception escaping the app before it answered is still a JSON answer
-   (``dashboard.errors.escaped_answer``).
+4. After every request (``ResponseTap``): counted in ``/metrics`` (by the status answered;
+   ``CLIENT_GONE``, 499, for a client that disconnected before any answer, never 500);
+   security headers; never a CORS header; an exception escaping the app before it answered
+   is still a JSON answer (``dashboard.errors.escaped_answer``).
 5. Every body is JSON (``dashboard.jsonio``) except pages and ``/metrics``.
 """
 
@@ -38,11 +39,12 @@ from .modules import module_blueprint
 from .retired import retired_blueprint
 from .safety import SitePolicy
 
-__all__ = ["DashboardState", "create_app", "dashboard_state"]
+__all__ = ["CLIENT_GONE", "DashboardState", "create_app", "dashboard_state"]
 
 log = logging.getLogger(__name__)
 EXTENSION = "rtsim"
 ROUTE_KEY = "rtsim.route"  # the matched rule, left in the ASGI scope for ResponseTap
+CLIENT_GONE = 499  # the status counted for a client that left before its answer (nginx's)
 _SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),  # no clickjacking of the destroy buttons
@@ -64,23 +66,32 @@ class ResponseTap:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status, started = 500, False
+        status: int | None = None  # of the answer started
+        gone = False  # the client went away (http.disconnect received)
 
         async def tapped(message: Any) -> None:
-            nonlocal status, started
+            nonlocal status
             if message["type"] == "http.response.start":
-                status, started = message["status"], True
+                status = message["status"]
                 message = {**message, "headers": [*message.get("headers", ()),
                                                   *_SECURITY_HEADERS]}  # fmt: skip
             await send(message)
 
+        async def watched() -> Any:
+            nonlocal gone
+            message = await receive()
+            gone = gone or message.get("type") == "http.disconnect"
+            return message
+
         try:
-            await self.app(scope, receive, tapped)
+            await self.app(scope, watched, tapped)
         except Exception as exc:
-            if started:
+            if status is not None:
                 raise
             await send_error(tapped, *escaped_answer(exc, scope["method"], scope["path"]))
         finally:
+            if status is None:  # no answer: the client left (or hypercorn sends a bare 500)
+                status = CLIENT_GONE if gone else 500
             self.metrics.count(scope.get(ROUTE_KEY), scope.get("method", ""), status)
 
 

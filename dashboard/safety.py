@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from quart import request
 
 from cluster.errors import Forbidden
+from cluster.parse import ParseError, parse_port
 
 __all__ = ["SitePolicy", "split_host"]
 
@@ -41,7 +42,8 @@ WILDCARDS = ("", "0.0.0.0", "::")
 def split_host(value: str) -> tuple[str, int | None]:
     """``"[::1]:8080"`` -> ``("::1", 8080)``; ``"Example.org."`` -> ``("example.org", None)``.
 
-    Raises ValueError (only) for a port that is not 1 to 5 ASCII digits or an unbalanced ``[``.
+    Raises ValueError (only) for a port that is not 1 to 65535 in canonical ASCII digits
+    (``cluster.parse``) or an unbalanced ``[``.
     """
     value = value.strip().lower()
     port: int | None = None
@@ -63,9 +65,10 @@ def split_host(value: str) -> tuple[str, int | None]:
 
 
 def _port(raw: str) -> int:
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 5):
-        raise ValueError("bad port")
-    return int(raw)
+    try:
+        return parse_port(raw, what="port", low=1)
+    except ParseError as exc:
+        raise ValueError(f"bad port: {exc}") from None
 
 
 def _is_ip(name: str) -> bool:

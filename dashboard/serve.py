@@ -9,11 +9,14 @@ Rules:
 4. Every connection is bounded in time and size before the app sees it: request headers must
    arrive within ``KEEP_ALIVE`` seconds of the connection opening (or of the previous answer:
    hypercorn's idle timer); a head still incomplete past ``MAX_HEADERS`` bytes is refused by
-   h11 (hypercorn answers 4xx without a body, and closes); a connection from which nothing
-   arrives for ``READ_TIMEOUT`` seconds is closed. ``dashboard.intake`` bounds complete
-   heads (414, 431) and bodies (413, 408) with ``{"error": ...}`` answers.
+   h11 (431, and closed); a connection from which nothing arrives for ``READ_TIMEOUT``
+   seconds is closed. ``dashboard.intake`` bounds complete heads (414, 431) and bodies (413,
+   408) with ``{"error": ...}`` answers.
 5. Out of file descriptors, the accept loop (trio's ``serve_listeners``) logs and retries
    every 0.1 s instead of failing; handlers answer 503 (``dashboard.errors``).
+6. What h11 refuses before the app runs (400, 431, 501) is answered ``{"error": ...}`` too,
+   and a close racing the app's last write is no error (``dashboard.connection``, installed
+   into hypercorn before serving).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from hypercorn.trio import serve
 from cluster.runtime import RuntimeView
 from cluster.settings import VizSettings
 
+from . import connection
 from .app import create_app
 from .intake import MAX_HEADERS
 
@@ -80,6 +84,7 @@ async def serve_dashboard(
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the dashboard of ``runtime`` until cancelled; report ``(bind, port)`` when ready."""
+    connection.install()
     sock = bind_socket(viz_settings.bind, viz_settings.port)
     try:
         bound_port = int(sock.getsockname()[1])

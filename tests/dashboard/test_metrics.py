@@ -103,3 +103,49 @@ async def test_registry_per_app(runtime: Runtime) -> None:
         name == "rt_http_requests_total" and ("route", "/api/health") in labels
         for name, labels in mb
     )
+
+
+async def _gone(app: Any, path: str, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One request whose client sends ``parts`` and then hangs up 1 s later (ASGI, as
+    hypercorn hands it over); what the app sent back."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+        "method": "POST" if parts else "GET", "scheme": "http", "path": path,
+        "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-length", b"1000")] if parts else
+                   [(b"host", b"127.0.0.1")],
+        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8080), "extensions": {},
+    }  # fmt: skip
+    incoming = [*parts] if parts else [{"type": "http.request", "body": b"", "more_body": False}]
+    out: list[dict[str, Any]] = []
+
+    async def receive() -> Any:
+        if incoming:
+            return incoming.pop(0)
+        await trio.sleep(1.0)
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        out.append(message)
+
+    with trio.fail_after(30):
+        await app(scope, receive, send)
+    return out
+
+
+async def test_client_gone_before_the_answer_is_499_not_500(
+    app: Any, client: Any, peers: FakePeers, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 12: clients that hung up mid-body were counted as 500s in /metrics. A client
+    that leaves before any answer is counted as 499 (nginx's "client closed request"): in the
+    body intake, and in a handler cancelled by the disconnect (a forward to a silent peer)."""
+    part = [{"type": "http.request", "body": b"a=1", "more_body": True}]
+    assert await _gone(app, "/api/pools/compose", part) == []
+    peers.hang(1)
+    assert await _gone(app, "/api/nodes/1/workers", []) == []
+    m = await scrape(client)
+    key = "rt_http_requests_total"
+    assert not any(name == key and ("status", "500") in labels for name, labels in m)
+    assert m[(key, (("method", "POST"), ("route", "<unmatched>"), ("status", "499")))] == 1
+    assert m[(key, (("method", "GET"), ("route", "/api/nodes/{node}/workers"),
+                    ("status", "499")))] == 1  # fmt: skip

@@ -61,6 +61,21 @@ async def test_system_stats_min_event_id(client: Any, runtime: Runtime) -> None:
     assert (status, body) == (400, {"error": "min_event_id must be an integer, got 'x'"})
 
 
+@pytest.mark.parametrize(
+    "value", ["%D9%A1", "%201", "1%20", "1_0", "%2B1", "01", "-0", "0x1", "1.5", "nan", "9" * 5000]
+)
+async def test_min_event_id_is_strict(client: Any, peers: FakePeers, value: str) -> None:
+    """Issue 12: an Arabic-Indic digit, a space before the digit or ``1_0`` were read as a
+    number (Python's ``int``) and answered 200. The runtime parses the parameter where the
+    query is answered (``cluster.runtime.admin``, with ``cluster.parse``): 400 over HTTP."""
+    target = f"/api/nodes/local/system_stats?min_event_id={value}"
+    status, body, _ = await call(client, "GET", target)
+    assert status == 400, (value, body)
+    assert list(body) == ["error"]
+    assert body["error"].startswith("min_event_id"), body
+    assert peers.calls == []
+
+
 @pytest.mark.parametrize("query", QUERIES)
 async def test_peer_is_one_forwarded_monitor_task(
     client: Any, peers: FakePeers, query: str

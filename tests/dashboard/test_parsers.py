@@ -64,13 +64,16 @@ def test_split_host_raises_only_value_error(value: str) -> None:
     except ValueError:
         return
     assert isinstance(name, str)
-    assert port is None or 0 <= port <= 99999
+    assert port is None or 1 <= port <= 65535
 
 
 @pytest.mark.parametrize(
-    "value", ["h:\u0661", "[::1]:\u0663", "h:\u00b2", "h:123456", "h:+1", "h:-1"]
-)
+    "value",
+    ["h:\u0661", "[::1]:\u0663", "h:\u00b2", "h:123456", "h:+1", "h:-1",
+     "h:0", "h:08080", "[::1]:065535", "h:65536", "h:99999", "h: 80", "h:8_0"],
+)  # fmt: skip
 def test_split_host_port_is_ascii_digits(value: str) -> None:
+    """Canonical ASCII digits from 1 to 65535 (``cluster.parse``), nothing else."""
     with pytest.raises(ValueError, match="bad port"):
         split_host(value)
 

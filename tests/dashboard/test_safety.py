@@ -161,7 +161,7 @@ async def test_body_over_1mib_is_413(client: Any, runtime: Runtime) -> None:
 
 
 async def test_body_of_exactly_1mib_is_parsed(client: Any) -> None:
-    prefix = "mod_name=rt_thing&pool_id=621.0&action=validate&pool_name="
+    prefix = "mod_name=rt_thing&pool_id=621.0&action=validate&pool_name=n&pad="
     data = prefix + "n" * (1024 * 1024 - len(prefix))
     status, body, _ = await call(
         client, "POST", "/api/pools/compose", data=data,

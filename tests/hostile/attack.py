@@ -3,8 +3,9 @@ sampled while an attack holds, and the end of every class (the cluster's check, 
 
 Rules:
 1. An HTTP answer fails when there is none (timeout, closed, reset), when it is a 5xx other
-   than 503, when a 4xx or 503 lacks the ``{"error": ...}`` JSON body, or when a request that
-   must be refused is answered 2xx/3xx.
+   than 501 (a transfer coding the server does not implement, RFC 9112) or 503, when a 4xx
+   or 5xx lacks the ``{"error": ...}`` JSON body, or when a request that must be refused is
+   answered 2xx/3xx.
 2. Health during an attack: every ``interval`` seconds each node's ``/api/health`` is asked on
    a fresh connection, up to ``HEALTH_TRIES`` times until one answer comes within 1 s; a
    sample with no such answer is a failure (a node whose slots the attack holds fails every
@@ -48,9 +49,9 @@ def judge(probe: Probe, answer: Answer) -> str | None:
         return f"no answer ({answer.outcome} after {answer.seconds:.1f} s)"
     status = answer.status
     layer = " (empty body: hypercorn's own answer)" if not answer.body else ""
-    if status >= 500 and status != 503:
+    if status >= 500 and status not in (501, 503):  # 501: a framing the server does not do
         return f"answered {status}{layer}"
-    if status >= 400 and not answer.has_error_body:
+    if status >= 400 and not answer.has_error_body:  # 501 and 503 included
         return f'answered {status} without an {{"error": ...}} JSON body{layer}'
     if status < 400 and probe.refuse:
         return f"accepted ({status}) what it must refuse"
