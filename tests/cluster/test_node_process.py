@@ -89,8 +89,9 @@ def test_garbage_on_both_sockets_never_stops_the_node(harness: Harness) -> None:
                 assert t.recv(100) == b""  # the node closes a connection it cannot parse
             except (ConnectionResetError, BrokenPipeError):
                 pass
-            except OSError as exc:  # it closed before our shutdown
-                assert exc.errno == errno.ENOTCONN
+            except OSError as exc:
+                if exc.errno != errno.ENOTCONN:  # ENOTCONN: it closed before our shutdown
+                    raise
     ident = harness.identity(node)
     assert ident is not None
     assert ident["pid"] == node.pid
