@@ -27,7 +27,8 @@ CMD_CHARS = 90  # a command line is cut to this many characters
 
 
 def _socket_inodes(port: int, *, udp: bool) -> set[int]:
-    """The inodes of the sockets bound to ``port`` (TCP, and UDP when asked), any address."""
+    """The inodes of the sockets bound to ``port`` (TCP, and UDP when asked), any address;
+    0 among them for a closing connection that no process owns any more."""
     inodes: set[int] = set()
     for proto in ("tcp", "tcp6", *(("udp", "udp6") if udp else ())):
         try:
@@ -43,14 +44,14 @@ def _socket_inodes(port: int, *, udp: bool) -> set[int]:
                 inode = int(fields[9])
             except ValueError:
                 continue
-            if local_port == port and inode:
+            if local_port == port:
                 inodes.add(inode)
     return inodes
 
 
 def port_holders(port: int, *, udp: bool = True) -> list[int]:
     """The pids (of processes we may inspect) holding a socket bound to ``port``."""
-    inodes = {f"socket:[{i}]" for i in _socket_inodes(port, udp=udp)}
+    inodes = {f"socket:[{i}]" for i in _socket_inodes(port, udp=udp) if i}
     found = []
     for entry in Path("/proc").iterdir() if inodes else ():
         if entry.name.isdigit() and not inodes.isdisjoint(_fd_links(entry)):
@@ -112,6 +113,11 @@ def _describe(pid: int) -> tuple[str, str]:
 def describe_holders(port: int, *, udp: bool = True) -> str:
     """``port 9413 is taken by pid 1234 (...; node 0 of cluster demo); stop it with: ...``."""
     pids = port_holders(port, udp=udp)
+    if not pids and 0 in _socket_inodes(port, udp=udp):
+        return (
+            f"port {port} is held by a closing connection that no process owns any more (the "
+            f"kernel releases it within a minute); try again or choose other ports"
+        )
     if not pids:
         return (
             f"port {port} is taken by a process this user cannot inspect (another user's, or "

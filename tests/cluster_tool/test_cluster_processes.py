@@ -108,7 +108,8 @@ def test_up_status_down_leaves_no_orphans(cluster_home: Path, tmp_path: Path) ->
 
 
 def test_failed_up_cleans_up(cluster_home: Path, tmp_path: Path) -> None:
-    # a taken dashboard port: refused before anything starts, naming the node
+    # a taken dashboard port: refused before anything starts, naming the node and the holder
+    # (node 0's own port, checked first: no other port's chance state can be named instead)
     (port,) = pick_free_ports("127.0.0.1", 1, udp=False)
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
@@ -120,12 +121,13 @@ def test_failed_up_cleans_up(cluster_home: Path, tmp_path: Path) -> None:
             "--name",
             "t2",
             "--base-port",
-            str(port - 1),
+            str(port),
             "--runtime-base-port",
             "0",
         )
     assert res.returncode != 0
-    assert "node 1: dashboard port taken" in res.stderr
+    assert "node 0: dashboard port taken" in res.stderr
+    assert f"taken by pid {os.getpid()}" in res.stderr
     assert "Traceback" not in res.stderr
     # a node that cannot start (a bad configuration): named with its log; nothing left running
     bad = tmp_path / "bad.yaml"
