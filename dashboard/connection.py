@@ -19,7 +19,8 @@ Rules:
 3. Both are subclasses swapped into the hypercorn modules whose names are looked up when a
    connection starts (``hypercorn.protocol.H11Protocol``, ``hypercorn.trio.run.TCPServer``).
    ``install`` checks that hypercorn still has the methods overridden here and raises
-   ``RuntimeError`` if not; ``tests/dashboard/test_connection.py`` pins the behaviour.
+   ``RuntimeError`` if not (``serve_dashboard`` then logs a warning and serves without
+   them); ``tests/dashboard/test_connection.py`` pins the behaviour.
 """
 
 from __future__ import annotations

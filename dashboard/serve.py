@@ -84,7 +84,10 @@ async def serve_dashboard(
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the dashboard of ``runtime`` until cancelled; report ``(bind, port)`` when ready."""
-    connection.install()
+    try:
+        connection.install()
+    except RuntimeError as exc:  # another hypercorn: serve with its own bare refusals
+        log.warning("Viz: %s; malformed HTTP gets hypercorn's own empty answers", exc)
     sock = bind_socket(viz_settings.bind, viz_settings.port)
     try:
         bound_port = int(sock.getsockname()[1])
