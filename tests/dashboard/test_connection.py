@@ -217,3 +217,29 @@ def test_install_refuses_an_unknown_hypercorn(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(hypercorn.protocol, "H11Protocol", Other)
     with pytest.raises(RuntimeError, match=r"hypercorn changed: hypercorn\.protocol\.H11Protocol"):
         install()
+
+
+async def test_an_unknown_hypercorn_is_a_warning_and_the_dashboard_still_serves(
+    runtime: Runtime,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def changed() -> None:
+        raise RuntimeError("hypercorn changed: H11Protocol._send_error_response is gone")
+
+    monkeypatch.setattr("dashboard.serve.connection.install", changed)
+    with caplog.at_level(logging.WARNING, logger="dashboard.serve"):
+        _, port = await nursery.start(
+            serve_dashboard, runtime, replace(runtime.settings.viz, port=0)
+        )
+    assert "hypercorn changed" in caplog.text
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    answer = b""
+    async with stream:
+        await stream.send_all(HEAD + b"\r\n")
+        with trio.fail_after(30):  # generous: the answer is immediate
+            while not answer.endswith(b"}\n"):  # a keep-alive answer: read its JSON body
+                answer += await stream.receive_some(65536)
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["ok"] is True
