@@ -39,7 +39,6 @@ import logging
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import msgpack
@@ -58,7 +57,6 @@ from cluster.errors import (
 from . import fds
 from .frames import (
     MAX_FRAME,
-    MAX_VALUES,
     PEEK_BYTES,
     SMALL_FRAME,
     BadFrame,
@@ -74,6 +72,7 @@ from .frames import (
     frame_limit,
     unpack_untrusted,
 )
+from .rpclimits import Budget, Closed, RpcLimits, RpcServerStats
 
 __all__ = [
     "MAX_FRAME",
@@ -110,93 +109,6 @@ class RpcError(ApiError):
 class PeerTimeout(PeerUnavailable):
     """A node RPC call that got no reply within its timeout (``__cause__``: the
     ``trio.TooSlowError``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RpcLimits:
-    """The limits of one RPC server: sizes in bytes, times in seconds."""
-
-    max_connections: int = fds.MAX_RPC_CONNECTIONS  # open at once; ``for_this_process`` fits it
-    budget: int = 32 * 1024 * 1024  # what the frames being read and answered cost together
-    small_reserve: int = 8 * 1024 * 1024  # of ``budget``, kept for frames of the small kinds
-    max_frame: int = MAX_FRAME  # any frame; each kind has its own smaller ``MAX_BYTES``
-    max_values: int = MAX_VALUES  # msgpack values in one frame
-    frame_timeout: float = 5.0  # from a frame's first byte to its last
-    idle_timeout: float = 30.0  # before a connection's first frame and between frames
-    send_timeout: float = 5.0  # to write one reply
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.small_reserve < self.budget or self.max_frame > self.budget:
-            raise ValueError("an RPC budget holds its largest frame and its small reserve")
-
-    @classmethod
-    def for_this_process(cls) -> RpcLimits:
-        """The defaults, with a connection cap under this process's open-file limit."""
-        return cls(max_connections=fds.connection_cap())
-
-
-@dataclass(slots=True)
-class RpcServerStats:
-    """Counters of one RPC server (``active`` and ``held_bytes`` are levels, not counts)."""
-
-    connections: int = 0  # accepted and served
-    active: int = 0  # open now
-    requests: int = 0  # answered (an error reply included)
-    failed: int = 0  # 500 replies: a handler's unexpected error, a reply that cannot be encoded
-    malformed: int = 0  # closed: not a frame, not msgpack, not a request
-    oversized: int = 0  # closed: a frame larger than its kind allows
-    refused: int = 0  # accepted and closed at once: ``max_connections`` were open, none idle
-    evicted: int = 0  # closed while idle, to make room for a new connection at the cap
-    over_budget: int = 0  # closed: the frame would have passed the budget
-    timed_out: int = 0  # closed: a frame not whole in time, or a reply not taken in time
-    idle_closed: int = 0  # closed: no frame within the idle limit
-    held_bytes: int = 0  # what the frames being read and answered cost now
-    max_connections: int = 0  # the cap in force
-    warned: set[str] = field(default_factory=set, repr=False)
-
-    def as_dict(self) -> dict[str, int]:
-        """The counters as a plain map (what ``control identity`` shows)."""
-        out = asdict(self)
-        del out["warned"]
-        return out
-
-    def count(self, reason: str, detail: object) -> None:
-        """Count a closed connection under ``reason`` (a counter's name); warn the first time."""
-        setattr(self, reason, getattr(self, reason) + 1)
-        if reason not in self.warned:
-            self.warned.add(reason)
-            log.warning(
-                "RPC: closed a connection (%s: %s); further ones are counted", reason, detail
-            )
-        else:
-            log.debug("RPC: closed a connection (%s: %s)", reason, detail)
-
-
-class _Closed(Exception):
-    """Ends one connection; ``reason`` is the ``RpcServerStats`` counter it goes to."""
-
-    def __init__(self, reason: str, detail: object = "") -> None:
-        super().__init__(reason)
-        self.reason, self.detail = reason, detail
-
-
-class _Budget:
-    """The bytes the frames in flight cost, across all connections (sync: no checkpoint between
-    the check and the charge)."""
-
-    def __init__(self, limits: RpcLimits, stats: RpcServerStats) -> None:
-        self.limits, self.stats = limits, stats
-
-    def take(self, n: int, *, small: bool) -> None:
-        """Charge ``n`` bytes; ``_Closed("over_budget")`` if they do not fit. Frames of the
-        small kinds may use the whole budget, others all but the small reserve."""
-        room = self.limits.budget - (0 if small else self.limits.small_reserve)
-        if self.stats.held_bytes + n > room:
-            raise _Closed("over_budget", f"{n} bytes with {self.stats.held_bytes} held")
-        self.stats.held_bytes += n
-
-    def give(self, n: int) -> None:
-        self.stats.held_bytes -= n
 
 
 # -- the server -------------------------------------------------------------------------------
@@ -242,15 +154,15 @@ async def _receive_length(
         await _receive_into(stream, head, _LEN.size)
         (length,) = _LEN.unpack(head)
         if length == 0:
-            raise _Closed("malformed", "a frame of length 0")
+            raise Closed("malformed", "a frame of length 0")
         if length > limits.max_frame:
-            raise _Closed("oversized", f"frame length {length} over {limits.max_frame}")
+            raise Closed("oversized", f"frame length {length} over {limits.max_frame}")
         return int(length), deadline
-    raise _Closed("timed_out", "a frame's length did not arrive whole in time")
+    raise Closed("timed_out", "a frame's length did not arrive whole in time")
 
 
 async def _receive_request(
-    stream: trio.SocketStream, length: int, limits: RpcLimits, budget: _Budget
+    stream: trio.SocketStream, length: int, limits: RpcLimits, budget: Budget
 ) -> tuple[Request, int]:
     """Read the body of a frame of ``length`` bytes and decode it, within the budget; the
     request and what it costs (charged: the caller gives it back)."""
@@ -259,7 +171,7 @@ async def _receive_request(
     if not small:  # the kind, from the first bytes, says how large its frames may be
         await _receive_into(stream, body, min(length, PEEK_BYTES))
         if length > frame_limit(body):
-            raise _Closed("oversized", f"a {length}-byte frame of a kind that allows less")
+            raise Closed("oversized", f"a {length}-byte frame of a kind that allows less")
     budget.take(length, small=small)
     try:
         await _receive_into(stream, body, length)
@@ -314,7 +226,7 @@ class _Server:
         self, handlers: Mapping[type, Handler], limits: RpcLimits, stats: RpcServerStats
     ) -> None:
         self.handlers, self.limits, self.stats = handlers, limits, stats
-        self.budget = _Budget(limits, stats)
+        self.budget = Budget(limits, stats)
         self.idle: dict[trio.CancelScope, None] = {}  # insertion order: the oldest first
 
     async def handle(self, stream: trio.SocketStream) -> None:
@@ -328,7 +240,7 @@ class _Server:
             try:
                 while await self._one_request(stream):
                     pass
-            except _Closed as closed:
+            except Closed as closed:
                 self.stats.count(closed.reason, closed.detail)
             except BadFrame as exc:
                 self.stats.count("malformed", exc)
@@ -357,8 +269,8 @@ class _Server:
                 evicted = scope not in self.idle  # ``_evict_idle`` took it out
                 self.idle.pop(scope, None)
         if evicted:
-            raise _Closed("evicted", f"idle while {self.stats.active} connections were open")
-        raise _Closed("idle_closed", f"no frame within {self.limits.idle_timeout:g}s")
+            raise Closed("evicted", f"idle while {self.stats.active} connections were open")
+        raise Closed("idle_closed", f"no frame within {self.limits.idle_timeout:g}s")
 
     async def _one_request(self, stream: trio.SocketStream) -> bool:
         """Read, answer and reply to one request; False at a clean end of the stream."""
@@ -370,7 +282,7 @@ class _Server:
             with trio.fail_at(deadline):
                 request, cost = await _receive_request(stream, length, self.limits, self.budget)
         except trio.TooSlowError:
-            raise _Closed("timed_out", f"a {length}-byte frame not whole in time") from None
+            raise Closed("timed_out", f"a {length}-byte frame not whole in time") from None
         try:
             handler = self.handlers.get(type(request))
             if handler is None:
@@ -381,7 +293,7 @@ class _Server:
             with trio.fail_after(self.limits.send_timeout):
                 await stream.send_all(frame)
         except trio.TooSlowError:
-            raise _Closed("timed_out", "the reply was not taken in time") from None
+            raise Closed("timed_out", "the reply was not taken in time") from None
         finally:
             self.budget.give(cost)
         return True
