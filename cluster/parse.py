@@ -36,6 +36,7 @@ __all__ = [
     "parse_int",
     "parse_port",
     "parse_size",
+    "shown",
     "size_value",
 ]
 
@@ -56,9 +57,13 @@ class ParseError(ValueError):
     """Text or a value that is not the number asked for; the message says what was expected."""
 
 
-def _shown(text: object) -> str:
-    r = repr(text)
-    return r if len(r) <= 42 else r[:39] + "..."
+def shown(value: object, limit: int = 40) -> str:
+    """``value`` quoted for a one-line message: control characters escaped, text past ``limit``
+    characters cut (an error never echoes a huge input back)."""
+    if isinstance(value, str):
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    text = repr(value)
+    return text if len(text) <= limit + 2 else text[:limit] + "..."
 
 
 def _range(low: float, high: float) -> str:
@@ -68,7 +73,7 @@ def _range(low: float, high: float) -> str:
 def parse_int(text: str, *, low: int, high: int, what: str = "value") -> int:
     """An integer from ``low`` to ``high`` written canonically in ASCII digits."""
     if not isinstance(text, str) or len(text) > _MAX_TEXT or not _INT_RE.match(text):
-        raise ParseError(f"{what}: expected an integer {_range(low, high)}, got {_shown(text)}")
+        raise ParseError(f"{what}: expected an integer {_range(low, high)}, got {shown(text)}")
     value = int(text)
     if not low <= value <= high:
         raise ParseError(f"{what}: {value} is out of range ({_range(low, high)})")
@@ -85,7 +90,7 @@ def parse_float(
 ) -> float:
     """A finite decimal number in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
     if not isinstance(text, str) or len(text) > _MAX_TEXT or not _FLOAT_RE.match(text):
-        raise ParseError(f"{what}: expected a number {_range(low, high)}, got {_shown(text)}")
+        raise ParseError(f"{what}: expected a number {_range(low, high)}, got {shown(text)}")
     return _ranged_float(float(text), low, high, what, low_open)
 
 
@@ -103,7 +108,7 @@ def parse_size(text: str, *, low: int = 0, high: int, what: str = "size") -> int
     down to whole bytes), within ``[low, high]``."""
     m = _SIZE_RE.match(text) if isinstance(text, str) and len(text) <= _MAX_TEXT else None
     if m is None:
-        raise ParseError(f"{what}: expected a size such as 4096, 16M or 1GiB, got {_shown(text)}")
+        raise ParseError(f"{what}: expected a size such as 4096, 16M or 1GiB, got {shown(text)}")
     number, suffix = m.group(1), (m.group(2) or "").upper()
     value = int(Fraction(number) * (1 << (10 * _POWERS[suffix])))  # exact: no float rounding
     if not low <= value <= high:
@@ -116,9 +121,9 @@ def int_value(value: Any, *, low: int, high: int, what: str = "value") -> int:
     if isinstance(value, str):
         return parse_int(value, low=low, high=high, what=what)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise ParseError(f"{what}: expected an integer {_range(low, high)}, got {_shown(value)}")
+        raise ParseError(f"{what}: expected an integer {_range(low, high)}, got {shown(value)}")
     if not low <= value <= high:
-        raise ParseError(f"{what}: {_shown(value)} is out of range ({_range(low, high)})")
+        raise ParseError(f"{what}: {shown(value)} is out of range ({_range(low, high)})")
     return value
 
 
@@ -129,11 +134,11 @@ def float_value(
     if isinstance(value, str):
         return parse_float(value, low=low, high=high, what=what, low_open=low_open)
     if not isinstance(value, int | float) or isinstance(value, bool):
-        raise ParseError(f"{what}: expected a number {_range(low, high)}, got {_shown(value)}")
+        raise ParseError(f"{what}: expected a number {_range(low, high)}, got {shown(value)}")
     try:
         number = float(value)
     except OverflowError:  # an int too large for a float
-        raise ParseError(f"{what}: {_shown(value)} is out of range") from None
+        raise ParseError(f"{what}: {shown(value)} is out of range") from None
     return _ranged_float(number, low, high, what, low_open)
 
 
@@ -153,7 +158,7 @@ def parse_bool(text: str, *, what: str = "value") -> bool:
         return True
     if word in _FALSE:
         return False
-    raise ParseError(f"{what}: expected one of {'/'.join(BOOL_WORDS)}, got {_shown(text)}")
+    raise ParseError(f"{what}: expected one of {'/'.join(BOOL_WORDS)}, got {shown(text)}")
 
 
 def bool_value(value: Any, *, what: str = "value") -> bool:

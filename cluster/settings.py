@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import SettingsError
-from .parse import MAX_NODE_ID, PORT_MAX, ParseError, float_value, int_value, parse_int
+from .parse import MAX_NODE_ID, PORT_MAX, ParseError, float_value, int_value, parse_int, shown
 from .safeyaml import Limits, YamlError, YamlTooLarge, load, load_file
 
 __all__ = [
@@ -218,34 +218,29 @@ def _coerce(value: Any, f: Field[Any], default: Any, where: str) -> Any:
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
-        raise SettingsError(f"{where}: expected true or false, got {_shown(value)}")
+        raise SettingsError(f"{where}: expected true or false, got {shown(value)}")
     if isinstance(default, int):
         if not isinstance(value, int) or isinstance(value, bool):
-            raise SettingsError(f"{where}: expected an integer, got {_shown(value)}")
+            raise SettingsError(f"{where}: expected an integer, got {shown(value)}")
     elif isinstance(default, float):
         if not isinstance(value, int | float) or isinstance(value, bool):
-            raise SettingsError(f"{where}: expected a number, got {_shown(value)}")
+            raise SettingsError(f"{where}: expected a number, got {shown(value)}")
     elif isinstance(default, str):
         if not isinstance(value, str):
-            raise SettingsError(f"{where}: expected a string, got {_shown(value)}")
+            raise SettingsError(f"{where}: expected a string, got {shown(value)}")
     elif isinstance(default, tuple):
         if isinstance(value, str):
             value = [v for v in value.split(":" if "path" in where else ",") if v]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise SettingsError(f"{where}: expected a list of strings, got {_shown(value)}")
+            raise SettingsError(f"{where}: expected a list of strings, got {shown(value)}")
         value = tuple(value)
     return _check_value(value, f, where)
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _key(key: Any) -> str:
     """A key as written when it is printable text, else quoted (a message is one line)."""
     text = str(key)
-    return text[:60] if text.isprintable() and text else _shown(key)
+    return text[:60] if text.isprintable() and text else shown(key)
 
 
 def _section(cls: type, data: Any, where: str) -> Any:
@@ -339,7 +334,7 @@ def _env_int(env: Mapping[str, str], name: str, cls: type, where: str) -> int | 
     try:
         return parse_int(raw, low=low, high=high, what=where)
     except ParseError as exc:
-        raise SettingsError(f"{name}={_shown(raw)}: {exc}") from None
+        raise SettingsError(f"{name}={shown(raw)}: {exc}") from None
 
 
 def load_settings(
@@ -401,7 +396,7 @@ def _viz_env(viz: VizSettings, env: Mapping[str, str]) -> VizSettings:
     enable = env.get("RT_VIZ_ENABLE", "")
     if enable:
         if enable not in ("0", "1"):
-            raise SettingsError(f"RT_VIZ_ENABLE={_shown(enable)}: expected 1 or 0")
+            raise SettingsError(f"RT_VIZ_ENABLE={shown(enable)}: expected 1 or 0")
         viz = replace(viz, enabled=enable == "1")
     if (port := _env_int(env, "RT_VIZ_PORT", VizSettings, "viz.port")) is not None:
         viz = replace(viz, port=port)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, NoReturn
 import trio
 
 from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
+from cluster.parse import MAX_NODE_ID, shown
 
 from .commands import ASYNC_COMMANDS, cmd_list, cmd_scenario
 from .output import err
@@ -38,20 +39,13 @@ __all__ = ["build_parser", "main"]
 
 INTEGER = re.compile(r"-?[0-9]{1,12}")
 DECIMAL = re.compile(r"-?[0-9]{1,12}(\.[0-9]{1,12})?")
-MAX_NODE_ID = 2**31 - 1
 MAX_SECONDS = 24 * 3600.0  # the longest wait or grace period one may ask for
-
-
-def _shown(text: str, limit: int = 40) -> str:
-    """``text`` quoted for a one-line message: control characters escaped, long text cut."""
-    shown = repr(text[:limit])
-    return shown + ("..." if len(text) > limit else "")
 
 
 def _integer(low: int, high: int, what: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         if not INTEGER.fullmatch(text):
-            raise argparse.ArgumentTypeError(f"{what}: not a whole number: {_shown(text)}")
+            raise argparse.ArgumentTypeError(f"{what}: not a whole number: {shown(text)}")
         value = int(text)
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{what}: {value} is out of range ({low}..{high})")
@@ -63,7 +57,7 @@ def _integer(low: int, high: int, what: str) -> Callable[[str], int]:
 def _number(low: float, high: float, what: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         if not DECIMAL.fullmatch(text):
-            raise argparse.ArgumentTypeError(f"{what}: not a number: {_shown(text)}")
+            raise argparse.ArgumentTypeError(f"{what}: not a number: {shown(text)}")
         value = float(text)
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{what}: {text} is out of range ({low:g}..{high:g})")
@@ -74,7 +68,7 @@ def _number(low: float, high: float, what: str) -> Callable[[str], float]:
 
 def _node_id(text: str) -> int:
     if not INTEGER.fullmatch(text) or not 0 <= int(text) <= MAX_NODE_ID:
-        raise argparse.ArgumentTypeError(f"not a node id: {_shown(text)}")
+        raise argparse.ArgumentTypeError(f"not a node id: {shown(text)}")
     return int(text)
 
 
@@ -87,7 +81,7 @@ def _name(text: str) -> str:
         return valid_name(text)
     except BadInput:
         raise argparse.ArgumentTypeError(
-            f"bad cluster name {_shown(text)}: use letters, digits, '.', '_' or '-' (at most 64)"
+            f"bad cluster name {shown(text)}: use letters, digits, '.', '_' or '-' (at most 64)"
         ) from None
 
 
@@ -95,7 +89,7 @@ def _groups(text: str) -> list[int]:
     parts = text.split(",")
     if not text or any(not INTEGER.fullmatch(p) or int(p) < 0 for p in parts):
         raise argparse.ArgumentTypeError(
-            f"bad group {_shown(text)}: expected comma-separated node ids, e.g. 0,1"
+            f"bad group {shown(text)}: expected comma-separated node ids, e.g. 0,1"
         )
     return [_node_id(p) for p in parts]
 

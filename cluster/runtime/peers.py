@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cluster.errors import BadRequest
-from cluster.parse import MAX_NODE_ID, ParseError, parse_int
+from cluster.parse import MAX_NODE_ID, ParseError, parse_int, shown
 
 from .membership import MemberLike
 
@@ -66,11 +66,7 @@ def _number(text: str, routing: str, high: int, what: str, low: int = 0) -> int:
     try:
         return parse_int(text, low=low, high=high, what=what)
     except ParseError as exc:
-        raise BadRequest(f"bad routing {_shown(routing)}: {exc} (use {ROUTING_FORMS})") from None
-
-
-def _shown(text: str) -> str:
-    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
+        raise BadRequest(f"bad routing {shown(routing)}: {exc} (use {ROUTING_FORMS})") from None
 
 
 def parse_routing(text: str) -> Routing:
@@ -88,7 +84,7 @@ def parse_routing(text: str) -> Routing:
         off, _, cnt = arg.partition(":")
         offset = _number(off, text, MAX_NODE_ID, "range offset")
         return Routing(kind, offset, _number(cnt, text, MAX_RANGE_COUNT, "range count", 1))
-    raise BadRequest(f"bad routing {_shown(text)} (use {ROUTING_FORMS})")
+    raise BadRequest(f"bad routing {shown(text)} (use {ROUTING_FORMS})")
 
 
 def routing_forwards(routing: str) -> bool:
@@ -117,7 +113,7 @@ def routing_targets(
     else:
         targets = alive[r.number : r.number + r.count]
     if not targets:
-        raise BadRequest(f"routing {_shown(routing)} names none of the {len(alive)} live nodes")
+        raise BadRequest(f"routing {shown(routing)} names none of the {len(alive)} live nodes")
     return targets
 
 
