@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import time
 from typing import Any
 
@@ -19,29 +18,14 @@ import trio
 
 from swim.testing import query
 from swim.wire import Ping, PingReq, encode
-from tests.support import Child, Harness, wait_for_async
+from tests.support import Harness, wait_for_async
+from tests.swim.members import SLOW, start_member
 
 pytestmark = pytest.mark.slow
 
 PACKETS = 50_000
 SECONDS = 5.0
-SLOW = 180  # seconds: generous, a loaded machine imports slowly
 CONFIG = {"pushpull_interval": 5.0, "rejoin_interval": 2.0}  # the Local profile otherwise
-
-
-async def start_member(harness: Harness, i: int, seeds: list[str]) -> tuple[Child, int]:
-    argv = [sys.executable, "-m", "swim.testing", "--id", str(i), "--port", "0",
-            "--event-log", str(harness.workdir / f"events-{i}.jsonl"),
-            "--config", json.dumps(CONFIG)]  # fmt: skip
-    for s in seeds:
-        argv += ["--seed", s]
-    member = harness.start(argv, f"member-{i}")
-    ready = await wait_for_async(
-        f"member {i} to print READY",
-        lambda: harness.log_match(member, rf"READY {i} \S+ (\d+)"),
-        timeout=SLOW,
-    )
-    return member, int(ready.group(1))
 
 
 async def stats_of(port: int) -> dict[str, Any] | None:
@@ -92,7 +76,7 @@ async def test_a_flood_of_pings_does_not_make_members_declare_each_other_dead(
 ) -> None:
     ports: list[int] = []
     for i in range(3):
-        _, port = await start_member(harness, i, [f"127.0.0.1:{ports[0]}"] if ports else [])
+        _, port = await start_member(harness, i, [f"127.0.0.1:{ports[0]}"] if ports else [], CONFIG)
         ports.append(port)
     await wait_for_async(
         "all three to see three alive",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 from typing import Any
 
 import pytest
 
 from swim.testing import query
 from tests.support import Child, Harness, wait_for_async
+from tests.swim.members import SLOW, start_member
 
 pytestmark = pytest.mark.slow
 
@@ -21,23 +21,6 @@ CONFIG = {
     "pushpull_interval": 3.0,
     "rejoin_interval": 2.0,
 }
-SLOW = 180  # seconds: generous, a loaded machine imports slowly
-
-
-async def start_member(harness: Harness, i: int, seeds: list[str]) -> tuple[Child, int]:
-    """Start member i (``python -m swim.testing``); wait for its READY line; its TCP port."""
-    argv = [sys.executable, "-m", "swim.testing", "--id", str(i), "--port", "0",
-            "--event-log", str(harness.workdir / f"events-{i}.jsonl"),
-            "--config", json.dumps(CONFIG)]  # fmt: skip
-    for s in seeds:
-        argv += ["--seed", s]
-    member = harness.start(argv, f"member-{i}")
-    ready = await wait_for_async(
-        f"member {i} to print READY",
-        lambda: harness.log_match(member, rf"READY {i} \S+ (\d+)"),
-        timeout=SLOW,
-    )
-    return member, int(ready.group(1))
 
 
 async def members_of(port: int) -> dict[int, str] | None:
@@ -56,7 +39,7 @@ async def test_five_processes_detect_a_kill(harness: Harness) -> None:
     ports: list[int] = []
     for i in range(5):
         seeds = [f"127.0.0.1:{ports[0]}"] if ports else []
-        member, port = await start_member(harness, i, seeds)
+        member, port = await start_member(harness, i, seeds, CONFIG)
         members.append(member)
         ports.append(port)
     await wait_for_async(
