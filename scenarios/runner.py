@@ -19,7 +19,7 @@ import trio
 
 from .analysis import analyse
 from .report import render_report
-from .spec import Scenario, ScenarioError, load_scenario, parse_scenario
+from .spec import Scenario, ScenarioError, load_scenario
 from .trace import Trace
 
 __all__ = ["LIBRARY", "find_scenario", "library", "run_scenario", "run_scenario_cli"]
@@ -168,9 +168,7 @@ def run_scenario_cli(
     mode = "sim" if sim else "real"
     try:
         path = find_scenario(file)
-        scenario = load_scenario(path)
-        if sim or n is not None:
-            scenario = parse_scenario(path.read_text(), str(path), nodes=n, sim=sim)
+        scenario = load_scenario(path, nodes=n, sim=sim)
     except ScenarioError as exc:
         print(f"rt_cluster scenario: {exc}", file=sys.stderr)
         return 2
