@@ -34,7 +34,6 @@ from .record import (
     merge_node,
     process_state,
     read_record,
-    save_record,
     update_record,
 )
 
@@ -64,11 +63,6 @@ class TrackedCluster:
         """The record as it is on disk now (others may have changed it)."""
         self.record = read_record(self.directory) or self.record
         return self.record
-
-    def save(self) -> None:
-        """Write the record, merged with what is on disk (the newest process of a node wins)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.record = save_record(self.record)
 
     def create(self) -> None:
         """Write the record of a new cluster whole, replacing an earlier run's (whose processes
@@ -140,12 +134,6 @@ class TrackedCluster:
         new = replace(rec, pid=proc.pid, started=proc.started, state="starting", ended=None)
         self._commit(lambda r: merge_node(r, new))
         return new
-
-    def spawn_many(self, recs: Sequence[NodeRecord]) -> None:
-        """Start many nodes from one zygote."""
-        with self.open_zygote() as zygote:
-            for rec in recs:
-                self.fork(zygote, rec)
 
     def spawn(self, rec: NodeRecord) -> NodeRecord:
         """Start the process of one node (from a zygote of its own)."""
