@@ -5,10 +5,8 @@ Rules:
    tests can feed hand-written events.
 2. Times in results are seconds after the start (``trace.t0``); latencies are seconds after the
    action that caused them. ``None`` means "did not happen before the end".
-3. A suspicion or death is *false* when its subject was up and reachable from the start of that
-   suspicion episode until the event (fault intervals are stretched by two protocol periods to
-   absorb probes in flight when a fault ends). Packet loss and delay are not faults: a node is
-   expected to survive them.
+3. Every suspicion and death is classified *expected* or *false* by ``suspicions``; only the
+   false ones count against ``never_dead`` and ``max_false_suspicions`` and in the summary.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .spec import Expectation, Scenario
+from .suspicions import Accusation, classify
 from .trace import DOWN_STATES, INF, Trace, Views
 
 __all__ = ["Analysis", "analyse"]
@@ -24,15 +23,27 @@ __all__ = ["Analysis", "analyse"]
 DETECTED = ("kill", "stop", "pause")
 RECOVERIES = ("resume", "restart", "heal", "add")
 SUSPECT_OR_WORSE = ("suspected", "dead", "left")
+COUNTED = ("never_dead", "max_false_suspicions")  # expectations on counts of false accusations
 
 
 @dataclass(slots=True)
 class Analysis:
     detection: list[dict[str, Any]]
-    false_suspicions: list[dict[str, Any]]
-    false_deaths: list[dict[str, Any]]
+    accusations: list[dict[str, Any]]  # every suspicion and death, classified (``suspicions``)
     convergence: list[dict[str, Any]]
     expectations: list[dict[str, Any]]
+
+    def accused(self, state: str, cls: str) -> list[dict[str, Any]]:
+        """The accusations putting a member in ``state`` (suspected, dead) of class ``cls``."""
+        return [a for a in self.accusations if a["state"] == state and a["class"] == cls]
+
+    @property
+    def false_suspicions(self) -> list[dict[str, Any]]:
+        return self.accused("suspected", "false")
+
+    @property
+    def false_deaths(self) -> list[dict[str, Any]]:
+        return self.accused("dead", "false")
 
     @property
     def verdict(self) -> str:
@@ -41,12 +52,15 @@ class Analysis:
 
 def analyse(trace: Trace, scenario: Scenario) -> Analysis:
     views = Views(trace)
+    accusations = classify(trace, views)
     return Analysis(
         detection=detection(trace, views),
-        false_suspicions=false_positives(trace, views, "suspected"),
-        false_deaths=false_positives(trace, views, "dead"),
+        accusations=[a.as_dict(trace) for a in accusations],
         convergence=convergence(trace, views),
-        expectations=[*expectations(trace, views, scenario), *http_expectations(trace, scenario)],
+        expectations=[
+            *expectations(trace, views, scenario, accusations),
+            *http_expectations(trace, scenario),
+        ],
     )
 
 
@@ -104,41 +118,6 @@ def _next_up(trace: Trace, node: int, t: float) -> float:
     return INF
 
 
-# ---- false positives ----------------------------------------------------------------------
-
-
-def false_positives(trace: Trace, views: Views, state: str) -> list[dict[str, Any]]:
-    """Events putting a member in ``state`` (suspected or dead) while it was up and reachable."""
-    slack = 2.0 * trace.probe_interval
-    faults = trace.fault_intervals()
-    out = []
-    for o, s in views.pairs():
-        if o == s:
-            continue
-        episode: float | None = None
-        for (t, st), cause in zip(views.transitions(o, s), views.causes(o, s), strict=True):
-            if st is None or st == "alive":
-                episode = None
-                continue
-            if episode is None:
-                episode = t
-            if st != state or t < trace.t0 or not trace.is_up(o, t):
-                continue
-            hit = any(a - 1e-9 <= t and episode <= b + slack for a, b, _ in faults.get(s, []))
-            if not hit:
-                out.append(
-                    {
-                        "observer": o,
-                        "subject": s,
-                        "t": trace.rel(t),
-                        "since": trace.rel(episode),
-                        "cause": cause,
-                    }
-                )
-    out.sort(key=lambda r: (r["t"], r["observer"], r["subject"]))
-    return out
-
-
 # ---- convergence --------------------------------------------------------------------------
 
 
@@ -180,16 +159,19 @@ def convergence(trace: Trace, views: Views) -> list[dict[str, Any]]:
 def _describe(e: Expectation) -> str:
     who = "all" if e.seen_by == "all" else ",".join(map(str, e.seen_by))
     after = f" after {e.after}" if e.after != "start" else ""
+    bound = f" within {e.within:g} s{after}"
+    subj = "any node" if e.subjects == "all" else "node(s) " + ",".join(map(str, e.subjects))
     if e.kind == "dead":
-        return f"node {e.subject} seen dead by {who} within {e.within:g}s{after}"
+        return f"node {e.subject} seen dead by {who}{bound}"
     if e.kind == "alive":
-        return f"node {e.subject} seen alive by {who} within {e.within:g}s{after}"
+        return f"node {e.subject} seen alive by {who}{bound}"
     if e.kind == "never_dead":
-        subj = "any node" if e.subjects == "all" else "node(s) " + ",".join(map(str, e.subjects))
-        return f"{subj} never seen dead by {who}{after}"
+        return f"{subj} never falsely seen dead by {who}{after}"
+    if e.kind == "max_false_suspicions":
+        return f"at most {e.limit} false suspicions of {subj} by {who}{after}"
     if e.kind == "leader_change":
-        return f"a new leader agreed by every live node within {e.within:g}s{after}"
-    return f"every live node sees every live node alive within {e.within:g}s{after}"
+        return f"a new leader agreed by every live node{bound}"
+    return f"every live node sees every live node alive{bound}"
 
 
 def _subject(trace: Trace, views: Views, e: Expectation, t: float) -> int | None:
@@ -214,7 +196,9 @@ def _observers(
     return [o for o in trace.up_throughout(t, min(deadline, trace.end)) if o != exclude]
 
 
-def expectations(trace: Trace, views: Views, scenario: Scenario) -> list[dict[str, Any]]:
+def expectations(
+    trace: Trace, views: Views, scenario: Scenario, accusations: list[Accusation]
+) -> list[dict[str, Any]]:
     out = []
     for e in scenario.expectations:
         out.append(
@@ -223,13 +207,18 @@ def expectations(trace: Trace, views: Views, scenario: Scenario) -> list[dict[st
                 "kind": e.kind,
                 "description": _describe(e),
                 "bound": e.within or None,
-                **_judge(trace, views, e),
+                "bound_source": "derived" if e.derived is not None else "file",
+                "bound_detail": e.derived.as_dict() if e.derived is not None else None,
+                "unit": "events" if e.kind in COUNTED else "s",
+                **_judge(trace, views, e, accusations),
             }
         )
     return out
 
 
-def _judge(trace: Trace, views: Views, e: Expectation) -> dict[str, Any]:
+def _judge(
+    trace: Trace, views: Views, e: Expectation, accusations: list[Accusation]
+) -> dict[str, Any]:
     """Status, measured value and detail of one expectation (plus the subject for dead/alive)."""
     a = trace.action(e.after) if e.after != "start" else None
     if e.after != "start" and a is None:
@@ -237,8 +226,8 @@ def _judge(trace: Trace, views: Views, e: Expectation) -> dict[str, Any]:
     t = a.t if a is not None else trace.t0
     if e.kind in ("dead", "alive"):
         return _judge_seen(trace, views, e, t)
-    if e.kind == "never_dead":
-        return _judge_never_dead(trace, e, t)
+    if e.kind in COUNTED:
+        return _judge_false(trace, e, t, accusations)
     if e.kind == "leader_change":
         return _judge_leader_change(trace, views, e, t)
     return _judge_converged(trace, views, e, t)
@@ -268,34 +257,32 @@ def _judge_seen(trace: Trace, views: Views, e: Expectation, t: float) -> dict[st
     }
 
 
-def _judge_never_dead(trace: Trace, e: Expectation, t: float) -> dict[str, Any]:
-    """never_dead: no observer of ``seen_by`` declared a subject dead from ``t`` to the end."""
-    seen_by, subjects = e.seen_by, e.subjects
-
-    def seen(o: int) -> bool:
-        return isinstance(seen_by, str) or o in seen_by
-
-    def subj(s: int) -> bool:
-        return isinstance(subjects, str) or s in subjects
-
+def _judge_false(
+    trace: Trace, e: Expectation, t: float, accusations: list[Accusation]
+) -> dict[str, Any]:
+    """never_dead / max_false_suspicions: false accusations by ``seen_by`` of the subjects,
+    from ``t`` to the end (``suspicions`` rule 4: expected ones do not count)."""
+    states = ("suspected",) if e.kind == "max_false_suspicions" else DOWN_STATES
     hits = [
-        {
-            "observer": ev["observer"],
-            "subject": ev["subject"],
-            "t": trace.rel(float(ev["mono"])),
-        }
-        for ev in trace.events
-        if ev["new"] in DOWN_STATES
-        and t <= float(ev["mono"]) <= trace.end
-        and ev["observer"] != ev["subject"]
-        and seen(ev["observer"])
-        and subj(ev["subject"])
+        x
+        for x in accusations
+        if not x.expected
+        and x.state in states
+        and t <= x.t
+        and (isinstance(e.seen_by, str) or x.observer in e.seen_by)
+        and (isinstance(e.subjects, str) or x.subject in e.subjects)
     ]
+    limit = e.limit if e.kind == "max_false_suspicions" else 0
     detail = ""
     if hits:
         h = hits[0]
-        detail = f"first: node {h['observer']} saw {h['subject']} dead at {h['t']}s"
-    return {"status": "fail" if hits else "pass", "measured": len(hits), "detail": detail}
+        word = "suspected" if e.kind == "max_false_suspicions" else "dead"
+        detail = f"first: node {h.observer} saw {h.subject} {word} at {trace.rel(h.t)} s"
+    return {
+        "status": "fail" if len(hits) > limit else "pass",
+        "measured": len(hits),
+        "detail": detail,
+    }
 
 
 def _judge_leader_change(trace: Trace, views: Views, e: Expectation, t: float) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,30 @@ def read_events(path: str) -> list[str]:
         return []
 
 
+OnAction = Callable[[Action, float], None]
+
+
+class _Actions(list[Action]):
+    """The actions of a run; each one is told to ``on_action`` as it is recorded."""
+
+    def __init__(self, on_action: OnAction | None) -> None:
+        super().__init__()
+        self.on_action = on_action
+        self.t0 = 0.0
+
+    def append(self, a: Action) -> None:
+        super().append(a)
+        if self.on_action is not None:
+            self.on_action(a, self.t0)
+
+
 class _RealRun:
-    def __init__(self, scenario: Scenario, cluster: LocalCluster) -> None:
+    def __init__(
+        self, scenario: Scenario, cluster: LocalCluster, on_action: OnAction | None = None
+    ) -> None:
         self.scenario = scenario
         self.cluster = cluster
-        self.actions: list[Action] = []
+        self.actions = _Actions(on_action)
         self.http: list[HttpResult] = []
         self.lines: dict[str, list[str]] = {}  # event log path -> lines kept across restarts
 
@@ -209,8 +229,17 @@ def write_node_config(scenario: Scenario, out: Path) -> Path:
     return config
 
 
-async def run_real(scenario: Scenario, out: Path, *, seed: int | None = None) -> Trace:
-    """Play ``scenario`` on node processes under ``out/cluster``; the trace of the run."""
+async def run_real(
+    scenario: Scenario,
+    out: Path,
+    *,
+    seed: int | None = None,
+    on_action: OnAction | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Trace:
+    """Play ``scenario`` on node processes under ``out/cluster``; the trace of the run.
+
+    ``on_action`` hears each action as it is carried out; ``say`` gets the launch's lines."""
     directory = out / "cluster"
     config = write_node_config(scenario, out)
     record = plan_cluster(
@@ -222,21 +251,29 @@ async def run_real(scenario: Scenario, out: Path, *, seed: int | None = None) ->
         config=str(config),
     )
     cluster = LocalCluster(record)
-    run = _RealRun(scenario, cluster)
+    run = _RealRun(scenario, cluster, on_action)
     swim_cfg = scenario.swim
     try:
         launched = time.monotonic()
+        if say is not None:
+            say(f"launching {scenario.nodes} node processes in {directory}")
         await launch(
             cluster, wait=True, timeout=60.0 + 2.0 * scenario.nodes, on_spawned=save_record
         )
-        t0 = time.monotonic()
+        t0 = run.actions.t0 = time.monotonic()
+        if say is not None:
+            say(f"converged after {t0 - launched:.1f} s; steps start now")
         async with trio.open_nursery() as nursery:
             for step in scenario.steps:
                 await trio.sleep_until(_trio_time(t0 + step.at))
                 await run.apply(step, nursery)
+            if say is not None:
+                say(f"steps done; watching until +{scenario.duration:g} s")
             await trio.sleep_until(_trio_time(t0 + scenario.duration))
             nursery.cancel_scope.cancel()
         end = time.monotonic()
+        if say is not None:
+            say("stopping the cluster")
     finally:
         with trio.CancelScope(shield=True):
             try:
@@ -249,7 +286,7 @@ async def run_real(scenario: Scenario, out: Path, *, seed: int | None = None) ->
         end=end,
         initial=tuple(range(scenario.nodes)),
         events=run.events(),
-        actions=run.actions,
+        actions=list(run.actions),
         http=run.http,
         launched=launched,
         probe_interval=float(swim_cfg.get("probe_interval", 1.0)),

@@ -17,6 +17,8 @@ __all__ = [
     "EXPECT_KINDS",
     "NODE_STEPS",
     "STEP_KINDS",
+    "TIMED_KINDS",
+    "Bound",
     "Expectation",
     "HttpExpect",
     "Scenario",
@@ -38,7 +40,15 @@ STEP_KINDS = (
     "delay",
     "http",
 )
-EXPECT_KINDS = ("dead", "never_dead", "alive", "leader_change", "converged")
+EXPECT_KINDS = (
+    "dead",
+    "never_dead",
+    "alive",
+    "leader_change",
+    "converged",
+    "max_false_suspicions",
+)
+TIMED_KINDS = ("dead", "alive", "leader_change", "converged")  # expectations with a bound
 NODE_STEPS = ("kill", "stop", "pause", "resume", "restart")
 Target = int | str  # a node id, "leader", or "all" where allowed
 
@@ -85,14 +95,35 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class Bound:
+    """A bound derived from the protocol's timing (``bounds``): seconds, and how."""
+
+    seconds: float
+    confidence: float  # the share of runs it is meant to hold in, e.g. 0.999
+    terms: tuple[tuple[str, float], ...]  # (name, seconds) of each part of the sum
+    formula: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds,
+            "confidence": self.confidence,
+            "terms": dict(self.terms),
+            "formula": self.formula,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Expectation:
     index: int
     kind: str
     subject: Target | None = None  # dead/alive: a node id or "leader" (as of ``after``)
-    subjects: tuple[int, ...] | str = "all"  # never_dead
+    subjects: tuple[int, ...] | str = "all"  # never_dead, max_false_suspicions
     seen_by: tuple[int, ...] | str = "all"
-    within: float = 0.0
+    within: float = 0.0  # seconds: from the file, or derived (then ``derived`` says how)
     after: str = "start"  # a step name, or "start"
+    limit: int = 0  # max_false_suspicions: how many are accepted
+    auto: bool = False  # ``within`` omitted or ``auto``: derived by ``bounds``
+    derived: Bound | None = None
 
     def label(self) -> str:
         return f"expectation {self.index + 1} ({self.kind})"
@@ -111,6 +142,7 @@ class Scenario:
     description: str = ""
     sim_nodes: int | None = None
     sim_overrides: Mapping[str, Any] = field(default_factory=dict)
+    pass_rate: float = 1.0  # the share of runs that must pass (``--runs``)
 
     @property
     def swim(self) -> Mapping[str, Any]:

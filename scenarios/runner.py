@@ -1,7 +1,15 @@
-"""Run a scenario in either mode, judge it, write ``results.json`` and ``report.html``.
+"""Run a scenario in either mode, once or K times, judge it, write ``results.json`` and
+``report.html``.
 
-Exit statuses of ``rt_cluster scenario``: 0 every expectation passed, 1 one failed, 2 the file
-was bad or the run could not be carried out.
+Rules:
+1. Exit statuses of ``rt_cluster scenario``: 0 every run passed (or at least the file's
+   ``pass_rate`` of them), 1 otherwise, 2 the file was bad or no run could be carried out.
+2. The command says what it does as it happens: the plan, a line per step (one run) or per
+   run (``--runs K``), the summary, and where the report is.
+3. ``--runs K`` plays seeds ``seed .. seed + K - 1``; real runs each get ``run-NNN/`` (their
+   cluster, results and report); one ``results.json`` holds every run and the aggregate
+   (``aggregate``), and the report shows the distributions and the timeline of one run (the
+   first that failed, else the first).
 """
 
 from __future__ import annotations
@@ -11,18 +19,30 @@ import math
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from .aggregate import aggregate, run_line
 from .analysis import analyse
-from .report import render_report
+from .report import action_text, render_report, render_runs
 from .spec import Scenario, ScenarioError, load_scenario
-from .trace import Trace
+from .trace import Action, Trace
 
-__all__ = ["LIBRARY", "find_scenario", "library", "run_scenario", "run_scenario_cli"]
+__all__ = [
+    "LIBRARY",
+    "find_scenario",
+    "library",
+    "run_many",
+    "run_scenario",
+    "run_scenario_cli",
+]
+
+Progress = Callable[[str], None]
+EVENTS_KEPT = 200  # accusations listed per run in results.json (all are counted)
 
 LIBRARY = Path(__file__).resolve().parent
 EXIT = {"pass": 0, "fail": 1, "error": 2}
@@ -72,8 +92,15 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
             "settings": dict(scenario.settings),
             "expectations": an.expectations,
             "detection": an.detection,
-            "false_suspicions": {"count": len(an.false_suspicions), "events": an.false_suspicions},
-            "false_deaths": {"count": len(an.false_deaths), "events": an.false_deaths},
+            "suspicions": {
+                "false": sum(1 for a in an.accusations if a["class"] == "false"),
+                "expected": sum(1 for a in an.accusations if a["class"] == "expected"),
+                "events": an.accusations[:EVENTS_KEPT],
+            },
+            "false_suspicions": _listed(an.false_suspicions),
+            "false_deaths": _listed(an.false_deaths),
+            "expected_suspicions": {"count": len(an.accused("suspected", "expected"))},
+            "expected_deaths": {"count": len(an.accused("dead", "expected"))},
             "convergence": an.convergence,
             "steps": [
                 {
@@ -83,6 +110,9 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
                     "nodes": list(a.nodes),
                     "groups": [list(g) for g in a.groups],
                     "value": a.value,
+                    "text": action_text(
+                        {"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value}
+                    ),
                 }
                 for a in sorted(trace.actions, key=lambda a: a.t)
             ],
@@ -94,6 +124,10 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
         }
     )
     return results
+
+
+def _listed(events: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"count": len(events), "events": events[:EVENTS_KEPT]}
 
 
 def error_results(
@@ -111,8 +145,11 @@ def error_results(
         "error": error,
         "expectations": [],
         "detection": [],
+        "suspicions": {"false": 0, "expected": 0, "events": []},
         "false_suspicions": {"count": 0, "events": []},
         "false_deaths": {"count": 0, "events": []},
+        "expected_suspicions": {"count": 0},
+        "expected_deaths": {"count": 0},
         "convergence": [],
         "steps": [],
         "http": [],
@@ -121,26 +158,103 @@ def error_results(
 
 
 def run_scenario(
-    scenario: Scenario, *, sim: bool = False, seed: int | None = None, out: Path | None = None
+    scenario: Scenario,
+    *,
+    sim: bool = False,
+    seed: int | None = None,
+    out: Path | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, Any], Trace | None]:
-    """Run and judge; results (verdict ``error`` when the run itself failed) and the trace."""
+    """Run and judge; results (verdict ``error`` when the run itself failed) and the trace.
+
+    ``progress`` gets a line per step as it is carried out (and, on real processes, the
+    launch)."""
     mode = "sim" if sim else "real"
     seed = scenario.seed if seed is None else seed
     trace: Trace | None = None
     try:
+        on_action = None if progress is None else _step_lines(progress)
         if sim:
             from .sim import run_sim
 
-            trace = run_sim(scenario, seed=seed)
+            trace = run_sim(scenario, seed=seed, on_action=on_action)
         else:
             from .real import run_real
 
             assert out is not None
-            trace = trio.run(lambda: run_real(scenario, out, seed=seed))
+            trace = trio.run(
+                lambda: run_real(scenario, out, seed=seed, on_action=on_action, say=progress)
+            )
     except Exception as exc:  # the run failed: an error verdict, not a crash
         detail = "; ".join(_leaves(exc))
         return error_results(scenario, scenario.source, mode, seed, detail), None
     return results_of(scenario, trace, mode, seed), trace
+
+
+def _step_lines(progress: Progress) -> Callable[[Action, float], None]:
+    """Rule 2: a line per action, as it is carried out."""
+
+    def line(a: Action, t0: float) -> None:
+        text = action_text({"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value})
+        progress(f"  {a.t - t0:+7.2f} s  {a.step}: {text}")
+
+    return line
+
+
+def run_many(
+    scenario: Scenario,
+    runs: int,
+    *,
+    sim: bool = False,
+    seed: int | None = None,
+    out: Path | None = None,
+    progress: Progress | None = None,
+) -> tuple[dict[str, Any], Trace | None, int | None]:
+    """Rule 3: ``runs`` runs; (results with the aggregate, the trace shown, its seed)."""
+    first = scenario.seed if seed is None else seed
+    each: list[dict[str, Any]] = []
+    shown: tuple[Trace | None, int | None] = (None, None)
+    for i in range(runs):
+        run_out = out / f"run-{i:03d}" if out is not None and not sim else None
+        results, trace = run_scenario(scenario, sim=sim, seed=first + i, out=run_out)
+        if run_out is not None:
+            write_outputs(run_out, results, trace)
+            results["out"] = run_out.name
+        if trace is not None and (shown[0] is None or (results["verdict"] != "pass" and _ok(each))):
+            shown = (trace, first + i)
+        each.append(results)
+        if progress is not None:
+            progress(run_line(i, runs, results))
+    summed = aggregate(each, scenario.pass_rate)
+    top = {
+        key: each[0].get(key) if each else None
+        for key in ("scenario", "description", "source", "mode", "nodes", "settings")
+    }
+    results = {
+        **top,
+        "runs_requested": runs,
+        "seeds": [first, first + runs - 1],
+        "pass_rate_required": scenario.pass_rate,
+        **summed,
+        "runs": [_brief(r) for r in each],
+    }
+    return results, shown[0], shown[1]
+
+
+def _ok(runs: list[dict[str, Any]]) -> bool:
+    return all(r["verdict"] == "pass" for r in runs)
+
+
+def _brief(r: dict[str, Any]) -> dict[str, Any]:
+    """One run's line in the many-runs results."""
+    return {
+        "seed": r.get("seed"),
+        "verdict": r["verdict"],
+        "error": r.get("error"),
+        "duration": r.get("duration"),
+        "failed": [e["description"] for e in r.get("expectations", []) if e["status"] == "fail"],
+        "out": r.get("out"),
+    }
 
 
 def _leaves(exc: BaseException) -> list[str]:
@@ -150,10 +264,17 @@ def _leaves(exc: BaseException) -> list[str]:
     return ["".join(traceback.format_exception_only(type(exc), exc)).strip()]
 
 
-def write_outputs(out: Path, results: dict[str, Any], trace: Trace | None) -> None:
+def write_outputs(
+    out: Path, results: dict[str, Any], trace: Trace | None, trace_seed: int | None = None
+) -> None:
+    """``results.json`` and ``report.html`` (the many-runs page when ``results`` has runs)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "report.html").write_text(render_report(results, trace))
+    (out / "results.json").write_text(json.dumps(_clean(results), indent=2) + "\n")
+    if "aggregate" in results:
+        page = render_runs(results, trace, trace_seed)
+    else:
+        page = render_report(results, trace)
+    (out / "report.html").write_text(page)
 
 
 def run_scenario_cli(
@@ -163,8 +284,9 @@ def run_scenario_cli(
     seed: int | None = None,
     out: str | None = None,
     n: int | None = None,
+    runs: int = 1,
 ) -> int:
-    """``rt_cluster scenario``: print a summary, write the outputs, return the exit status."""
+    """``rt_cluster scenario``: say what happens, write the outputs, return the exit status."""
     mode = "sim" if sim else "real"
     try:
         path = find_scenario(file)
@@ -176,26 +298,45 @@ def run_scenario_cli(
     out_dir = (
         Path(out) if out else Path.home() / ".rt" / "scenarios" / f"{path.stem}-{mode}-{stamp}"
     )
+    first = scenario.seed if seed is None else seed
+    seeds = f"seed {first}" if runs == 1 else f"{runs} runs, seeds {first}..{first + runs - 1}"
     print(
-        f"scenario {scenario.name!r} ({mode}, {scenario.nodes} nodes, seed "
-        f"{scenario.seed if seed is None else seed}, {scenario.duration:g}s) -> {out_dir}",
+        f"scenario {scenario.name!r} ({mode}, {scenario.nodes} nodes, {seeds}, "
+        f"{scenario.duration:g} s each) -> {out_dir}",
         flush=True,
     )
-    results, trace = run_scenario(scenario, sim=sim, seed=seed, out=out_dir)
-    write_outputs(out_dir, results, trace)
-    print(summary(results), flush=True)
+    for e in scenario.expectations:
+        if e.derived is not None:
+            print(f"  bound of {e.label()}: {e.within:g} s derived ({e.derived.formula})")
+    say = _say
+    if runs == 1:
+        results, trace = run_scenario(scenario, sim=sim, seed=seed, out=out_dir, progress=say)
+        write_outputs(out_dir, results, trace)
+        print(summary(results), flush=True)
+    else:
+        results, trace, shown = run_many(
+            scenario, runs, sim=sim, seed=seed, out=out_dir, progress=say
+        )
+        write_outputs(out_dir, results, trace, shown)
+        print(summary_many(results), flush=True)
+    print(f"report: {out_dir / 'report.html'}", flush=True)
     return EXIT[results["verdict"]]
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def summary(results: dict[str, Any]) -> str:
     lines = []
     for e in results["expectations"]:
         m = e.get("measured")
-        meas = f" (measured {m:g})" if isinstance(m, int | float) else ""
+        unit = " s" if e.get("unit", "s") == "s" else ""
+        meas = f" (measured {m:g}{unit})" if isinstance(m, int | float) else ""
         lines.append(f"  {e['status']:<14} {e['description']}{meas}")
     for d in results["detection"]:
         sus, first, full = (
-            "-" if d[k] is None else f"{d[k]:.2f}s"
+            "-" if d[k] is None else f"{d[k]:.2f} s"
             for k in ("first_suspect", "first_dead", "full_dead")
         )
         lines.append(
@@ -204,9 +345,36 @@ def summary(results: dict[str, Any]) -> str:
         )
     lines.append(
         f"  false suspicions {results['false_suspicions']['count']}, false deaths "
-        f"{results['false_deaths']['count']}"
+        f"{results['false_deaths']['count']} (expected: "
+        f"{results.get('expected_suspicions', {}).get('count', 0)} suspicions, "
+        f"{results.get('expected_deaths', {}).get('count', 0)} deaths)"
     )
     if results.get("error"):
         lines.append(f"  error: {results['error']}")
     lines.append(f"verdict: {results['verdict'].upper()}")
+    return "\n".join(lines)
+
+
+def summary_many(results: dict[str, Any]) -> str:
+    """The end of a ``--runs`` run: pass rates and percentiles, then the verdict."""
+    agg = results["aggregate"]
+    lines = []
+    for e in agg["expectations"]:
+        m = e["measured"]
+        rate = "n/a" if e["pass_rate"] is None else f"{e['passed']}/{e['applicable']}"
+        unit = " s" if m["unit"] == "s" else ""
+        figures = ", ".join(
+            f"{k} {'never' if m[k] is None else f'{m[k]:g}{unit}'}"
+            for k in ("p50", "p90", "p99", "max")
+        )
+        lines.append(f"  {rate:>9}  {e['description']} ({figures})")
+    fs, fd = agg["false_suspicions"], agg["false_deaths"]
+    lines.append(
+        f"  false suspicions per run: p50 {fs['p50']}, max {fs['max']}; "
+        f"false deaths per run: max {fd['max']}"
+    )
+    lines.append(
+        f"runs passed: {agg['passed']}/{agg['runs']} (required {results['pass_rate_required']:.1%})"
+        f"; verdict: {results['verdict'].upper()}"
+    )
     return "\n".join(lines)

@@ -10,6 +10,8 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import swim
 
 from .spec import Scenario, Step
@@ -29,8 +31,16 @@ def _converged(net: swim.SimNetwork) -> bool:
     return all(net.state(i, j) == "alive" for i in ids for j in ids)
 
 
-def run_sim(scenario: Scenario, *, seed: int | None = None, nodes: int | None = None) -> Trace:
-    """Play ``scenario`` on a SimNetwork; the trace of what happened (virtual seconds)."""
+def run_sim(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    nodes: int | None = None,
+    on_action: Callable[[Action, float], None] | None = None,
+) -> Trace:
+    """Play ``scenario`` on a SimNetwork; the trace of what happened (virtual seconds).
+
+    ``on_action`` hears each action as it is carried out, with the start (``t0``)."""
     n = nodes or scenario.nodes
     config = swim.SwimConfig.from_mapping(scenario.swim)
     net = swim.SimNetwork(n, config, seed=scenario.seed if seed is None else seed, bootstrap=False)
@@ -49,7 +59,11 @@ def run_sim(scenario: Scenario, *, seed: int | None = None, nodes: int | None = 
     play = _Player(net, trace)
     for step in scenario.steps:
         play.run_to(t0 + step.at)
+        done = len(trace.actions)
         play.apply(step)
+        if on_action is not None:
+            for a in trace.actions[done:]:
+                on_action(a, t0)
     play.run_to(trace.end)
     return trace
 

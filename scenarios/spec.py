@@ -8,18 +8,24 @@ Rules:
 3. Times are seconds after the start (the moment the cluster has converged).
 4. This module reads the file and its top-level keys; ``steps`` checks the ``steps:`` and
    ``expect:`` lists, ``values`` the numbers and ids, ``records`` holds what they build.
-5. The YAML is read by ``cluster.safeyaml`` (at most 1 MiB, no anchors or aliases, bounded
+5. An expectation without ``within`` (or with ``within: auto``) gets the bound ``bounds``
+   derives for the cluster's size at its step, the scenario's swim settings and the mode
+   (real processes add the loop-lag allowances), at ``confidence`` (default 99.9 %).
+6. The YAML is read by ``cluster.safeyaml`` (at most 1 MiB, no anchors or aliases, bounded
    depth), so no file can make the loader hang or grow without bound.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cluster.safeyaml import YamlError, YamlTooLarge, load, load_file
+from swim import SwimConfig
 
+from .bounds import CONFIDENCE, BoundError, derive
 from .records import Expectation, Scenario, ScenarioError, Step
 from .steps import parse_expectations, parse_steps
 from .values import Checker
@@ -38,7 +44,10 @@ TOP_KEYS = {
     "steps",
     "expect",
     "sim",
+    "pass_rate",
+    "confidence",
 }
+_FAULTS = ("partition", "loss", "delay")
 SIM_KEYS = TOP_KEYS - {"sim", "name", "description"}  # what a ``sim:`` section may override
 
 
@@ -77,10 +86,12 @@ def _checked(data: Any, source: str, nodes: int | None, sim: bool) -> Scenario:
         if bad:
             raise ScenarioError(f"{source}: sim.{bad[0]}: not a key the simulation can override")
         data = {**data, **over, "sim": {}}
-    return _scenario(Checker(source), data, nodes)
+    return _scenario(Checker(source), data, nodes, sim)
 
 
-def _scenario(c: Checker, d: Mapping[str, Any], nodes_override: int | None) -> Scenario:
+def _scenario(
+    c: Checker, d: Mapping[str, Any], nodes_override: int | None, sim_mode: bool
+) -> Scenario:
     unknown = sorted(set(map(str, d)) - TOP_KEYS)
     if unknown:
         key = unknown[0] if unknown[0].isprintable() else repr(unknown[0])
@@ -97,6 +108,9 @@ def _scenario(c: Checker, d: Mapping[str, Any], nodes_override: int | None) -> S
     steps = parse_steps(c, d.get("steps") or [], nodes)
     names = {s.name for s in steps}
     expects = parse_expectations(c, d.get("expect") or [], names, nodes, steps)
+    confidence = c.number(d.get("confidence", CONFIDENCE), "confidence", low=0.5, high=0.999999)
+    expects = _derived(c, expects, steps, nodes, settings, confidence, real=not sim_mode)
+    pass_rate = c.number(d.get("pass_rate", 1.0), "pass_rate", low=0.0, high=1.0)
     if "duration" in d:
         duration = c.number(d["duration"], "duration", low=0.1)
     else:
@@ -119,7 +133,40 @@ def _scenario(c: Checker, d: Mapping[str, Any], nodes_override: int | None) -> S
         description=str(d.get("description") or ""),
         sim_nodes=sim_nodes,
         sim_overrides=dict(sim),
+        pass_rate=pass_rate,
     )
+
+
+def _derived(
+    c: Checker,
+    expects: tuple[Expectation, ...],
+    steps: tuple[Step, ...],
+    nodes: int,
+    settings: Mapping[str, Any],
+    confidence: float,
+    *,
+    real: bool,
+) -> tuple[Expectation, ...]:
+    """Rule 5: each ``within: auto`` replaced by the bound derived for its step."""
+    config = SwimConfig.from_mapping(settings.get("swim") or {})
+    out = []
+    for e in expects:
+        if e.auto:
+            if e.after == "start":
+                raise c.fail(e.label(), "a derived bound needs 'after' (the step it follows)")
+            step = next(s for s in steps if s.name == e.after)
+            size = nodes + sum(s.count for s in steps if s.kind == "add" and s.index <= step.index)
+            after = step.kind
+            if after == "heal":  # what it healed: the last fault before it
+                faults = [s.kind for s in steps[: step.index] if s.kind in _FAULTS]
+                after = "heal-loss" if faults and faults[-1] != "partition" else "heal"
+            try:
+                bound = derive(e.kind, after, size, config, real=real, confidence=confidence)
+            except BoundError as exc:
+                raise c.fail(e.label(), str(exc)) from None
+            e = replace(e, within=bound.seconds, derived=bound)
+        out.append(e)
+    return tuple(out)
 
 
 def _sim_section(c: Checker, sim: Any) -> tuple[Mapping[str, Any], int | None]:

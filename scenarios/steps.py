@@ -16,7 +16,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from .records import EXPECT_KINDS, NODE_STEPS, STEP_KINDS, Expectation, HttpExpect, Step, Target
+from .records import (
+    EXPECT_KINDS,
+    NODE_STEPS,
+    STEP_KINDS,
+    TIMED_KINDS,
+    Expectation,
+    HttpExpect,
+    Step,
+    Target,
+)
 from .values import Checker
 
 __all__ = ["parse_expectations", "parse_steps"]
@@ -226,19 +235,24 @@ def _expectation(c: Checker, i: int, item: Any, names: set[str], count: int) -> 
         known = ", ".join(["start", *sorted(names)])
         raise c.fail(where, f"after: no step named {after!r} (steps: {known})")
     seen_by = c.id_set(item.get("seen_by", "all"), f"{where}: seen_by", count)
-    within = 0.0
-    if kind in ("dead", "alive", "leader_change", "converged"):
-        if "within" not in item:
-            raise c.fail(where, "missing 'within' (seconds after 'after')")
-        within = c.number(item["within"], f"{where}: within", low=0.001)
+    within, auto = 0.0, False
+    if kind in TIMED_KINDS:
+        w = item.get("within", "auto")
+        if w == "auto":
+            auto = True  # derived from the protocol's timing (``bounds``)
+        else:
+            within = c.number(w, f"{where}: within", low=0.001)
     subject: Target | None = None
     subjects: tuple[int, ...] | str = "all"
+    limit = 0
     if kind in ("dead", "alive"):
         subject = c.node(v, where, count, allow=("leader",))
         if subject == "leader" and after == "start":
             raise c.fail(where, "'leader' needs 'after' (the leader at that step)")
     elif kind == "never_dead":
         subjects = c.id_set(v, where, count)
+    elif kind == "max_false_suspicions":
+        limit = c.integer(v, where, low=0, high=10**9)
     elif v not in (True, None, "all"):
         raise c.fail(where, f"expected true, got {v!r}")
-    return Expectation(i, kind, subject, subjects, seen_by, within, after)
+    return Expectation(i, kind, subject, subjects, seen_by, within, after, limit=limit, auto=auto)

@@ -4,6 +4,9 @@ Rules:
 1. One queued update per subject member: a newer update about a member replaces the older one
    (the older one can only be stale under the precedence rules).
 2. Each update goes out at most ``retransmit_mult * ceil(log10(N + 1))`` times, then is dropped.
+   Only sends to members held alive count: a suspected or dead member may not pass the news
+   on, and with memberlist's small budget (2 sends below ten members) spending it on the
+   failed member that a rumour is about left a survivor unaware (issue 13).
 3. ``take(budget)`` fills a packet: fewest transmissions first, then newest first.
 """
 
@@ -58,8 +61,10 @@ class BroadcastQueue:
         limit: int,
         per_part_overhead: int = 5,
         skip: frozenset[bytes] = frozenset(),
+        count: bool = True,
     ) -> list[bytes]:
-        """Parts that fit in ``budget`` bytes, least-sent first; each counts as sent once.
+        """Parts that fit in ``budget`` bytes, least-sent first; each counts as sent once
+        (unless ``count`` is false: rule 2).
 
         Parts sent ``limit`` times are dropped from the queue; parts in ``skip`` (already in
         the packet) are left alone.
@@ -74,7 +79,7 @@ class BroadcastQueue:
                 continue
             budget -= cost
             out.append(it.part)
-            it.sent += 1
+            it.sent += count
             if it.sent >= limit:
                 del self._items[it.subject]
             if budget < 16:

@@ -20,10 +20,18 @@ Rules:
    reference);
    an ack or relayed ping to a member we suspect or hold dead carries that verdict too (and
    see ``membership`` rules 3 and 6). None of them adds traffic while nobody is suspected.
+   A buddy ping left unanswered for a whole period is our own failed probe of that suspect:
+   like memberlist's own failed probe, it confirms the suspicion (issue 13: an observer that
+   missed every confirmation and the ``dead`` rumour no longer waits out the Max timeout).
 
 7. The gossip tick is rate-limited, not phase-locked: at most one gossip per GossipInterval,
    and a member quiet for a whole interval passes a fresh update on at once.
-8. Work done for others is bounded: at most ``MAX_RELAYS`` ping-reqs are relayed at a time
+8. A member that was alone and learns of others (a join, a restart, a re-join after being cut
+   off) tells up to ``ANNOUNCE_MAX`` of them its ``alive`` directly, after the merge (so a
+   refutation it needed is already in it): gossip with memberlist's retransmit budget misses
+   some member about once a rumour in thirty nodes, and a newcomer should not wait for a
+   push/pull to be known (issue 13).
+9. Work done for others is bounded: at most ``MAX_RELAYS`` ping-reqs are relayed at a time
    (each makes us probe a third member); more are dropped and counted (``relay_full``).
 
 Who owns what: ``MemberTable`` the rows and probe order, ``Membership`` the update rules,
@@ -53,7 +61,8 @@ __all__ = ["SwimMachine"]
 
 _NEVER = math.inf
 _DIRECT_KINDS = frozenset({"ping", "ping_req", "ack", "nack"})
-MAX_RELAYS = 32  # ping-reqs relayed at once (rule 8)
+MAX_RELAYS = 32  # ping-reqs relayed at once (rule 9)
+ANNOUNCE_MAX = 64  # members told directly of a newcomer's alive (rule 8)
 
 
 @dataclass(slots=True)
@@ -288,7 +297,10 @@ class SwimMachine:
         """
         self._now = now
         self.counters.pushpulls += 1
+        alone = self.table.up_count <= 1
         self.membership.merge(entries, now, self.me.node_id if peer is None else peer)
+        if alone and not self.left:
+            self._announce()
         self._catch_up()
         return self.outbox.flush()
 
@@ -324,6 +336,11 @@ class SwimMachine:
         buddy ping can only clear one.
         """
         self._next_buddy = self._now + self.config.probe_interval
+        for node_id in self._buddies.values():  # unanswered for a period: our failed probe
+            e = self.table.get(node_id)
+            if e is not None and e.state is MemberState.SUSPECTED:
+                confirm = Suspect(e.incarnation, node_id, self.me.node_id)
+                self.membership.apply(confirm, "indirect_failed", self._now)
         self._buddies.clear()
         p = self._probe
         busy = p.target if p is not None and not p.done else -1
@@ -408,6 +425,13 @@ class SwimMachine:
             self.membership.answered(t, self._now)
 
     # ---- helpers --------------------------------------------------------------------------
+
+    def _announce(self) -> None:
+        """Rule 8: our alive, straight to up to ``ANNOUNCE_MAX`` members we now know."""
+        me = self.me
+        alive = Alive(me.incarnation, me.node_id, me.host, me.port, me.boot)
+        for e in self.table.random_up(ANNOUNCE_MAX):
+            self.outbox.send((e.host, e.port), e.node_id, "gossip", alive)
 
     def _rejoin(self) -> None:
         up = {(e.host, e.port) for e in self.table if e.state.is_up and e is not self.me}

@@ -57,7 +57,8 @@ class Outbox:
         used = sum(len(p) + 5 for p in parts) + wire.compound_overhead(0)
         room = self._cap - used
         if room > 0:
-            parts = parts + self.queue.take(room, self.limit(), skip=frozenset(parts))
+            count = self._relays(dest)
+            parts = parts + self.queue.take(room, self.limit(), skip=frozenset(parts), count=count)
         self._emit(addr, dest, kind, parts[: wire.MAX_PARTS])
 
     def gossip(self, now: float) -> None:
@@ -67,10 +68,16 @@ class Outbox:
         c = self.config
         budget = self._cap - wire.compound_overhead(0)
         for t in self.table.gossip_targets(c.gossip_nodes, now, c.gossip_to_the_dead_time):
-            parts = self.queue.take(budget, self.limit())
+            parts = self.queue.take(budget, self.limit(), count=t.state is MemberState.ALIVE)
             if not parts:
                 break
             self._emit((t.host, t.port), t.node_id, "gossip", parts)
+
+    def _relays(self, dest: int | None) -> bool:
+        """Whether a send to ``dest`` counts toward the retransmit limit (``broadcast``
+        rule 2: only members held alive pass news on)."""
+        e = None if dest is None else self.table.get(dest)
+        return e is None or e.state is MemberState.ALIVE
 
     def sync(self, host: str, port: int, join: bool) -> None:
         """Ask the caller for a TCP push/pull with host:port."""

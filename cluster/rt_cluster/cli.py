@@ -185,6 +185,12 @@ def _add_scenario_command(sub: _Sub) -> None:
     p.add_argument("file", help="a scenario YAML file, or the name of one in the library")
     p.add_argument("--sim", action="store_true", help="on the simulated network (virtual time)")
     p.add_argument("--seed", type=_integer(0, 2**63 - 1, "--seed"), help="the scenario's seed")
+    p.add_argument(
+        "--runs",
+        type=_integer(1, 100_000, "--runs"),
+        default=1,
+        help="play it K times with seeds seed..seed+K-1; results and report sum them up",
+    )
     p.add_argument("--out", help="directory for results.json and report.html")
     p.add_argument("-n", type=_integer(1, MAX_NODES, "-n"), help="override the cluster size")
 

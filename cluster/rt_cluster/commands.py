@@ -343,7 +343,11 @@ async def cmd_fault(args: argparse.Namespace) -> int:
 def cmd_scenario(args: argparse.Namespace) -> int:
     from scenarios import run_scenario_cli  # scenarios -> cluster; imported only here
 
-    return int(run_scenario_cli(args.file, sim=args.sim, seed=args.seed, out=args.out, n=args.n))
+    return int(
+        run_scenario_cli(
+            args.file, sim=args.sim, seed=args.seed, out=args.out, n=args.n, runs=args.runs
+        )
+    )
 
 
 ASYNC_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {

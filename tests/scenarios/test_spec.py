@@ -73,7 +73,12 @@ BAD = [
     ("nodes: 3\nsteps: [{at: 1, partition: [[0, 1], [1, 2]]}]", "node 1 is in more than one"),
     ("nodes: 3\nsteps: [{at: 1, loss: {node: 1, percent: 120}}]", "120 is out of range"),
     ("nodes: 3\nsteps: [{at: 1, http: {node: 1, path: api}}]", "path: expected an absolute path"),
-    ("nodes: 3\nexpect: [{dead: 1}]", "expectation 1 (dead): missing 'within'"),
+    ("nodes: 3\nexpect: [{dead: 1}]", "expectation 1 (dead): a derived bound needs 'after'"),
+    (
+        "nodes: 3\nsteps: [{at: 1, partition: [[0], rest], name: p}]\n"
+        "expect: [{dead: 0, after: p}]",
+        "no bound is derived for dead after a partition step: give 'within:'",
+    ),
     ("nodes: 3\nexpect: [{dead: 1, within: 2, after: nope}]", "after: no step named 'nope'"),
     ("nodes: 3\nexpect: [{dead: leader, within: 2}]", "'leader' needs 'after'"),
     ("nodes: 3\nexpect: [{sometimes: 1}]", "expectation 1: needs exactly one of"),
