@@ -6,7 +6,9 @@ Rules:
 2. Each update goes out at most ``retransmit_mult * ceil(log10(N + 1))`` times, then is dropped.
    Only sends to members held alive count: a suspected or dead member may not pass the news
    on, and with memberlist's small budget (2 sends below ten members) spending it on the
-   failed member that a rumour is about left a survivor unaware (issue 13).
+   failed member that a rumour is about left a survivor unaware (issue 13). Nor is the
+   budget smaller than one gossip tick's fanout (``gossip_nodes``): below ten members
+   memberlist's 2 sends left one of three survivors unaware of a rumour about once in 27.
 3. ``take(budget)`` fills a packet: fewest transmissions first, then newest first.
 """
 
@@ -18,9 +20,11 @@ from dataclasses import dataclass
 __all__ = ["BroadcastQueue", "retransmit_limit"]
 
 
-def retransmit_limit(retransmit_mult: int, n_members: int) -> int:
-    """How many times an update is sent in a cluster of ``n_members``."""
-    return retransmit_mult * max(1, math.ceil(math.log10(n_members + 1)))
+def retransmit_limit(retransmit_mult: int, n_members: int, fanout: int = 1) -> int:
+    """How many times an update is sent in a cluster of ``n_members``: memberlist's
+    ``mult * ceil(log10(N + 1))``, but never less than one gossip tick's ``fanout``
+    (rule 2)."""
+    return max(fanout, retransmit_mult * max(1, math.ceil(math.log10(n_members + 1))))
 
 
 @dataclass(slots=True)

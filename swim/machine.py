@@ -23,6 +23,9 @@ Rules:
    A buddy ping left unanswered for a whole period is our own failed probe of that suspect:
    like memberlist's own failed probe, it confirms the suspicion (issue 13: an observer that
    missed every confirmation and the ``dead`` rumour no longer waits out the Max timeout).
+   An accuser's own buddy ping cannot confirm its suspicion; it gossips the suspicion again
+   instead, and members that hold the suspect dead answer with their verdict
+   (``membership`` rule 3).
 
 7. The gossip tick is rate-limited, not phase-locked: at most one gossip per GossipInterval,
    and a member quiet for a whole interval passes a fresh update on at once.
@@ -341,6 +344,8 @@ class SwimMachine:
             if e is not None and e.state is MemberState.SUSPECTED:
                 confirm = Suspect(e.incarnation, node_id, self.me.node_id)
                 self.membership.apply(confirm, "indirect_failed", self._now)
+                if e.suspicion is not None and e.suspicion.accuser == self.me.node_id:
+                    self.outbox.broadcast(node_id, confirm)  # ours alone: ask around
         self._buddies.clear()
         p = self._probe
         busy = p.target if p is not None and not p.done else -1

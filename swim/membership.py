@@ -12,7 +12,9 @@ Rules:
 3. Only a member raises its own incarnation (a refutation), and only when it hears a current
    accusation or a conflicting alive from another boot of itself. A stale accusation is
    answered directly to its author with our newer ``alive``, and a refutation is also sent
-   straight to the accuser: neither waits for gossip to reach them.
+   straight to the accuser: neither waits for gossip to reach them. Likewise a suspicion of a
+   member we already hold dead is answered to its author with our ``dead``: an accuser whose
+   suspicion nobody confirmed asks around (``machine`` rule 6) instead of waiting out Max.
 
 No single message can make a live member unrefutable (issue 12). Incarnations live in
 0..``MAX_INCARNATION`` (the codec's range), and:
@@ -310,6 +312,13 @@ class Membership:
         self.counters.drop("refused_address")
         return False
 
+    def _tell_dead(self, node_id: int, dead: Entry) -> None:
+        """Rule 3: ``node_id`` still suspects a member we hold dead: tell it, once per claim."""
+        e = self.table.get(node_id)
+        if e is not None and e.state.is_up and e is not self.me:
+            verdict = Dead(dead.incarnation, dead.node_id, self.me.node_id)
+            self.out.send((e.host, e.port), e.node_id, "gossip", verdict)
+
     def _answer(self, node_id: int, alive: Alive) -> None:
         e = self.table.get(node_id)
         if e is not None and e.state.is_up and e is not self.me:
@@ -359,6 +368,8 @@ class Membership:
                 self.out.broadcast(m.node, m)  # pass the confirmation on
             return
         if not overrides(_SUSPECTED, m.incarnation, e.state, e.incarnation):
+            if e.state is _DEAD and m.incarnation <= e.incarnation:
+                self._tell_dead(m.src, e)  # rule 3: stale news is answered with ours
             return
         if not self._within_reach(e, m.incarnation):
             return

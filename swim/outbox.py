@@ -41,7 +41,8 @@ class Outbox:
 
     def limit(self) -> int:
         """How many times an update is sent in a cluster of the current size."""
-        return retransmit_limit(self.config.retransmit_mult, self.table.up_count)
+        c = self.config
+        return retransmit_limit(c.retransmit_mult, self.table.up_count, c.gossip_nodes)
 
     def broadcast(self, subject: int, m: Alive | Suspect | Dead) -> None:
         """Queue an update about ``subject`` for gossip (replacing an older one about it)."""

@@ -1,0 +1,101 @@
+"""News reaches every survivor (issue 13): budget spent on live members, buddy confirmations,
+accusers that ask around, and newcomers that announce themselves. Seeded simulations: a
+failure here is a property broken, not bad luck."""
+
+from __future__ import annotations
+
+import random
+
+from swim import SimNetwork, SwimConfig, SwimMachine
+from swim.broadcast import BroadcastQueue, retransmit_limit
+from swim.lifeguard import suspicion_bounds
+from swim.members import MemberState
+from swim.wire import Suspect
+
+CFG = SwimConfig()
+
+
+def test_budget_counts_only_sends_to_live_members_and_covers_one_fanout() -> None:
+    q = BroadcastQueue()
+    q.push(7, b"news")
+    for _ in range(5):  # sends to suspected or dead members are free
+        assert q.take(100, limit=2, count=False) == [b"news"]
+    assert q.take(100, limit=2) == [b"news"]
+    assert q.take(100, limit=2) == [b"news"]
+    assert q.take(100, limit=2) == []
+    assert retransmit_limit(2, 5) == 2  # memberlist's figure below ten members...
+    assert retransmit_limit(2, 5, fanout=3) == 3  # ...but at least one gossip tick's fanout
+    assert retransmit_limit(4, 1000, fanout=3) == 16
+
+
+def test_every_survivor_of_a_small_cluster_hears_of_two_failures() -> None:
+    """4 nodes, one paused and one killed (forward_dead_peer): both survivors see the dead
+    one dead within Min + a few periods of each other, for every seed."""
+    lo, _ = suspicion_bounds(CFG.suspicion_mult, CFG.suspicion_max_timeout_mult, 4, 1.0)
+    for seed in range(60):
+        net = SimNetwork(4, CFG, seed=seed)
+        net.run_for(3.0)
+        net.pause(3)
+        net.run_for(2.0)
+        net.kill(2)
+        assert net.until(lambda n=net: all(n.state(i, 2) == "dead" for i in (0, 1)), 40)
+        dead_at = [e["mono"] for e in net.events if e["subject"] == 2 and e["new"] == "dead"]
+        assert max(dead_at) - min(dead_at) < lo, (seed, dead_at)
+
+
+def test_a_buddy_ping_left_unanswered_confirms_a_suspicion() -> None:
+    """An observer that heard of a suspicion but of no confirmation (or of the death) waits
+    Min from its own start, not Max: its own failed buddy ping is the confirmation."""
+    m = SwimMachine(CFG, 0, "10.0.0.0", 7946, rng=random.Random(1), now=0.0)
+    from swim.wire import StateEntry
+
+    m.preload([StateEntry(i, f"10.0.0.{i}", 7946, 0, MemberState.ALIVE, i) for i in (1, 2, 3, 4)])
+    m.membership.apply(Suspect(0, 2, 1), "gossip", 1.0)  # 1 accuses 2; we only hear that
+    e = m.table.get(2)
+    assert e is not None
+    assert e.suspicion is not None
+    lo, hi = e.suspicion.lo, e.suspicion.hi
+    assert e.suspicion.deadline() == 1.0 + hi
+    t = 1.0
+    while t < 1.0 + lo and not e.suspicion.confirmers:
+        t += 0.05
+        m.tick(t)  # buddy pings go out to 2; nothing ever answers
+    assert e.suspicion.confirmers == {0}
+    assert e.suspicion.deadline() == 1.0 + lo
+
+
+def test_a_lone_accuser_asks_around_and_is_told_the_verdict() -> None:
+    """An accuser nobody confirmed gossips its suspicion again; a member that holds the
+    suspect dead answers it with the death (membership rule 3)."""
+    a = SwimMachine(CFG, 0, "10.0.0.0", 7946, rng=random.Random(2), now=0.0)
+    from swim.wire import StateEntry
+
+    rows = [StateEntry(i, f"10.0.0.{i}", 7946, 0, MemberState.ALIVE, i) for i in (0, 1, 2)]
+    a.preload(rows)
+    a.membership.apply(Suspect(0, 2, 0), "indirect_failed", 1.0)  # our own accusation
+    b = SwimMachine(CFG, 1, "10.0.0.1", 7946, rng=random.Random(3), now=0.0)
+    b.preload(rows)
+    from swim.wire import Dead
+
+    b.membership.apply(Dead(0, 2, 1), "suspicion_timeout", 1.0)
+    b.outbox.queue.clear()  # its own gossip of the death went elsewhere
+    sent = []
+    t = 1.0
+    while t < 4.0:
+        t += 0.05
+        sent += [d for d in a.tick(t).datagrams if d.dest == 1]
+    assert sent, "the lone accuser should gossip its suspicion again"
+    answers = [d for s in sent for d in b.receive(s.data, ("10.0.0.0", 7946), t).datagrams]
+    told = [d for d in answers if d.dest == 0]
+    assert told, "the member holding 2 dead should answer the accuser"
+    for d in told:
+        a.receive(d.data, ("10.0.0.1", 7946), t)
+    assert a.table.get(2).state is MemberState.DEAD  # type: ignore[union-attr]
+
+
+def test_a_newcomer_is_known_to_every_member_at_once() -> None:
+    for seed in range(20):
+        net = SimNetwork(30, CFG, seed=seed)
+        net.run_for(2.0)
+        new = net.add()
+        assert net.until(lambda n=net, x=new: all(n.state(i, x) == "alive" for i in range(30)), 0.5)
