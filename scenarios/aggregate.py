@@ -132,8 +132,12 @@ def run_line(i: int, k: int, r: Results) -> str:
     """The progress line of run ``i`` of ``k``: its seed, verdict and what failed."""
     failed = [e["description"] for e in r.get("expectations", []) if e["status"] == "fail"]
     line = f"run {i + 1}/{k} seed {r.get('seed')}: {str(r['verdict']).upper()}"
-    if r.get("duration") is not None:
-        line += f" ({r['duration']:.1f} s)"
+    timed = [e for e in r.get("expectations", []) if e.get("unit") == "s" and e.get("bound")]
+    figures = ", ".join(
+        "never" if e.get("measured") is None else f"{e['measured']:.2f} s" for e in timed
+    )
+    if figures:
+        line += f" [{figures}]"
     if r.get("error"):
         line += f": {r['error']}"
     elif failed:

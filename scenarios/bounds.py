@@ -6,14 +6,17 @@ Rules:
    The error budget ``1 - confidence`` is split evenly between the random stages (the first
    probe of the failed member, the spread of the news), so their quantiles add up safely.
 2. The stages (docs/membership.md, "How long things take", has the derivation):
-   - *first probe*: N - 1 members each walk a shuffled round-robin list of N - 1 members, one
-     probe per period T; the first of them to reach the failed member does so after D1 with
-     P(D1 > r·T) = S(r / (N - 1))^(N - 1), where S is the chance one prober's next probe of it
+   - *first probe*: the P = N - 1 - (members already down) survivors each walk a shuffled
+     round-robin list of the N - 1 others, one probe per period T; the first of them to reach
+     the failed member does so after D1 with P(D1 > r·T) = S(r / (N - 1))^P, where S is the
+     chance one prober's next probe of it
      is more than that share of a pass away (``_residual``). That steady-state model
      underestimates the tail by up to 3x in the seconds after a cluster forms (measured over
      3,000 simulated kills: P(D1 > 4 T) was 0.0017 against 0.0008 at N = 5), so this term
      is taken at a tenth of its share of the error budget (``PROBE_MARGIN``).
    - *probe period*: the suspicion is raised at the end of the failed probe's period (T).
+     Each member already down can cost a prober one point of local health (a helper that
+     never nacks), stretching that period: (1 + down) · T, at most awareness_max · T.
    - *suspicion*: Lifeguard's Min = suspicion_mult · max(1, log10 N) · T, once the K
      confirmations arrive; each member that hears the suspicion confirms it with its own
      buddy ping within two periods, so only the part of 2T beyond Min adds (``confirm``).
@@ -62,22 +65,24 @@ def derive(
     *,
     real: bool,
     confidence: float = CONFIDENCE,
+    down: int = 0,
 ) -> Bound:
     """The bound of an expectation ``kind`` after a step of kind ``after`` in an ``n``-node
-    cluster (its size at that step) with ``config``; ``real`` adds the loop-lag allowances."""
+    cluster (its size at that step) with ``config``, ``down`` of its other members already
+    killed, stopped or paused (they probe nobody); ``real`` adds the loop-lag allowances."""
     eps = (1.0 - confidence) / 2.0
     t = config.probe_interval
     spread_term = ("spread", spread(n, config, eps))
     if kind in ("dead", "leader_change") and after in ("kill", "pause"):
         lo, _ = _suspicion(config, n)
         terms = [
-            ("first probe", first_probe(n, t, eps / PROBE_MARGIN)),
-            ("probe period", t),
+            ("first probe", first_probe(n, t, eps / PROBE_MARGIN, probers=n - 1 - down)),
+            ("probe period", min(1 + down, config.awareness_max) * t),
             ("suspicion (Min)", lo),
             ("confirm", max(0.0, 2 * t - lo)),
             spread_term,
         ]
-        lag, formula = 3, "D1 + T + Min + max(0, 2T - Min) + spread"
+        lag, formula = 3, "D1 + (1 + down) T + Min + max(0, 2T - Min) + spread"
     elif kind in ("dead", "leader_change") and after == "stop":
         terms, lag, formula = [spread_term], 1, "spread of the leave"
     elif kind in ("alive", "converged") and after in ("resume", "restart", "add"):
@@ -129,13 +134,15 @@ def _residual(a: float) -> float:
     return later_this_pass + next_pass
 
 
-def first_probe(n: int, period: float, eps: float) -> float:
-    """Seconds until one of the n - 1 survivors probes the failed member, at 1 - ``eps``."""
+def first_probe(n: int, period: float, eps: float, probers: int | None = None) -> float:
+    """Seconds until one of the ``probers`` survivors (default n - 1), each walking a list of
+    the n - 1 others, probes the failed member, at 1 - ``eps``."""
     m = max(1, n - 1)
+    k = max(1, m if probers is None else probers)
     lo, hi = 0.0, 2.0  # in passes of m periods
-    for _ in range(60):  # bisection: P(D1 > a·m·T) = S(a)^m decreases in a
+    for _ in range(60):  # bisection: P(D1 > a·m·T) = S(a)^k decreases in a
         mid = (lo + hi) / 2
-        if _residual(mid) ** m > eps:
+        if _residual(mid) ** k > eps:
             lo = mid
         else:
             hi = mid

@@ -332,7 +332,7 @@ def summary(results: dict[str, Any]) -> str:
     for e in results["expectations"]:
         m = e.get("measured")
         unit = " s" if e.get("unit", "s") == "s" else ""
-        meas = f" (measured {m:g}{unit})" if isinstance(m, int | float) else ""
+        meas = f" (measured {m:.3g}{unit})" if isinstance(m, int | float) else ""
         lines.append(f"  {e['status']:<14} {e['description']}{meas}")
     for d in results["detection"]:
         sus, first, full = (
@@ -364,14 +364,14 @@ def summary_many(results: dict[str, Any]) -> str:
         rate = "n/a" if e["pass_rate"] is None else f"{e['passed']}/{e['applicable']}"
         unit = " s" if m["unit"] == "s" else ""
         figures = ", ".join(
-            f"{k} {'never' if m[k] is None else f'{m[k]:g}{unit}'}"
+            f"{k} {'never' if m[k] is None else f'{m[k]:.3g}{unit}'}"
             for k in ("p50", "p90", "p99", "max")
         )
         lines.append(f"  {rate:>9}  {e['description']} ({figures})")
     fs, fd = agg["false_suspicions"], agg["false_deaths"]
     lines.append(
-        f"  false suspicions per run: p50 {fs['p50']}, max {fs['max']}; "
-        f"false deaths per run: max {fd['max']}"
+        f"  false suspicions per run: p50 {fs['p50']:g}, max {fs['max']:g}; "
+        f"false deaths per run: max {fd['max']:g}"
     )
     lines.append(
         f"runs passed: {agg['passed']}/{agg['runs']} (required {results['pass_rate_required']:.1%})"

@@ -160,13 +160,27 @@ def _derived(
             if after == "heal":  # what it healed: the last fault before it
                 faults = [s.kind for s in steps[: step.index] if s.kind in _FAULTS]
                 after = "heal-loss" if faults and faults[-1] != "partition" else "heal"
+            down = len(_down_before(steps, step))
             try:
-                bound = derive(e.kind, after, size, config, real=real, confidence=confidence)
+                bound = derive(
+                    e.kind, after, size, config, real=real, confidence=confidence, down=down
+                )
             except BoundError as exc:
                 raise c.fail(e.label(), str(exc)) from None
             e = replace(e, within=bound.seconds, derived=bound)
         out.append(e)
     return tuple(out)
+
+
+def _down_before(steps: tuple[Step, ...], step: Step) -> set[int | str]:
+    """Members killed, stopped or paused by the steps before ``step`` and not back yet."""
+    down: set[int | str] = set()
+    for s in steps[: step.index]:
+        if s.kind in ("kill", "stop", "pause") and s.target is not None:
+            down.add(s.target)
+        elif s.kind in ("resume", "restart") and s.target is not None:
+            down.discard(s.target)
+    return down
 
 
 def _sim_section(c: Checker, sim: Any) -> tuple[Mapping[str, Any], int | None]:
