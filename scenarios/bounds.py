@@ -19,7 +19,7 @@ Rules:
      never nacks), stretching that period: (1 + down) · T, at most awareness_max · T.
    - *suspicion*: Lifeguard's Min = suspicion_mult · max(1, log10 N) · T, once the K
      confirmations arrive; each member that hears the suspicion confirms it with its own
-     buddy ping within two periods, so only the part of 2T beyond Min adds (``confirm``).
+     buddy pings within three periods, so only the part of 3T beyond Min adds (``confirm``).
    - *spread*: an epidemic with fanout F = gossip_nodes per gossip interval reaches all N
      members with probability 1 - e after log_{F+1} N + ln(N / e) / F rounds.
    - *loop lag* (real processes only): timers fire late and packets wait on a busy 2-core
@@ -79,10 +79,10 @@ def derive(
             ("first probe", first_probe(n, t, eps / PROBE_MARGIN, probers=n - 1 - down)),
             ("probe period", min(1 + down, config.awareness_max) * t),
             ("suspicion (Min)", lo),
-            ("confirm", max(0.0, 2 * t - lo)),
+            ("confirm", max(0.0, 3 * t - lo)),
             spread_term,
         ]
-        lag, formula = 3, "D1 + (1 + down) T + Min + max(0, 2T - Min) + spread"
+        lag, formula = 3, "D1 + (1 + down) T + Min + max(0, 3T - Min) + spread"
     elif kind in ("dead", "leader_change") and after == "stop":
         terms, lag, formula = [spread_term], 1, "spread of the leave"
     elif kind in ("alive", "converged") and after in ("resume", "restart", "add"):

@@ -12,9 +12,9 @@ Rules:
 3. Only a member raises its own incarnation (a refutation), and only when it hears a current
    accusation or a conflicting alive from another boot of itself. A stale accusation is
    answered directly to its author with our newer ``alive``, and a refutation is also sent
-   straight to the accuser: neither waits for gossip to reach them. Likewise a suspicion of a
-   member we already hold dead is answered to its author with our ``dead``: an accuser whose
-   suspicion nobody confirmed asks around (``machine`` rule 6) instead of waiting out Max.
+   straight to the accuser: neither waits for gossip to reach them. A suspicion of a member
+   we hold dead at that incarnation is answered to its author with our own suspicion: the
+   confirmation that a lone accuser (``machine`` rule 6) lacked.
 
 No single message can make a live member unrefutable (issue 12). Incarnations live in
 0..``MAX_INCARNATION`` (the codec's range), and:
@@ -312,12 +312,13 @@ class Membership:
         self.counters.drop("refused_address")
         return False
 
-    def _tell_dead(self, node_id: int, dead: Entry) -> None:
-        """Rule 3: ``node_id`` still suspects a member we hold dead: tell it, once per claim."""
+    def _confirm_to(self, node_id: int, dead: Entry) -> None:
+        """Rule 3: ``node_id`` still suspects a member we hold dead: our confirmation (a
+        suspicion, never the death itself, so a member wrongly held dead can still refute)."""
         e = self.table.get(node_id)
         if e is not None and e.state.is_up and e is not self.me:
-            verdict = Dead(dead.incarnation, dead.node_id, self.me.node_id)
-            self.out.send((e.host, e.port), e.node_id, "gossip", verdict)
+            confirm = Suspect(dead.incarnation, dead.node_id, self.me.node_id)
+            self.out.send((e.host, e.port), e.node_id, "suspect", confirm)
 
     def _answer(self, node_id: int, alive: Alive) -> None:
         e = self.table.get(node_id)
@@ -368,8 +369,8 @@ class Membership:
                 self.out.broadcast(m.node, m)  # pass the confirmation on
             return
         if not overrides(_SUSPECTED, m.incarnation, e.state, e.incarnation):
-            if e.state is _DEAD and m.incarnation <= e.incarnation:
-                self._tell_dead(m.src, e)  # rule 3: stale news is answered with ours
+            if e.state is _DEAD and m.incarnation == e.incarnation and m.src != self.me.node_id:
+                self._confirm_to(m.src, e)  # rule 3: a lone accuser asked around
             return
         if not self._within_reach(e, m.incarnation):
             return

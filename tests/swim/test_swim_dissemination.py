@@ -1,5 +1,5 @@
-"""News reaches every survivor (issue 13): budget spent on live members, buddy confirmations,
-accusers that ask around, and newcomers that announce themselves. Seeded simulations: a
+"""News reaches every survivor (issue 13): budget spent on live members, buddy confirmations
+and newcomers that announce themselves. Seeded simulations: a
 failure here is a property broken, not bad luck."""
 
 from __future__ import annotations
@@ -60,37 +60,8 @@ def test_a_buddy_ping_left_unanswered_confirms_a_suspicion() -> None:
     while t < 1.0 + lo and not e.suspicion.confirmers:
         t += 0.05
         m.tick(t)  # buddy pings go out to 2; nothing ever answers
-    assert e.suspicion.confirmers == {0}
+    assert e.suspicion.confirmers == {0}  # after two unanswered buddy pings
     assert e.suspicion.deadline() == 1.0 + lo
-
-
-def test_a_lone_accuser_asks_around_and_is_told_the_verdict() -> None:
-    """An accuser nobody confirmed gossips its suspicion again; a member that holds the
-    suspect dead answers it with the death (membership rule 3)."""
-    a = SwimMachine(CFG, 0, "10.0.0.0", 7946, rng=random.Random(2), now=0.0)
-    from swim.wire import StateEntry
-
-    rows = [StateEntry(i, f"10.0.0.{i}", 7946, 0, MemberState.ALIVE, i) for i in (0, 1, 2)]
-    a.preload(rows)
-    a.membership.apply(Suspect(0, 2, 0), "indirect_failed", 1.0)  # our own accusation
-    b = SwimMachine(CFG, 1, "10.0.0.1", 7946, rng=random.Random(3), now=0.0)
-    b.preload(rows)
-    from swim.wire import Dead
-
-    b.membership.apply(Dead(0, 2, 1), "suspicion_timeout", 1.0)
-    b.outbox.queue.clear()  # its own gossip of the death went elsewhere
-    sent = []
-    t = 1.0
-    while t < 4.0:
-        t += 0.05
-        sent += [d for d in a.tick(t).datagrams if d.dest == 1]
-    assert sent, "the lone accuser should gossip its suspicion again"
-    answers = [d for s in sent for d in b.receive(s.data, ("10.0.0.0", 7946), t).datagrams]
-    told = [d for d in answers if d.dest == 0]
-    assert told, "the member holding 2 dead should answer the accuser"
-    for d in told:
-        a.receive(d.data, ("10.0.0.1", 7946), t)
-    assert a.table.get(2).state is MemberState.DEAD  # type: ignore[union-attr]
 
 
 def test_a_newcomer_is_known_to_every_member_at_once() -> None:
