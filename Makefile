@@ -34,6 +34,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.storage
 	$(BIN)/python -m bench.cluster
+	$(BIN)/python -m bench.verdicts passrates
+	$(BIN)/python -m bench.verdicts calibrate
 
 clean:
 	rm -rf $(VENV) build *.egg-info
