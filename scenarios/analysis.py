@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .spec import Expectation, Scenario
-from .suspicions import Accusation, classify
+from .suspicions import ACCUSING, Accusation, classify
 from .trace import DOWN_STATES, INF, Trace, Views
 
 __all__ = ["Analysis", "analyse"]
 
 DETECTED = ("kill", "stop", "pause")
 RECOVERIES = ("resume", "restart", "heal", "add")
-SUSPECT_OR_WORSE = ("suspected", "dead", "left")
 COUNTED = ("never_dead", "max_false_suspicions")  # expectations on counts of false accusations
 
 
@@ -82,7 +81,7 @@ def detection(trace: Trace, views: Views) -> list[dict[str, Any]]:
             observers = [o for o in trace.up_throughout(a.t, min(back, trace.end)) if o != x]
             rows = []
             for o in observers:
-                sus = views.first(o, x, SUSPECT_OR_WORSE, a.t, back)
+                sus = views.first(o, x, ACCUSING, a.t, back)
                 dead = views.first(o, x, DOWN_STATES, a.t, back)
                 rows.append(
                     {

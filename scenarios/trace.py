@@ -113,24 +113,6 @@ class Trace:
             out.append((current[0], INF, current[1]))
         return out
 
-    def fault_intervals(self) -> dict[int, list[tuple[float, float, str]]]:
-        """Per node, when it was down, paused or cut off by a partition (for false positives)."""
-        out: dict[int, list[tuple[float, float, str]]] = {i: [] for i in self.all_nodes()}
-        ups = self.up_intervals()
-        for i in out:
-            t = -INF
-            for a, b in ups.get(i, []):
-                if a > t:
-                    out[i].append((t, a, "down"))
-                t = b
-            if t < INF:
-                out[i].append((t, INF, "down"))
-        for a, b, groups in self.partitions():
-            for i in groups:
-                if len(set(groups.values())) > 1:
-                    out.setdefault(i, []).append((a, b, "partition"))
-        return out
-
     def is_up(self, node: int, t: float) -> bool:
         return any(a <= t < b for a, b in self.up_intervals().get(node, []))
 

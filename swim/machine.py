@@ -20,12 +20,11 @@ Rules:
    reference);
    an ack or relayed ping to a member we suspect or hold dead carries that verdict too (and
    see ``membership`` rules 3 and 6). None of them adds traffic while nobody is suspected.
-   Two buddy pings in a row left unanswered for a whole period each are our own failed
-   probe of that suspect (one lost ping under 20 % loss is too weak a sign); an accuser
-   cannot confirm itself, so it gossips its suspicion again and members holding the suspect
-   dead answer with their own suspicion (``membership`` rule 3):
-   like memberlist's own failed probe, it confirms the suspicion (issue 13: an observer that
-   missed every confirmation and the ``dead`` rumour no longer waits out the Max timeout).
+   Buddy pings left unanswered (``buddies``) are our own failed probe and confirm the
+   suspicion, so an observer that missed every confirmation and the ``dead`` rumour no longer
+   waits out the Max timeout (issue 13). An accuser cannot confirm itself: it gossips its
+   suspicion again, and members holding the suspect dead answer with their own suspicion
+   (``membership`` rule 3).
 
 7. The gossip tick is rate-limited, not phase-locked: at most one gossip per GossipInterval,
    and a member quiet for a whole interval passes a fresh update on at once.
@@ -49,6 +48,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import wire
+from .buddies import BuddyPings
 from .config import SwimConfig
 from .exchange import MAX_NODE_ID
 from .intake import Intake
@@ -65,7 +65,6 @@ __all__ = ["SwimMachine"]
 _NEVER = math.inf
 _DIRECT_KINDS = frozenset({"ping", "ping_req", "ack", "nack"})
 MAX_RELAYS = 32  # ping-reqs relayed at once (rule 9)
-BUDDY_MISSES = 2  # unanswered buddy pings in a row that confirm a suspicion (rule 6)
 ANNOUNCE_MAX = 64  # members told directly of a newcomer's alive (rule 8)
 
 
@@ -127,8 +126,7 @@ class SwimMachine:
         self._seq = rng.getrandbits(20)
         self._probe: _Probe | None = None
         self._relays: dict[int, _Relay] = {}
-        self._buddies: dict[int, int] = {}  # seq -> suspect pinged this period
-        self._buddy_misses: dict[int, int] = {}  # suspect -> buddy pings it left unanswered
+        self._buddies = BuddyPings()
         self._reserved_id = -1
         self._next_probe = now + config.probe_interval * rng.random()
         self._next_gossip = now
@@ -341,25 +339,19 @@ class SwimMachine:
         buddy ping can only clear one.
         """
         self._next_buddy = self._now + self.config.probe_interval
-        for node_id in self._buddies.values():  # unanswered for a period
+        for node_id in self._buddies.period_over(self.membership.suspects):
             e = self.table.get(node_id)
-            missed = self._buddy_misses.get(node_id, 0) + 1
-            self._buddy_misses[node_id] = missed
-            if e is not None and e.state is MemberState.SUSPECTED and missed >= BUDDY_MISSES:
+            if e is not None and e.state is MemberState.SUSPECTED:
                 confirm = Suspect(e.incarnation, node_id, self.me.node_id)
                 self.membership.apply(confirm, "indirect_failed", self._now)
                 if e.suspicion is not None and e.suspicion.accuser == self.me.node_id:
                     self.outbox.broadcast(node_id, confirm)  # ours alone: ask around
-        self._buddies.clear()
-        self._buddy_misses = {
-            i: n for i, n in self._buddy_misses.items() if i in self.membership.suspects
-        }
         p = self._probe
         busy = p.target if p is not None and not p.done else -1
         buddy = self.membership.longest_suspected(exclude=busy)
         if buddy is not None:
             seq = self._next_seq()
-            self._buddies[seq] = buddy.node_id
+            self._buddies.sent(seq, buddy.node_id)
             self._ping(buddy, seq, "ping")
 
     def _ping(self, target: Entry, seq: int, kind: str) -> None:
@@ -428,8 +420,7 @@ class SwimMachine:
             self.awareness.apply(-1)
             answered = p.target
         elif m.seq in self._buddies:
-            answered = self._buddies.pop(m.seq)
-            self._buddy_misses.pop(answered, None)
+            answered = self._buddies.answered(m.seq)
         elif m.seq in self._relays:
             r = self._relays.pop(m.seq)
             self.outbox.send(r.addr, r.dest, "relay_ack", Ack(r.seq, self.me.node_id))

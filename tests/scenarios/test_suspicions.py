@@ -17,18 +17,21 @@ expect:
 """
 
 
-def split_trace(extra: list[dict[str, object]]) -> Trace:
+def sim_trace(n: int, extra: list[dict[str, object]], actions: list[Action]) -> Trace:
+    """n nodes joined by t = 0.5, started at 10, ended at 30, with these events and actions."""
     return Trace(
         mode="sim",
         t0=10.0,
         end=30.0,
-        initial=(0, 1, 2, 3),
-        events=[*joined(4), *extra],
-        actions=[
-            Action(11.0, "partition", "split", groups=((0, 1), (2, 3))),
-            Action(15.0, "heal", "heal"),
-        ],
+        initial=tuple(range(n)),
+        events=[*joined(n), *extra],
+        actions=actions,
     )
+
+
+def split_trace(extra: list[dict[str, object]]) -> Trace:
+    split = Action(11.0, "partition", "split", groups=((0, 1), (2, 3)))
+    return sim_trace(4, extra, [split, Action(15.0, "heal", "heal")])
 
 
 def classes(res: dict[str, object]) -> list[tuple[int, int, str, str, str]]:
@@ -78,20 +81,13 @@ def test_loss_explains_a_suspicion_but_not_a_death() -> None:
         " {at: 9, heal: true, name: h}]\nexpect: [{never_dead: all}]"
     )
     sc = parse_scenario(text, "l.yaml")
-    tr = Trace(
-        mode="sim",
-        t0=10.0,
-        end=25.0,
-        initial=(0, 1, 2),
-        events=[
-            *joined(3),
+    tr = sim_trace(
+        3,
+        [
             ev(13.0, 0, 2, "suspected", cause="indirect_failed"),
             ev(16.0, 0, 2, "dead", "suspected", cause="suspicion_timeout"),
         ],
-        actions=[
-            Action(11.0, "loss", "l", (2,), value=20.0),
-            Action(19.0, "heal", "h"),
-        ],
+        [Action(11.0, "loss", "l", (2,), value=20.0), Action(19.0, "heal", "h")],
     )
     res = results_of(sc, tr, "sim", 0)
     assert classes(res) == [(0, 2, "suspected", "expected", "loss"), (0, 2, "dead", "false", "")]
@@ -104,17 +100,13 @@ def test_a_paused_observer_and_a_killed_subject_are_expected() -> None:
         " {at: 6, kill: 2, name: k}]"
     )
     sc = parse_scenario(text, "p.yaml")
-    tr = Trace(
-        mode="sim",
-        t0=10.0,
-        end=30.0,
-        initial=(0, 1, 2),
-        events=[
-            *joined(3),
+    tr = sim_trace(
+        3,
+        [
             ev(14.2, 0, 1, "suspected", cause="indirect_failed"),  # its probe timed out frozen
             ev(17.0, 1, 2, "suspected", cause="indirect_failed"),
         ],
-        actions=[
+        [
             Action(11.0, "pause", "p", (0,)),
             Action(14.0, "resume", "r", (0,)),
             Action(16.0, "kill", "k", (2,)),
