@@ -79,7 +79,8 @@ class _Fault:
 
 def classify(trace: Trace, views: Views) -> list[Accusation]:
     """Every accusation of the run in time order, each with its reason ("" when false)."""
-    faults = _faults(trace)
+    ups = trace.up_intervals()  # once: Trace.is_up rebuilds them on every call
+    faults = _faults(trace, ups)
     slack = 2.0 * trace.probe_interval
     rumours: dict[tuple[int, int], list[tuple[float, str]]] = {}
     out = []
@@ -90,7 +91,7 @@ def classify(trace: Trace, views: Views) -> list[Accusation]:
             reason = _inherited(rumours.get((s, inc), []), t, state)
         if reason:
             rumours.setdefault((s, inc), []).append((t, reason))
-        if trace.t0 <= t <= trace.end and trace.is_up(o, t):
+        if trace.t0 <= t <= trace.end and any(a <= t < b for a, b in ups.get(o, ())):
             out.append(Accusation(o, s, t, since, state, inc, cause, reason))
     return out
 
@@ -144,11 +145,11 @@ def _inherited(origins: list[tuple[float, str]], t: float, state: str) -> str:
     return ""
 
 
-def _faults(trace: Trace) -> list[_Fault]:
+def _faults(trace: Trace, ups: dict[int, list[tuple[float, float]]]) -> list[_Fault]:
     """Every injected fault of the run as an interval (rule 2)."""
     out = []
     acts = sorted(trace.actions, key=lambda a: a.t)
-    for node, spans in trace.up_intervals().items():
+    for node, spans in ups.items():
         t = -INF
         for a, b in sorted(spans):
             if a > t and t > -INF:
