@@ -1,27 +1,41 @@
-"""``report.html``: one self-contained page per run, or per K runs (inline CSS and SVG only).
+"""``report.html`` for one run, and the page kit it shares with ``runs_page`` (the page for K
+runs): the style sheet, escaping, tables, the page's top and the bounds of expectations.
 
 Rules:
 1. One function per section of the page, in page order; a section with nothing to show is
    left out (the expectations and the suspicion counts are always there).
 2. Everything shown comes from ``results.json``'s content plus one trace (the timeline, drawn
    by ``timeline``; charts by ``charts``). Keys the schema calls optional may be missing.
-   Text is escaped; the only links are to the runs' own pages (``run-NNN/report.html``).
+   Text is escaped (``esc``); a page links nowhere but to runs' own pages (see ``runs_page``).
 3. Every figure carries its unit: in the column header ("first suspect (s)") or the cell
    ("12.40 s", "3 events"). A figure that never happened reads "never".
+4. The kit (``esc``, ``table``, ``text_cols``, ``section``, ``page_top``, ``bound_html``,
+   ``derived_bounds``, ``LATENCIES``) lives here once; ``runs_page`` imports it, never copies.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .charts import DASH, Cell, Series, action_label, cdf_chart, figure, percent, strip
+from .charts import DASH, action_label, figure, percent
 from .timeline import legend, timeline
 from .trace import Trace
 
-__all__ = ["action_text", "render_report", "render_runs"]
+__all__ = [
+    "LATENCIES",
+    "Column",
+    "action_text",
+    "bound_html",
+    "derived_bounds",
+    "esc",
+    "page_top",
+    "render_report",
+    "section",
+    "table",
+    "text_cols",
+]
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -40,16 +54,14 @@ svg text{font:11px system-ui,sans-serif} .muted{color:#757575} abbr{text-decorat
 """
 WRAP = frozenset({"expectation", "detail", "what failed", "error", "figure", "action"})
 SHOWN = 20  # events listed per table of suspicions (all are counted)
-PERCENTILES = ("p50", "p90", "p99", "max")
 LATENCIES = (
     ("first_suspect", "first suspect", "#ff9800"),
     ("first_dead", "first dead", "#e53935"),
     ("full_dead", "full dead", "#6a1b9a"),
 )
-SAFE_DIR = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a run's directory, as a relative link
 
 
-def _e(x: Any) -> str:
+def esc(x: Any) -> str:
     return html.escape("" if x is None else str(x), quote=True)
 
 
@@ -58,9 +70,9 @@ def _short(x: Any) -> str:
     return f"{round(x, 2):g}" if isinstance(x, int | float) else str(x)
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A table; figures keep to one line, the columns of prose (``WRAP``) may wrap."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
     tds = ["<td class='w'>" if h in WRAP else "<td>" for h in header]
     body = "".join(
         "<tr>" + "".join(f"{td}{c}</td>" for td, c in zip(tds, r, strict=True)) + "</tr>"
@@ -72,13 +84,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 Column = tuple[str, Callable[[dict[str, Any]], str]]  # a header, and a row's cell
 
 
-def _cols(*pairs: tuple[str, str]) -> list[Column]:
+def text_cols(*pairs: tuple[str, str]) -> list[Column]:
     """Columns showing a key's text as it is: (header, key) each."""
     return [(h, _txt(k)) for h, k in pairs]
 
 
 def _txt(key: str) -> Callable[[dict[str, Any]], str]:
-    return lambda d: _e(d.get(key))
+    return lambda d: esc(d.get(key))
 
 
 def _fig(key: str, none: str = "\u2014") -> Callable[[dict[str, Any]], str]:
@@ -86,17 +98,17 @@ def _fig(key: str, none: str = "\u2014") -> Callable[[dict[str, Any]], str]:
     return lambda d: figure(d.get(key), none=none)
 
 
-def _section(title: str, items: Any, cols: Sequence[Column], level: str = "h2") -> list[str]:
+def section(title: str, items: Any, cols: Sequence[Column], level: str = "h2") -> list[str]:
     """A heading and a table of ``items`` (dicts) in ``cols``; nothing when there are none."""
     if not items:
         return []
     rows = [[cell(i) for _, cell in cols] for i in items]
-    return [f"<{level}>{_e(title)}</{level}>", _table([h for h, _ in cols], rows)]
+    return [f"<{level}>{esc(title)}</{level}>", table([h for h, _ in cols], rows)]
 
 
 def _page(title: str) -> str:
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
         f"<style>{CSS}</style></head><body>"
     )
 
@@ -122,7 +134,11 @@ def action_text(step: dict[str, Any], cluster: int | None = None) -> str:
 
 def render_report(results: dict[str, Any], trace: Trace | None) -> str:
     """The page for one run; ``trace`` None (an error before the start) omits the timeline."""
-    parts = [*_header(results), *_expectations(results), *_derived(results.get("expectations"))]
+    parts = [
+        *_header(results),
+        *_expectations(results),
+        *derived_bounds(results.get("expectations")),
+    ]
     if trace is not None:
         parts += ["<h2>Timeline (seconds after the start)</h2>", legend(), timeline(trace)]
     parts += [
@@ -137,36 +153,36 @@ def render_report(results: dict[str, Any], trace: Trace | None) -> str:
 
 
 def _header(results: dict[str, Any]) -> list[str]:
-    seed, duration = _e(results.get("seed")), figure(results.get("duration"), "s")
-    parts = _top(results, "", f"seed <b>{seed}</b> · duration <b>{duration}</b>")
+    seed, duration = esc(results.get("seed")), figure(results.get("duration"), "s")
+    parts = page_top(results, "", f"seed <b>{seed}</b> · duration <b>{duration}</b>")
     if results.get("error"):
-        parts.append(f"<p class='error'>error: {_e(results['error'])}</p>")
+        parts.append(f"<p class='error'>error: {esc(results['error'])}</p>")
     return parts
 
 
-def _top(results: dict[str, Any], title: str, facts: str) -> list[str]:
+def page_top(results: dict[str, Any], title: str, facts: str) -> list[str]:
     """The page's head, the title with the verdict, the description, the facts of the run."""
     verdict = str(results.get("verdict", "error"))
     verdict = verdict if verdict in ("pass", "fail", "error") else "error"
     name = results.get("scenario")
     return [
         _page(f"{name}: {verdict}{title}"),
-        f"<h1>{_e(name)} <span class='verdict v-{verdict}'>{verdict.upper()}</span></h1>",
-        f"<div class='muted'>{_e(results.get('description'))}</div>",
-        f"<p>mode <b>{_e(results.get('mode'))}</b> · nodes <b>{_e(results.get('nodes'))}</b> · "
-        f"{facts} · source {_e(results.get('source'))}</p>",
+        f"<h1>{esc(name)} <span class='verdict v-{verdict}'>{verdict.upper()}</span></h1>",
+        f"<div class='muted'>{esc(results.get('description'))}</div>",
+        f"<p>mode <b>{esc(results.get('mode'))}</b> · nodes <b>{esc(results.get('nodes'))}</b> · "
+        f"{facts} · source {esc(results.get('source'))}</p>",
     ]
 
 
-def _bound(x: dict[str, Any]) -> str:
+def bound_html(x: dict[str, Any]) -> str:
     """The bound of an expectation with its unit; derived ones say so, the terms in a tooltip."""
     b, unit = x.get("bound"), x.get("unit") or "s"
     if b is None:
         return "—"
     if isinstance(b, list | tuple) and len(b) == 2:
-        text = _e(f"{_short(b[0])}{DASH}{_short(b[1])} s")
+        text = esc(f"{_short(b[0])}{DASH}{_short(b[1])} s")
     else:
-        text = _e(f"{_short(b)} {unit}")
+        text = esc(f"{_short(b)} {unit}")
     if x.get("bound_source") != "derived":
         return text
     detail = x.get("bound_detail") or {}
@@ -176,7 +192,7 @@ def _bound(x: dict[str, Any]) -> str:
     tip = "; ".join(
         [str(detail.get("formula") or ""), *(f"{k} {_short(v)} s" for k, v in terms.items())]
     )
-    return f"<abbr title='{_e(tip.strip('; '))}'>{text} ({how})</abbr>"
+    return f"<abbr title='{esc(tip.strip('; '))}'>{text} ({how})</abbr>"
 
 
 def _expectations(results: dict[str, Any]) -> list[str]:
@@ -185,53 +201,53 @@ def _expectations(results: dict[str, Any]) -> list[str]:
         status = str(x.get("status", ""))
         rows.append(
             [
-                f"<span class='{_e(status)}'>{_e(status)}</span>",
-                _e(x.get("description")),
+                f"<span class='{esc(status)}'>{esc(status)}</span>",
+                esc(x.get("description")),
                 figure(x.get("measured"), x.get("unit") or "s"),
-                _bound(x),
-                _e(x.get("detail")),
+                bound_html(x),
+                esc(x.get("detail")),
             ]
         )
     return [
         "<h2>Expectations</h2>",
-        _table(["", "expectation", "measured", "bound", "detail"], rows),
+        table(["", "expectation", "measured", "bound", "detail"], rows),
     ]
 
 
-def _derived(expectations: list[dict[str, Any]] | None) -> list[str]:
+def derived_bounds(expectations: list[dict[str, Any]] | None) -> list[str]:
     """The terms of every bound derived from the protocol, one small table each."""
     out = []
     for x in expectations or []:
         detail = x.get("bound_detail")
         if x.get("bound_source") != "derived" or not isinstance(detail, dict):
             continue
-        rows = [[_e(k), figure(v, "s")] for k, v in (detail.get("terms") or {}).items()]
+        rows = [[esc(k), figure(v, "s")] for k, v in (detail.get("terms") or {}).items()]
         out.append(
-            f"<h3>Bound of “{_e(x.get('description'))}”: {_bound(x)}</h3>"
-            f"<div class='muted'>{_e(detail.get('formula'))}</div>"
-            + _table(["term", "value"], rows)
+            f"<h3>Bound of “{esc(x.get('description'))}”: {bound_html(x)}</h3>"
+            f"<div class='muted'>{esc(detail.get('formula'))}</div>"
+            + table(["term", "value"], rows)
         )
     return ["<h2>Derived bounds</h2>", *out] if out else []
 
 
 def _detection(results: dict[str, Any]) -> list[str]:
     cols = [
-        *_cols(("step", "step"), ("subject", "subject")),
+        *text_cols(("step", "step"), ("subject", "subject")),
         ("at (s)", _fig("at")),
-        *_cols(("observers", "observers")),
+        *text_cols(("observers", "observers")),
         *((f"{label} (s)", _fig(key, "never")) for key, label, _ in LATENCIES),
         ("completeness", lambda d: percent(d.get("completeness"))),
     ]
-    return _section("Detection (seconds after the fault)", results.get("detection"), cols)
+    return section("Detection (seconds after the fault)", results.get("detection"), cols)
 
 
 def _convergence(results: dict[str, Any]) -> list[str]:
     cols = [
-        *_cols(("after", "step")),
+        *text_cols(("after", "step")),
         ("at (s)", _fig("at")),
         ("every live node sees every live node alive after (s)", _fig("seconds", "never")),
     ]
-    return _section("Convergence", results.get("convergence"), cols)
+    return section("Convergence", results.get("convergence"), cols)
 
 
 def _count(results: dict[str, Any], key: str) -> str:
@@ -264,203 +280,34 @@ def _accusations(
 ) -> list[str]:
     """The first ``SHOWN`` accusations of one class: who, whom, when, why."""
     cols = [
-        *_cols(("observer", "observer"), ("subject", "subject"), ("state", "state")),
+        *text_cols(("observer", "observer"), ("subject", "subject"), ("state", "state")),
         ("at (s)", _fig("t")),
         ("episode since (s)", _fig("since")),
-        *_cols(("cause", "cause"), *([("reason", "reason")] if reason else [])),
+        *text_cols(("cause", "cause"), *([("reason", "reason")] if reason else [])),
     ]
     items = [{"state": st, **e} for e, st in rows[:SHOWN]]
     total = max(total, len(rows))
     more = f" ({len(items)} of {total} listed)" if total > len(items) else ""
-    return _section(f"{title}{more}", items, cols, "h3")
+    return section(f"{title}{more}", items, cols, "h3")
 
 
 def _http(results: dict[str, Any]) -> list[str]:
     cols = [
-        *_cols(("step", "step"), ("node", "node")),
-        ("request", lambda h: _e(f"{h.get('method')} {h.get('path')}")),
+        *text_cols(("step", "step"), ("node", "node")),
+        ("request", lambda h: esc(f"{h.get('method')} {h.get('path')}")),
         ("sent at (s)", _fig("at")),
-        *_cols(("status", "status")),
+        *text_cols(("status", "status")),
         ("took (s)", _fig("elapsed")),
-        *_cols(("error", "error")),
+        *text_cols(("error", "error")),
     ]
-    return _section("HTTP requests", results.get("http"), cols)
+    return section("HTTP requests", results.get("http"), cols)
 
 
 def _actions(results: dict[str, Any]) -> list[str]:
     n = results.get("nodes") if isinstance(results.get("nodes"), int) else None
     cols = [
         ("at (s)", _fig("t")),
-        *_cols(("step", "step")),
-        ("action", lambda s: _e(action_text(s, n))),
+        *text_cols(("step", "step")),
+        ("action", lambda s: esc(action_text(s, n))),
     ]
-    return _section("Actions", results.get("steps"), cols)
-
-
-# ---- many runs -----------------------------------------------------------------------------
-
-
-def render_runs(results: dict[str, Any], trace: Trace | None, trace_seed: int | None) -> str:
-    """The page for K runs: pass rates, the per-run strip, distributions, one run's timeline.
-
-    ``trace`` is the trace of the run of seed ``trace_seed`` (None: no timeline).
-    """
-    agg = results.get("aggregate") or {}
-    parts = [
-        *_runs_header(results, agg),
-        *_strip(results),
-        *_runs_expectations(results, agg),
-        *_derived(agg.get("expectations")),
-        *_distributions(agg),
-        *_failed_runs(results),
-    ]
-    if trace is not None:
-        parts += [
-            f"<h2>Timeline of seed {_e(trace_seed)} (seconds after the start)</h2>",
-            legend(),
-            timeline(trace),
-        ]
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
-
-
-def _runs_header(results: dict[str, Any], agg: dict[str, Any]) -> list[str]:
-    seeds = results.get("seeds") or []
-    span = f"{seeds[0]}{DASH}{seeds[-1]}" if len(seeds) == 2 else "\u2014"
-    k = _e(agg.get("runs", results.get("runs_requested")))
-    errors = f" · errors <b>{_e(agg['errors'])}</b>" if agg.get("errors") else ""
-    facts = (
-        f"<b>{k}</b> runs · seeds <b>{_e(span)}</b> · passed <b>{_e(agg.get('passed'))}/{k}</b> "
-        f"({percent(agg.get('pass_rate'))}) · required "
-        f"<b>{percent(results.get('pass_rate_required', 1.0))}</b>{errors}"
-    )
-    return _top(results, f" ({k} runs)", facts)
-
-
-def _strip(results: dict[str, Any]) -> list[str]:
-    """One cell per run in seed order; in real mode each links to the run's own page."""
-    runs = results.get("runs") or []
-    if not runs:
-        return []
-    real = results.get("mode") == "real"
-    cells = []
-    for r in runs:
-        verdict = str(r.get("verdict", "error"))
-        title = f"seed {r.get('seed')}: {verdict}"
-        if r.get("failed"):
-            title += " (" + "; ".join(map(str, r["failed"])) + ")"
-        if r.get("error"):
-            title += f": {r['error']}"
-        out = r.get("out")
-        ok = real and isinstance(out, str) and SAFE_DIR.fullmatch(out) and out not in (".", "..")
-        cells.append(Cell(verdict, title, f"{out}/report.html" if ok else None))
-    note = " (click a run for its report)" if real else ""
-    return [f"<h2>Runs{note}</h2>", strip(cells)]
-
-
-def _runs_expectations(results: dict[str, Any], agg: dict[str, Any]) -> list[str]:
-    need = results.get("pass_rate_required")
-    need = float(need) if isinstance(need, int | float) else 1.0
-    rows = []
-    for x in agg.get("expectations", []):
-        m = x.get("measured") or {}
-        unit = m.get("unit") or x.get("unit") or "s"
-        rate = x.get("pass_rate")
-        cls = "pass" if isinstance(rate, int | float) and rate >= need - 1e-12 else "fail"
-        passed = f"{_e(x.get('passed'))}/{_e(x.get('applicable'))} ({percent(rate)})"
-        rows.append(
-            [
-                f"<span class='{cls}'>{passed}</span>",
-                _e(x.get("description")),
-                _bound(x),
-                *(figure(m.get(p), unit, "never") for p in PERCENTILES),
-                _e(m.get("missing", "—")),
-            ]
-        )
-    header = ["passed", "expectation", "bound", "p50", "p90", "p99", "max", "never (runs)"]
-    return ["<h2>Expectations over the runs</h2>", _table(header, rows)]
-
-
-def _step_of(x: dict[str, Any]) -> str | None:
-    """The step an expectation counts from: its "after", else the end of its description."""
-    found = re.search(r" after (\S+)$", str(x.get("description", "")))
-    return str(x.get("after") or (found.group(1) if found else "")) or None
-
-
-def _bound_for(agg: dict[str, Any], step: str, kinds: tuple[str, ...]) -> float | None:
-    for x in agg.get("expectations", []):
-        b = x.get("bound")
-        if x.get("kind") in kinds and _step_of(x) == step and isinstance(b, int | float):
-            return float(b)
-    return None
-
-
-def _values(p: Any) -> tuple[float | None, ...] | None:
-    vals = p.get("values") if isinstance(p, dict) else None
-    if not isinstance(vals, list) or not vals:
-        return None
-    return tuple(float(v) if isinstance(v, int | float) else None for v in vals)
-
-
-def _prow(name: str, p: Any, unit: str) -> list[str]:
-    p = p if isinstance(p, dict) else {}
-    never = p.get("missing")
-    return [
-        _e(name),
-        _e(p.get("n", "—")),
-        *(figure(p.get(k), unit, "never") for k in PERCENTILES),
-        _e("—" if never is None else never),
-    ]
-
-
-def _distributions(agg: dict[str, Any]) -> list[str]:
-    """Per fault the CDF of its detection latencies, per recovery that of convergence."""
-    out, rows = [], []
-    for d in agg.get("detection", []):
-        step = str(d.get("step"))
-        what = f"{step}: {d.get('kind')} of node {d.get('subject')}"
-        series = [
-            Series(label, vals, color)
-            for key, label, color in LATENCIES
-            if (vals := _values(d.get(key))) is not None
-        ]
-        bound = _bound_for(agg, step, ("dead", "leader_change"))
-        rows += [_prow(f"{what}: {label}", d.get(key), "s") for key, label, _ in LATENCIES]
-        if series:
-            chart = cdf_chart(series, bound)
-            out.append(f"<div><h3>{_e(what)} (seconds after the fault)</h3>{chart}</div>")
-    for c in agg.get("convergence", []):
-        step = str(c.get("step"))
-        vals = _values(c.get("seconds"))
-        rows.append(_prow(f"converged after {step}", c.get("seconds"), "s"))
-        if vals is not None:
-            chart = cdf_chart(
-                [Series("converged", vals, "#1565c0")],
-                _bound_for(agg, step, ("converged", "alive")),
-            )
-            out.append(f"<div><h3>Convergence after {_e(step)} (seconds)</h3>{chart}</div>")
-    counts = ("false_suspicions", "false_deaths", "expected_suspicions", "expected_deaths")
-    rows += [_prow(f"{k.replace('_', ' ')} per run", agg[k], "events") for k in counts if k in agg]
-    if not rows:
-        return []
-    header = ["figure", "runs", "p50", "p90", "p99", "max", "never (runs)"]
-    return [
-        "<h2>Distributions over the runs</h2>",
-        _table(header, rows),
-        f"<div class='charts'>{''.join(out)}</div>" if out else "",
-    ]
-
-
-def _failed_runs(results: dict[str, Any]) -> list[str]:
-    bad = [r for r in results.get("runs") or [] if r.get("verdict") != "pass"]
-    cols = [
-        *_cols(("seed", "seed")),
-        (
-            "verdict",
-            lambda r: f"<span class='{_e(r.get('verdict'))}'>{_e(r.get('verdict'))}</span>",
-        ),
-        ("duration", lambda r: figure(r.get("duration"), "s")),
-        ("what failed", lambda r: _e("; ".join(map(str, r.get("failed") or [])) or r.get("error"))),
-    ]
-    more = f" (the first 50 of {len(bad)})" if len(bad) > 50 else ""
-    return _section(f"Runs that did not pass{more}", bad[:50], cols)
+    return section("Actions", results.get("steps"), cols)

@@ -28,7 +28,8 @@ import trio
 
 from .aggregate import aggregate, run_line
 from .analysis import analyse
-from .report import action_text, render_report, render_runs
+from .report import action_text, render_report
+from .runs_page import render_runs
 from .spec import Scenario, ScenarioError, load_scenario
 from .trace import Action, Trace
 
@@ -110,9 +111,7 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
                     "nodes": list(a.nodes),
                     "groups": [list(g) for g in a.groups],
                     "value": a.value,
-                    "text": action_text(
-                        {"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value}
-                    ),
+                    "text": _text(a),
                 }
                 for a in sorted(trace.actions, key=lambda a: a.t)
             ],
@@ -124,6 +123,11 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
         }
     )
     return results
+
+
+def _text(a: Action) -> str:
+    """The action's arguments, readable (``report.action_text``)."""
+    return action_text({"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value})
 
 
 def _listed(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -195,8 +199,7 @@ def _step_lines(progress: Progress) -> Callable[[Action, float], None]:
     """Rule 2: a line per action, as it is carried out."""
 
     def line(a: Action, t0: float) -> None:
-        text = action_text({"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value})
-        progress(f"  {a.t - t0:+7.2f} s  {a.step}: {text}")
+        progress(f"  {a.t - t0:+7.2f} s  {a.step}: {_text(a)}")
 
     return line
 

@@ -5,25 +5,17 @@ Rules:
    are counted in the band's label), coloured by state. Fault intervals are shaded over every
    band and labelled at the bottom, on as many lines as the labels need; a row's first
    ``dead`` is marked with a tick.
-2. Fold before drawing. Observers whose rows are identical as drawn (to the pixel), or who saw
-   nothing change, share one band; in a band, subjects with identical rows share one row. When
-   that still leaves more than ``ROW_BUDGET`` rows (large clusters), rows fold by the order of
-   states instead ("similar view": same subjects, same sequence of states, each begun in the
-   same quarter of the window, times differ) and
-   are drawn stacked: the row's height split by how many of its views held each state. When
-   even that is taller than ``HEIGHT_BUDGET``, one band holds a stacked row per subject (how
-   many observers held it in each state).
-3. The window starts up to two seconds before the start (from the launch) and ends with the
-   trace; the axis is whole seconds after the start, at a step whose labels cannot overlap.
+2. Fold before drawing: ``folding`` groups the views into bands and rows (and owns the window,
+   its scale and the geometry the folds measure in); this module only draws them, a row of
+   several distinct views stacked by state, and at most ``MAX_BANDS`` bands with a note.
+3. The axis is whole seconds after the start, at a step whose labels cannot overlap.
    Text is escaped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from html import escape
-from typing import Any
 
 from .charts import (
     CHAR_PX,
@@ -36,7 +28,21 @@ from .charts import (
     tick_step,
     ticks,
 )
-from .trace import INF, Trace, Views
+from .folding import (
+    BAND_HEAD,
+    LEFT,
+    PLOT_W,
+    ROW,
+    WIDTH,
+    Band,
+    Row,
+    Scale,
+    Seg,
+    exact_key,
+    fold_bands,
+    scale_of,
+)
+from .trace import Trace, Views
 
 __all__ = ["legend", "timeline"]
 
@@ -58,21 +64,9 @@ FAULT_COLORS = {
     "delay": "#00838f",
 }
 MAX_BANDS = 64
-ROW_BUDGET = 60  # rows drawn before rows fold by their order of states
-SHAPE_SLOTS = 4  # a "similar" row's states began in the same quarters of the window
-HEIGHT_BUDGET = 1400  # pixels of bands before they fold into one band of a row per subject
-WIDTH = 1000
-LEFT = 120  # the label column, pixels
-PLOT_W = WIDTH - LEFT - 24  # the plot area right of the labels, pixels
-ROW = 8  # height of one subject row, pixels
 TOP = 24  # the axis labels above the first band
-BAND_HEAD, BAND_GAP = 13, 5  # a band's label line and the space after it
 LANE = 13  # one line of fault labels
 SMALL_PX = 4.8  # estimated width of a character of 8 px text
-
-Seg = tuple[float, float, str | None]
-_Key = Callable[[Sequence[tuple[Any, ...]]], Hashable]
-_BandKey = tuple[tuple[tuple[Hashable, tuple[int, ...]], ...], Hashable]  # rows, down spans
 
 
 def legend() -> str:
@@ -89,171 +83,14 @@ def legend() -> str:
     return f"<div class='legend'>{items} · shaded: {faults} · <span>▼ first dead</span></div>"
 
 
-@dataclass(frozen=True, slots=True)
-class _Scale:
-    """The time window shown (trace clock, seconds) and its mapping to x pixels."""
-
-    t_start: float
-    t_end: float
-    t0: float  # the start of the scenario: axis labels count from here
-
-    def x(self, t: float) -> float:
-        span = self.t_end - self.t_start
-        return LEFT + PLOT_W * (min(max(t, self.t_start), self.t_end) - self.t_start) / span
-
-    def shows(self, a: float, b: float) -> bool:
-        """Whether the interval ``a..b`` overlaps the window."""
-        return b > self.t_start and a < self.t_end
-
-
-@dataclass(frozen=True, slots=True)
-class _View:
-    """One observer's rows before folding: every subject whose state changed, and when."""
-
-    observer: int
-    rows: tuple[tuple[int, tuple[Seg, ...]], ...]  # (subject, segments over the window)
-    quiet: int  # subjects it always held alive
-    down: tuple[tuple[float, float], ...]  # when its own process was not running
-
-
-@dataclass(frozen=True, slots=True)
-class _Row:
-    subjects: tuple[int, ...]
-    views: tuple[tuple[Seg, ...], ...]  # the segments of each (observer, subject) folded here
-    owners: tuple[int, ...]  # the observer of each view
-
-
-@dataclass(frozen=True, slots=True)
-class _Band:
-    observers: tuple[int, ...]
-    rows: tuple[_Row, ...]
-    quiet: tuple[int, int]  # fewest and most always-alive subjects among its observers
-    down: tuple[tuple[float, float], ...]  # down spans of all its observers
-    fold: str  # "same" (identical as drawn), "similar" (same order of states), "share"
-
-    @property
-    def height(self) -> int:
-        return BAND_HEAD + ROW * max(1, len(self.rows)) + BAND_GAP
-
-
-def _scale(trace: Trace) -> _Scale:
-    t_start = (
-        trace.t0 - min(2.0, max(0.0, trace.t0 - trace.launched)) if trace.launched else trace.t0
-    )
-    return _Scale(t_start, max(trace.end, t_start + 0.1), trace.t0)
-
-
-def _views(trace: Trace, views: Views, scale: _Scale) -> list[_View]:
-    out = []
-    for o in trace.all_nodes():
-        known = views.subjects_of.get(o, set()) - {o}
-        changed = sorted(
-            s
-            for s in known
-            if any(st != "alive" and t >= scale.t_start for t, st in views.transitions(o, s))
-        )
-        rows = tuple(
-            (s, tuple(_segments(views, o, s, scale.t_start, scale.t_end))) for s in changed
-        )
-        down = tuple((a, b) for a, b in _down_spans(trace, o) if scale.shows(a, b))
-        out.append(_View(o, rows, len(known) - len(changed), down))
-    return out
-
-
-# ---- folding ---------------------------------------------------------------------------------
-
-
-def _exact_key(scale: _Scale) -> _Key:
-    """Spans (segments or down spans) as drawn: their ends rounded to the pixel."""
-    return lambda spans: tuple((round(scale.x(s[0])), round(scale.x(s[1])), *s[2:]) for s in spans)
-
-
-def _shape_key(scale: _Scale) -> _Key:
-    """The order of states a row went through, each with the part of the window it began in
-    (so a death at the fault and a blip at the heal stay apart); probe_failed, private to the
-    prober, counts as alive."""
-    span = (scale.t_end - scale.t_start) / SHAPE_SLOTS
-
-    def key(segs: Sequence[Seg]) -> Hashable:
-        out: list[tuple[str | None, int]] = []
-        for a, _, st in segs:
-            st = "alive" if st == "probe_failed" else st
-            if not out or out[-1][0] != st:
-                out.append((st, int((a - scale.t_start) / span)))
-        return tuple(out)
-
-    return key
-
-
-def _fold(views: list[_View], row_key: _Key, down_key: _Key, fold: str) -> list[_Band]:
-    """Subjects with equal row keys share a row; observers with equal bands share a band."""
-    groups: dict[_BandKey, list[tuple[_View, list[list[tuple[Seg, ...]]]]]] = {}
-    for v in views:
-        rows: dict[Hashable, tuple[list[int], list[tuple[Seg, ...]]]] = {}
-        for s, segs in v.rows:
-            subjects, segments = rows.setdefault(row_key(segs), ([], []))
-            subjects.append(s)
-            segments.append(segs)
-        key: _BandKey = (tuple((k, tuple(r[0])) for k, r in rows.items()), down_key(v.down))
-        groups.setdefault(key, []).append((v, [r[1] for r in rows.values()]))
-    bands = []
-    for (row_keys, _), members in groups.items():
-        rows_out = tuple(
-            _Row(
-                subjects,
-                tuple(segs for _, m in members for segs in m[k]),
-                tuple(v.observer for v, m in members for _ in m[k]),
-            )
-            for k, (_, subjects) in enumerate(row_keys)
-        )
-        quiet = [v.quiet for v, _ in members]
-        down = tuple(span for v, _ in members for span in v.down)
-        observers = tuple(v.observer for v, _ in members)
-        bands.append(_Band(observers, rows_out, (min(quiet), max(quiet)), down, fold))
-    return bands
-
-
-def _bands(trace: Trace, views: Views, scale: _Scale) -> list[_Band]:
-    """Folded bands: identical rows first; by order of states when that is still too tall."""
-    per_observer = _views(trace, views, scale)
-    exact = _exact_key(scale)
-    bands = _fold(per_observer, exact, exact, "same")
-    if sum(max(1, len(b.rows)) for b in bands) > ROW_BUDGET:
-        bands = _fold(per_observer, _shape_key(scale), len, "similar")
-        if sum(b.height for b in bands) > HEIGHT_BUDGET:
-            bands = [_by_subject(per_observer, scale)]
-    return bands
-
-
-def _by_subject(per_observer: list[_View], scale: _Scale) -> _Band:
-    """One band for all observers, a row per subject: how many observers held each state."""
-    always = ((scale.t_start, scale.t_end, "alive"),)
-    changed: dict[int, dict[int, tuple[Seg, ...]]] = {}
-    for v in per_observer:
-        for s, segs in v.rows:
-            changed.setdefault(s, {})[v.observer] = segs
-    rows = tuple(
-        _Row(
-            (s,),
-            tuple(by_o.get(v.observer, always) for v in per_observer if v.observer != s),
-            tuple(v.observer for v in per_observer if v.observer != s),
-        )
-        for s, by_o in sorted(changed.items())
-    )
-    quiet = len(per_observer) - len(changed)
-    down = tuple(span for v in per_observer for span in v.down)
-    observers = tuple(v.observer for v in per_observer)
-    return _Band(observers, rows, (quiet, quiet), down, "share")
-
-
 # ---- drawing ---------------------------------------------------------------------------------
 
 
 def timeline(trace: Trace) -> str:
     """The SVG (and a note when observers were left out or rows folded) for one trace."""
     views = Views(trace)
-    scale = _scale(trace)
-    bands = _bands(trace, views, scale)
+    scale = scale_of(trace)
+    bands = fold_bands(trace, views, scale)
     shown = bands[:MAX_BANDS]
     faults = [f for f in _fault_spans(trace) if scale.shows(f[0], f[1])]
     boxes = [_label_box(scale, f[0], f[3]) for f in faults]
@@ -291,7 +128,7 @@ NOTES = {
 }
 
 
-def _notes(bands: list[_Band]) -> list[str]:
+def _notes(bands: list[Band]) -> list[str]:
     out = [f"<p class='muted'>{NOTES[f]}</p>" for f in sorted({b.fold for b in bands} & set(NOTES))]
     if len(bands) > MAX_BANDS:
         left = sum(len(b.observers) for b in bands[MAX_BANDS:])
@@ -299,14 +136,14 @@ def _notes(bands: list[_Band]) -> list[str]:
     return out
 
 
-def _label_box(scale: _Scale, t: float, label: str) -> tuple[float, float]:
+def _label_box(scale: Scale, t: float, label: str) -> tuple[float, float]:
     """Where a fault label goes (left, right pixels): at its start, kept inside the picture."""
     w = len(label) * CHAR_PX
     left = min(scale.x(t) + 2, WIDTH - 2 - w)
     return (max(2.0, left), max(2.0, left) + w)
 
 
-def _axis(scale: _Scale, bottom: int) -> list[str]:
+def _axis(scale: Scale, bottom: int) -> list[str]:
     """A grid line and a label every step of whole seconds after the start."""
     lo, hi = scale.t_start - scale.t0, scale.t_end - scale.t0
     step = tick_step(lo, hi, PLOT_W / (hi - lo), "s", minimum=1)
@@ -320,7 +157,7 @@ def _axis(scale: _Scale, bottom: int) -> list[str]:
     return out
 
 
-def _band_label(band: _Band) -> str:
+def _band_label(band: Band) -> str:
     lo, hi = band.quiet
     alive = "subjects always alive" if band.fold == "share" else "always alive"
     quiet = f" (+{lo}{DASH}{hi} {alive})" if lo != hi else f" (+{lo} {alive})" if lo else ""
@@ -334,7 +171,7 @@ def _band_label(band: _Band) -> str:
     return f"observers {id_ranges(obs)} ({len(obs)}): {how}{what}{quiet}"
 
 
-def _band(scale: _Scale, band: _Band, y: int) -> list[str]:
+def _band(scale: Scale, band: Band, y: int) -> list[str]:
     """One (folded) band at height ``y``: its label, when it was down, a row per subject."""
     out = [f"<text x='4' y='{y + 10}' font-weight='600'>{escape(_band_label(band))}</text>"]
     y += BAND_HEAD
@@ -360,12 +197,12 @@ def _band(scale: _Scale, band: _Band, y: int) -> list[str]:
     return out
 
 
-def _who(band: _Band) -> str:
+def _who(band: Band) -> str:
     obs = band.observers
     return f"node {obs[0]}" if len(obs) == 1 else f"observers {id_ranges(obs)}"
 
 
-def _row(scale: _Scale, band: _Band, row: _Row, y: int) -> list[str]:
+def _row(scale: Scale, band: Band, row: Row, y: int) -> list[str]:
     """How the band's observers saw the row's subjects, with a tick at the first death."""
     subj = id_ranges(row.subjects)
     fits = int((LEFT - 8) / SMALL_PX)
@@ -374,7 +211,7 @@ def _row(scale: _Scale, band: _Band, row: _Row, y: int) -> list[str]:
         f"<text x='{LEFT - 4}' y='{y + ROW - 1}' text-anchor='end' style='font-size:8px'>"
         f"<title>{escape(subj)}</title>{escape(short)}</text>"
     ]
-    exact = _exact_key(scale)
+    exact = exact_key(scale)
     if len({exact(v) for v in row.views}) == 1:
         who = _who(band)
         for a, b, st in row.views[0]:
@@ -400,7 +237,7 @@ def _row(scale: _Scale, band: _Band, row: _Row, y: int) -> list[str]:
     return out
 
 
-def _stack_title(scale: _Scale, band: _Band, row: _Row) -> str:
+def _stack_title(scale: Scale, band: Band, row: Row) -> str:
     """When the row's views entered each state, and which observers held it."""
     entered: dict[str, list[float]] = {}
     holders: dict[str, set[int]] = {}
@@ -415,39 +252,14 @@ def _stack_title(scale: _Scale, band: _Band, row: _Row) -> str:
     return f"{_who(band)} see {id_ranges(row.subjects)} ({len(row.views)} views): {spans}"
 
 
-def _stacked(scale: _Scale, views: Sequence[Sequence[Seg]], y: float, h: float) -> list[str]:
+def _stacked(scale: Scale, views: Sequence[Sequence[Seg]], y: float, h: float) -> list[str]:
     """The share of ``views`` in each state over time."""
     changes = [(scale.x(a), k, st) for k, v in enumerate(views) for a, _, st in v]
     colors = [(st, COLORS[st]) for st in STACK]
     return stacked_steps(changes, len(views), colors, float(LEFT + PLOT_W), y, h)
 
 
-# ---- what the window shows --------------------------------------------------------------------
-
-
-def _segments(
-    views: Views, o: int, s: int, a: float, b: float
-) -> list[tuple[float, float, str | None]]:
-    trans = [(t, st) for t, st in views.transitions(o, s) if a < t < b]
-    points = [(a, views.state(o, s, a)), *trans]
-    out = []
-    for k, (t, st) in enumerate(points):
-        nxt = points[k + 1][0] if k + 1 < len(points) else b
-        if nxt > t:
-            out.append((t, nxt, st))
-    return out
-
-
-def _down_spans(trace: Trace, node: int) -> list[tuple[float, float]]:
-    ivs = sorted(trace.up_intervals().get(node, []))
-    out, t = [], -INF
-    for a, b in ivs:
-        if a > t:
-            out.append((max(t, trace.launched or trace.t0), a))
-        t = b
-    if t < INF:
-        out.append((t, trace.end))
-    return [(a, b) for a, b in out if b > a]
+# ---- the faults shaded over the bands -----------------------------------------------------------
 
 
 def _fault_spans(trace: Trace) -> list[tuple[float, float, str, str]]:

@@ -10,7 +10,8 @@ import pytest
 
 from scenarios import Action, Trace, render_report
 from scenarios.charts import CHAR_PX, DASH, id_ranges, lanes, tick_label, tick_step, ticks
-from scenarios.report import action_text, render_runs
+from scenarios.report import action_text
+from scenarios.runs_page import render_runs
 
 HOSTILE = "<script>alert(1)</script>"
 
