@@ -274,9 +274,10 @@ class SwimMachine:
         kind = wire.type_name(msgs[0])
         self.counters.received(kind if kind in _DIRECT_KINDS else "gossip", len(data))
         # Rule 5: updates first, then the exchange they rode on.
+        via = self.table.id_at(*addr)
         for m in msgs:
             if isinstance(m, Alive | Suspect | Dead):
-                self.membership.apply(m, "gossip", now)
+                self.membership.apply(m, "gossip", now, via)
         for m in msgs:
             if not isinstance(m, Alive | Suspect | Dead):
                 self._on_direct(m)

@@ -14,7 +14,11 @@ Rules:
    answered directly to its author with our newer ``alive``, and a refutation is also sent
    straight to the accuser: neither waits for gossip to reach them. A suspicion of a member
    we hold dead at that incarnation is answered to its author with our own suspicion: the
-   confirmation that a lone accuser (``machine`` rule 6) lacked.
+   confirmation that a lone accuser (``machine`` rule 6) lacked. And a member that passes on
+   a stale suspicion or death of a third member (one we hold alive at a newer incarnation)
+   gets that newer ``alive`` straight back from us: otherwise nobody tells it, since
+   everybody else already has the refutation and its gossip budget may be spent, and it
+   would declare a live member dead (issue 13: 22 of 1,000 ``loss_20`` seeds).
 
 No single message can make a live member unrefutable (issue 12). Incarnations live in
 0..``MAX_INCARNATION`` (the codec's range), and:
@@ -110,16 +114,19 @@ class Membership:
         self.left = False
         self.suspects: set[int] = set()  # ids with a running suspicion
 
-    def apply(self, m: Alive | Suspect | Dead, cause: str, now: float) -> None:
-        """Apply one update (``cause`` labels the event: gossip, pushpull, ...)."""
+    def apply(
+        self, m: Alive | Suspect | Dead, cause: str, now: float, via: int | None = None
+    ) -> None:
+        """Apply one update (``cause`` labels the event: gossip, pushpull, ...); ``via`` is
+        the member whose packet carried it, if known (rule 3's corrections go there)."""
         if m.node == self.me.node_id:
             self._about_me(m, now)
         elif isinstance(m, Alive):
             self._alive(m, cause, now)
         elif isinstance(m, Suspect):
-            self._suspect(m, cause, now)
+            self._suspect(m, cause, now, via)
         else:
-            self._dead(m, cause, now)
+            self._dead(m, cause, now, via)
 
     def merge(self, entries: Iterable[StateEntry], now: float, accuser: int) -> None:
         """Merge a push/pull state; remote suspect/dead count as suspicions by ``accuser``."""
@@ -320,10 +327,19 @@ class Membership:
             confirm = Suspect(dead.incarnation, dead.node_id, self.me.node_id)
             self.out.send((e.host, e.port), e.node_id, "suspect", confirm)
 
-    def _answer(self, node_id: int, alive: Alive) -> None:
+    def _correct(self, via: int | None, m: Suspect | Dead, e: Entry) -> None:
+        """Rule 3: ``via`` passed on a stale accusation of ``e``, which we hold alive at a
+        newer incarnation: our ``alive`` for it, straight back."""
+        if via is None or via == e.node_id or e.state is not _ALIVE:
+            return
+        if m.incarnation < e.incarnation:
+            alive = Alive(e.incarnation, e.node_id, e.host, e.port, e.boot)
+            self._answer(via, alive, "correct")
+
+    def _answer(self, node_id: int, alive: Alive, kind: str = "refute") -> None:
         e = self.table.get(node_id)
         if e is not None and e.state.is_up and e is not self.me:
-            self.out.send((e.host, e.port), e.node_id, "refute", alive)
+            self.out.send((e.host, e.port), e.node_id, kind, alive)
 
     def _alive(self, m: Alive, cause: str, now: float) -> None:
         e = self.table.get(m.node)
@@ -360,7 +376,7 @@ class Membership:
         self.set_state(e, _ALIVE, cause, now, force_event=True)
         self.out.broadcast(m.node, m)
 
-    def _suspect(self, m: Suspect, cause: str, now: float) -> None:
+    def _suspect(self, m: Suspect, cause: str, now: float, via: int | None = None) -> None:
         e = self.table.get(m.node)
         if e is None:
             return
@@ -371,6 +387,7 @@ class Membership:
         if not overrides(_SUSPECTED, m.incarnation, e.state, e.incarnation):
             if e.state is _DEAD and m.incarnation == e.incarnation and m.src != self.me.node_id:
                 self._confirm_to(m.src, e)  # rule 3: a lone accuser asked around
+            self._correct(via, m, e)
             return
         if not self._within_reach(e, m.incarnation):
             return
@@ -389,9 +406,12 @@ class Membership:
         self.set_state(e, _SUSPECTED, cause, now, force_event=True)
         self.out.broadcast(m.node, m)
 
-    def _dead(self, m: Dead, cause: str, now: float) -> None:
+    def _dead(self, m: Dead, cause: str, now: float, via: int | None = None) -> None:
         e = self.table.get(m.node)
-        if e is None or not overrides(_DEAD, m.incarnation, e.state, e.incarnation):
+        if e is None:
+            return
+        if not overrides(_DEAD, m.incarnation, e.state, e.incarnation):
+            self._correct(via, m, e)
             return
         if not self._within_reach(e, m.incarnation):
             return

@@ -70,3 +70,46 @@ def test_a_newcomer_is_known_to_every_member_at_once() -> None:
         net.run_for(2.0)
         new = net.add()
         assert net.until(lambda n=net, x=new: all(n.state(i, x) == "alive" for i in range(30)), 0.5)
+
+
+def _holding_2_alive_at(incarnation: int) -> SwimMachine:
+    from swim.wire import Alive, StateEntry
+
+    m = SwimMachine(CFG, 0, "10.0.0.0", 7946, rng=random.Random(1), now=0.0)
+    m.preload([StateEntry(i, f"10.0.0.{i}", 7946, 0, MemberState.ALIVE, i) for i in (1, 2, 3, 4)])
+    m.membership.apply(Alive(incarnation, 2, "10.0.0.2", 7946, 2), "gossip", 0.5)
+    m.outbox.flush()
+    return m
+
+
+def _answers(m: SwimMachine, msg: object, sender: tuple[str, int]) -> list[tuple[str, object]]:
+    """What ``m`` sends straight back to ``sender`` for one packet carrying ``msg``."""
+    from swim import wire
+
+    out = m.receive(wire.encode_compound([wire.encode_part(msg)]), sender, 1.0)  # type: ignore[arg-type]
+    return [
+        (d.kind, part)
+        for d in out.datagrams
+        if d.addr == sender
+        for part in wire.decode_untrusted(d.data, CFG.max_packet_bytes)
+    ]
+
+
+def test_a_member_passing_on_a_stale_accusation_gets_the_refutation_back() -> None:
+    """Member 1 gossips that 2 is suspected (or dead) at incarnation 0, but 2 has refuted
+    at 3: we tell 1 at once (loss_20 seed 1045 had an observer that never heard the
+    refutation and declared 2 dead). Its author is 4, but the one to correct is 1."""
+    from swim.wire import Alive, Dead
+
+    for stale in (Suspect(0, 2, 4), Dead(0, 2, 4)):
+        m = _holding_2_alive_at(3)
+        answers = _answers(m, stale, ("10.0.0.1", 7946))
+        assert ("correct", Alive(3, 2, "10.0.0.2", 7946, 2)) in answers, answers
+        assert m.table.get(2).state is MemberState.ALIVE  # type: ignore[union-attr]
+    # A current accusation is news, not stale: taken, and nobody is corrected.
+    m = _holding_2_alive_at(3)
+    assert all(kind != "correct" for kind, _ in _answers(m, Suspect(3, 2, 4), ("10.0.0.1", 7946)))
+    assert m.table.get(2).state is MemberState.SUSPECTED  # type: ignore[union-attr]
+    # A stranger's stale gossip gets no answer: corrections go to members only.
+    m = _holding_2_alive_at(3)
+    assert _answers(m, Suspect(0, 2, 4), ("10.9.9.9", 7946)) == []
