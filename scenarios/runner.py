@@ -111,7 +111,7 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
                     "nodes": list(a.nodes),
                     "groups": [list(g) for g in a.groups],
                     "value": a.value,
-                    "text": _text(a),
+                    "text": _text(a, _size_at(trace, a.t)),
                 }
                 for a in sorted(trace.actions, key=lambda a: a.t)
             ],
@@ -125,9 +125,17 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
     return results
 
 
-def _text(a: Action) -> str:
-    """The action's arguments, readable (``report.action_text``)."""
-    return action_text({"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value})
+def _text(a: Action, cluster: int | None = None) -> str:
+    """The action's arguments, readable (``report.action_text``): "on all" when it names
+    every one of the ``cluster`` nodes there were."""
+    step = {"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value}
+    return action_text(step, cluster)
+
+
+def _size_at(trace: Trace, t: float) -> int:
+    """How many nodes the cluster had at ``t``: the first ones and those added before."""
+    added = {i for b in trace.actions if b.kind == "add" and b.t < t for i in b.nodes}
+    return len(set(trace.initial) | added)
 
 
 def _listed(events: list[dict[str, Any]]) -> dict[str, Any]:

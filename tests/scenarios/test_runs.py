@@ -98,3 +98,25 @@ def test_cli_runs_exit_status_and_pass_rate(tmp_path: Path) -> None:
     path.write_text(tight + f"pass_rate: {passed / 10}\n")
     assert run_scenario_cli(str(path), sim=True, out=str(tmp_path / "b"), runs=10) == 0
     assert res_of("b")["pass_rate_required"] == passed / 10
+
+
+def test_results_name_a_step_on_every_node_of_that_moment_all() -> None:
+    """A step's text says "on all" when it names every node the cluster had at that moment,
+    a node added since included."""
+    from scenarios import parse_scenario, run_scenario
+
+    text = """
+name: all
+nodes: 3
+workload: off
+steps:
+  - {at: 1, loss: {node: all, percent: 5}, name: a}
+  - {at: 2, add: 1, name: grow}
+  - {at: 4, loss: {node: all, percent: 5}, name: b}
+  - {at: 5, loss: {node: 3, percent: 5}, name: c}
+  - {at: 6, heal: true, name: heal}
+"""
+    results, _ = run_scenario(parse_scenario(text, "all.yaml", sim=True), sim=True, seed=1)
+    texts = {s["step"]: s["text"] for s in results["steps"]}
+    assert texts["a"] == texts["b"] == "loss 5 % on all", texts
+    assert texts["c"] == "loss 5 % on 3", texts
