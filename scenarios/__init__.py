@@ -6,13 +6,20 @@ actions, HTTP answers on one clock) judged by one analysis into ``results.json``
 self-contained ``report.html``. See docs/rt_cluster.md for the file format.
 
 Public surface: ``load_scenario``, ``parse_scenario``, ``Scenario``, ``ScenarioError``,
-``run_scenario``, ``run_scenario_cli``, ``write_outputs``, ``library``, ``find_scenario``,
-``analyse``, ``render_report``, ``Trace``, ``Action``.
+``run_scenario``, ``run_many``, ``run_scenario_cli``, ``write_outputs``, ``library``,
+``find_scenario``, ``analyse``, ``render_report``, ``Trace``, ``Action``.
 """
 
 from .analysis import Analysis, analyse
 from .report import render_report
-from .runner import find_scenario, library, run_scenario, run_scenario_cli, write_outputs
+from .runner import (
+    find_scenario,
+    library,
+    run_many,
+    run_scenario,
+    run_scenario_cli,
+    write_outputs,
+)
 from .spec import Expectation, Scenario, ScenarioError, Step, load_scenario, parse_scenario
 from .trace import Action, HttpResult, Trace, Views
 
@@ -32,6 +39,7 @@ __all__ = [
     "load_scenario",
     "parse_scenario",
     "render_report",
+    "run_many",
     "run_scenario",
     "run_scenario_cli",
     "write_outputs",
