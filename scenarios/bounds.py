@@ -28,12 +28,17 @@ Rules:
    - *after a resume, add or restart*: the node hears the verdict on it (or joins) within a
      period, then its alive spreads; *after the heal of loss or delay*: a probe stretched by
      Lifeguard's local health (up to awareness_max periods) may still be running, then a buddy
-     ping clears each suspicion, then the refutations spread.
+     ping clears each suspicion, then the refutations spread; *after the heal of a
+     partition*: the members that hold a seed dead re-join it within ``rejoin_interval``
+     (gossip to the dead has ended after ``gossip_to_the_dead_time``; a shorter split heals
+     sooner), the merge's accusations reach the members they name, their refutations
+     spread, and a member that missed one has it from the catch-up push/pull ``CATCH_UP``
+     periods after the first member came back (``swim.machine`` rule 9).
 3. Only the kinds whose timing the protocol fixes are derived: ``dead`` and ``leader_change``
-   after kill, pause or stop; ``alive`` and ``converged`` after resume, restart, add, and the
-   heal of loss or delay (``after`` is then ``heal-loss``). Anything else (a partition's
-   verdicts, which depend on Lifeguard's local health on each side) needs a ``within:`` in
-   the file: ``BoundError`` says so.
+   after kill, pause or stop; ``alive`` and ``converged`` after resume, restart, add, and
+   heal (``after`` is then ``heal-loss`` or ``heal-partition``: what it healed). A
+   partition's own verdicts (who sees whom dead, which depends on Lifeguard's local health on
+   each side) need a ``within:`` in the file: ``BoundError`` says so.
 4. Pure arithmetic on ``SwimConfig`` values: the same bound for the same settings and size.
 """
 
@@ -42,6 +47,7 @@ from __future__ import annotations
 import math
 
 from swim import SwimConfig
+from swim.machine import CATCH_UP
 
 from .records import Bound
 
@@ -94,19 +100,31 @@ def derive(
     elif kind in ("alive", "converged") and after == "heal-loss":
         terms = [("probe in flight", config.awareness_max * t), ("buddy ping", t), spread_term]
         lag, formula = 2, "awareness_max x T + T + spread"
+    elif kind in ("alive", "converged") and after == "heal-partition" and config.rejoin_interval:
+        terms = [
+            ("next re-join", config.rejoin_interval),
+            ("accusations reach", spread(n, config, eps)),
+            ("refutations", spread(n, config, eps)),
+            ("catch-up push/pull", (CATCH_UP + 1) * t),
+        ]
+        lag, formula = 3, "rejoin_interval + 2 spread + (CATCH_UP + 1) T"
     else:
+        step = after.split("-")[0]
         raise BoundError(
-            f"no bound is derived for {kind} after a {after.replace('-loss', '')} step: "
+            f"no bound is derived for {kind} after a {step} step: "
             "give 'within:' (derived: dead/leader_change after kill, pause, stop; "
-            "alive/converged after resume, restart, add, and heal of loss or delay)"
+            "alive/converged after resume, restart, add, and heal, with re-join on for a "
+            "partition)"
         )
     if real:
         terms.append(("loop lag", lag * LAG_REAL))
         formula += f" + {lag} x lag"
     seconds = round(sum(v for _, v in terms), 2)
     rounded = tuple((name, round(v, 3)) for name, v in terms)
-    quantiles = f"; D1 at {1 - eps / PROBE_MARGIN:.5%}, spread at {1 - eps:.4%}"
-    return Bound(seconds, confidence, rounded, formula + quantiles)
+    quantiles = f"spread at {1 - eps:.4%}"
+    if any(name == "first probe" for name, _ in terms):
+        quantiles = f"D1 at {1 - eps / PROBE_MARGIN:.5%}, " + quantiles
+    return Bound(seconds, confidence, rounded, f"{formula}; {quantiles}")
 
 
 def _suspicion(config: SwimConfig, n: int) -> tuple[float, float]:

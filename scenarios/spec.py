@@ -159,7 +159,7 @@ def _derived(
             after = step.kind
             if after == "heal":  # what it healed: the last fault before it
                 faults = [s.kind for s in steps[: step.index] if s.kind in _FAULTS]
-                after = "heal-loss" if faults and faults[-1] != "partition" else "heal"
+                after = "heal-" + ("partition" if faults[-1:] == ["partition"] else "loss")
             down = len(_down_before(steps, step))
             try:
                 bound = derive(

@@ -111,6 +111,7 @@ class Membership:
         self._budget = 0
         self._waiting: dict[int, tuple[Alive, str]] = {}  # rule 7: newcomers over budget
         self.crowded = False  # rule 7: a newcomer was refused for the budget since the last sync
+        self.rejoined = False  # a member held dead came back (``machine`` rule 9)
         self.left = False
         self.suspects: set[int] = set()  # ids with a running suspicion
 
@@ -366,6 +367,7 @@ class Membership:
             cause = "restart"
         elif old.is_down:
             cause = "rejoin"
+            self.rejoined = True
         elif old is not _ALIVE or cause == "gossip":
             cause = "refute"
         if moved:  # a new address, or ours again after a holder we hold down took it

@@ -61,8 +61,9 @@ def test_first_probe_and_spread_quantiles() -> None:
 def test_kinds_without_a_derivation_ask_for_within() -> None:
     with pytest.raises(BoundError, match="give 'within:'"):
         derive("dead", "partition", 5, LOCAL, real=False)
+    no_rejoin = SwimConfig.from_mapping({"rejoin_interval": 0})
     with pytest.raises(BoundError, match="heal step"):
-        derive("converged", "heal", 5, LOCAL, real=False)
+        derive("converged", "heal-partition", 5, no_rejoin, real=False)
     text = (
         "nodes: 4\nsteps: [{at: 1, kill: 3, name: k}]\n"
         "expect: [{dead: 3, after: k}, {dead: 3, after: k, within: auto}]\n"
@@ -97,3 +98,27 @@ def test_dead_bound_is_safe_and_tight_over_1000_seeds(name: str, nodes: int) -> 
     p999 = values[math.ceil(0.999 * len(values)) - 1]
     assert held >= 999, (bound, values[-5:])
     assert bound <= 2 * p999, (bound, p999)
+
+
+def test_a_healed_partition_converges_within_the_next_re_join() -> None:
+    """The heal of a partition is derived from the re-join (rejoin_interval), the two
+    spreads and the catch-up push/pull; the heal of loss from Lifeguard's local health."""
+    b = derive("converged", "heal-partition", 30, LOCAL, real=False)
+    terms = dict(b.terms)
+    assert terms["next re-join"] == LOCAL.rejoin_interval
+    assert terms["catch-up push/pull"] == 3 * LOCAL.probe_interval
+    assert LOCAL.rejoin_interval < b.seconds < LOCAL.rejoin_interval + 10
+    loss = derive("converged", "heal-loss", 30, LOCAL, real=False)
+    assert "next re-join" not in dict(loss.terms)
+    text = (
+        "nodes: 4\nsteps: [{at: 1, partition: [[0, 1], rest], name: p},"
+        " {at: 30, heal: true, name: h}, {at: 40, loss: {node: all, percent: 5}, name: l},"
+        " {at: 50, heal: true, name: h2}]\n"
+        "expect: [{converged: true, after: h}, {converged: true, after: h2}]\n"
+    )
+    after_split, after_loss = parse_scenario(text, "t.yaml", sim=True).expectations
+    assert after_split.derived is not None
+    assert after_loss.derived is not None
+    split = derive("converged", "heal-partition", 4, LOCAL, real=False)
+    assert after_split.within == split.seconds
+    assert after_loss.within == derive("converged", "heal-loss", 4, LOCAL, real=False).seconds
