@@ -24,7 +24,8 @@ Rules:
      members with probability 1 - e after log_{F+1} N + ln(N / e) / F rounds.
    - *loop lag* (real processes only): timers fire late and packets wait on a busy 2-core
      machine; ``LAG_REAL`` per timer stage and ``START_REAL`` for a process to start
-     (interpreter, imports, bind, join), both measured (docs/membership.md).
+     (interpreter, imports, bind, join): estimates, checked only by the real runs of
+     ``bench.verdicts`` so far (docs/membership.md).
    - *after a resume, add or restart*: the node hears the verdict on it (or joins) within a
      period, then its alive spreads; *after the heal of loss or delay*: a probe stretched by
      Lifeguard's local health (up to awareness_max periods) may still be running, then a buddy
@@ -55,8 +56,8 @@ __all__ = ["CONFIDENCE", "LAG_REAL", "START_REAL", "BoundError", "derive"]
 
 CONFIDENCE = 0.999
 PROBE_MARGIN = 10  # the first-probe quantile is taken at a tenth of its share (rule 2)
-LAG_REAL = 0.5  # seconds a timer stage may run late on a loaded 2-core machine (measured)
-START_REAL = 4.0  # seconds for a new node process to start, bind and join (measured)
+LAG_REAL = 0.5  # seconds a timer stage may run late on a loaded 2-core machine (an estimate)
+START_REAL = 4.0  # seconds for a new node process to start, bind and join (an estimate)
 
 
 class BoundError(ValueError):
