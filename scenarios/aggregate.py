@@ -24,7 +24,8 @@ Results = dict[str, Any]
 
 
 def percentiles(values: Sequence[float | None], unit: str = "s") -> dict[str, Any]:
-    """n, missing, p50/p90/p99/max (nearest rank; None counts as infinity) and the values."""
+    """n, missing, p50/p90/p99/p99.9/max (nearest rank; None counts as infinity) and the
+    values."""
     xs = sorted(INF if v is None else float(v) for v in values)
 
     def rank(p: float) -> float | None:
@@ -39,6 +40,7 @@ def percentiles(values: Sequence[float | None], unit: str = "s") -> dict[str, An
         "p50": rank(0.5),
         "p90": rank(0.9),
         "p99": rank(0.99),
+        "p99.9": rank(0.999),
         "max": rank(1.0),
         "unit": unit,
         "values": [None if v is None else round(float(v), 4) for v in values],

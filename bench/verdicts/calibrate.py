@@ -65,7 +65,7 @@ def _detection(key: str) -> Figure:
 
 
 def _suspicions(r: Run) -> float:
-    return float(r["suspicions"]["false"] + r["suspicions"]["expected"])
+    return float(r["false_suspicions"]["count"] + r["expected_suspicions"]["count"])
 
 
 def _after_heal(r: Run) -> float | None:

@@ -24,7 +24,6 @@ import argparse
 import fcntl
 import functools
 import json
-import math
 import multiprocessing
 import os
 import platform
@@ -40,7 +39,7 @@ from typing import Any
 import psutil
 
 from scenarios import Scenario, find_scenario, library, load_scenario, run_scenario, write_outputs
-from scenarios.aggregate import percentiles, run_line
+from scenarios.aggregate import aggregate, percentiles, run_line
 
 from .load import end_leftovers, open_neighbour
 
@@ -86,9 +85,11 @@ def held_out_seeds(sc: Scenario, runs: int) -> range:
 
 
 def compact(results: Run) -> Run:
-    """What the figures need of one run's ``results.json`` (a few hundred bytes)."""
+    """What the figures need of one run's ``results.json`` (a few hundred bytes), in the
+    shape ``scenarios.aggregate`` reads. ``false_suspicions`` and ``expected_suspicions``
+    count every accusation of the class, suspicions and deaths alike (``suspicions``)."""
     exps = results.get("expectations") or []
-    keep = ("kind", "description", "status", "measured", "unit", "bound", "bound_source")
+    keep = ("index", "kind", "description", "status", "measured", "unit", "bound", "bound_detail")
     sus = results.get("suspicions") or {}
     return {
         "seed": results.get("seed"),
@@ -96,7 +97,7 @@ def compact(results: Run) -> Run:
         "error": results.get("error"),
         "duration": results.get("duration"),
         "failed": [e["description"] for e in exps if e["status"] == "fail"],
-        "expectations": [{k: e.get(k) for k in keep} for e in exps],
+        "expectations": [{k: e.get(k) for k in (*keep, "bound_source")} for e in exps],
         "detection": [
             {
                 k: d.get(k)
@@ -108,9 +109,13 @@ def compact(results: Run) -> Run:
             {"step": c.get("step"), "seconds": c.get("seconds")}
             for c in results.get("convergence") or []
         ],
-        "suspicions": {"false": sus.get("false", 0), "expected": sus.get("expected", 0)},
-        "false_deaths": (results.get("false_deaths") or {}).get("count", 0),
+        "false_suspicions": {"count": sus.get("false", 0)},
+        "expected_suspicions": {"count": sus.get("expected", 0)},
+        **{k: {"count": (results.get(k) or {}).get("count", 0)} for k in _DEATHS},
     }
+
+
+_DEATHS = ("false_deaths", "expected_deaths")
 
 
 @functools.cache
@@ -184,82 +189,43 @@ def real_runs(
 
 
 def stats(values: Sequence[float | None], unit: str = "s") -> dict[str, Any]:
-    """n, missing, p50/p90/p99/p99.9/max by nearest rank (None counts as +inf, shown null)."""
-    p = percentiles(values, unit)
-    xs = sorted(math.inf if v is None else float(v) for v in values)
-    top = xs[min(len(xs) - 1, max(0, math.ceil(0.999 * len(xs)) - 1))] if xs else math.inf
-    return {
-        "n": p["n"],
-        "missing": p["missing"],
-        **{k: p[k] for k in ("p50", "p90", "p99")},
-        "p99.9": None if top == math.inf else round(top, 4),
-        "max": p["max"],
-        "unit": unit,
-    }
+    """``scenarios.aggregate.percentiles`` without the values (1,000 of them per figure)."""
+    return _without_values(percentiles(values, unit))
 
 
-def _bound_over(exp: Run, measured: dict[str, Any]) -> float | None:
+def _without_values(p: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in p.items() if k != "values"}
+
+
+def _bound_over(exp: Run) -> float | None:
     """Derived bound / measured p99.9 (the upper end of a [lo, hi] bound); None otherwise."""
     bound = exp.get("bound")
     hi = bound[-1] if isinstance(bound, list) and bound else bound
-    p = measured["p99.9"]
+    p = exp["measured"]["p99.9"]
     if exp.get("bound_source") != "derived" or not isinstance(hi, int | float) or not p:
         return None
     return round(float(hi) / float(p), 3)
 
 
-def _expectations(runs: list[Run]) -> list[Run]:
-    out = []
-    for k, first in enumerate(runs[0]["expectations"] if runs else []):
-        rows = [r["expectations"][k] for r in runs if k < len(r["expectations"])]
-        applicable = [x for x in rows if x["status"] != "not_applicable"]
-        passed = sum(x["status"] == "pass" for x in applicable)
-        measured = stats([x.get("measured") for x in applicable], first.get("unit") or "s")
-        out.append(
-            {
-                "index": k,
-                **{key: first.get(key) for key in ("kind", "description", "bound")},
-                "bound_source": first.get("bound_source"),
-                "passed": passed,
-                "applicable": len(applicable),
-                "pass_rate": round(passed / len(applicable), 6) if applicable else None,
-                "measured": measured,
-                "bound_over_p99.9": _bound_over(first, measured),
-            }
-        )
-    return out
-
-
 def figures(runs: list[Run]) -> dict[str, Any]:
-    """The figures of K runs of one scenario in one mode (see the module docstring)."""
-    ok = [r for r in runs if r["verdict"] != "error"]
-    first = ok[0] if ok else {"detection": [], "convergence": []}
-    detection = [
-        {
-            **{k: d[k] for k in ("step", "kind", "subject")},
-            **{
-                k: stats([r["detection"][j].get(k) for r in ok if j < len(r["detection"])])
-                for k in ("first_suspect", "first_dead", "full_dead")
-            },
-        }
-        for j, d in enumerate(first["detection"])
-    ]
-    convergence = [
-        {"step": c["step"], "seconds": stats([_conv(r, j) for r in ok])}
-        for j, c in enumerate(first["convergence"])
-    ]
+    """The figures of K runs of one scenario in one mode (see the module docstring): the
+    aggregate of ``scenarios.aggregate`` without its values, each derived bound over its
+    p99.9, and the runs that did not pass."""
+    section = aggregate(runs, 1.0)["aggregate"]
+    del section["pass_rate"]
+    for exp in section["expectations"]:
+        exp["measured"] = _without_values(exp["measured"])
+        exp["bound_over_p99.9"] = _bound_over(exp)
+    for row in section["detection"]:
+        for k in ("first_suspect", "first_dead", "full_dead"):
+            row[k] = _without_values(row[k])
+    for row in section["convergence"]:
+        row["seconds"] = _without_values(row["seconds"])
+    for k in ("false_suspicions", "expected_suspicions", *_DEATHS):
+        section[k] = _without_values(section[k])
     return {
-        "runs": len(runs),
-        "passed": sum(r["verdict"] == "pass" for r in runs),
-        "failed": sum(r["verdict"] == "fail" for r in runs),
-        "errors": len(runs) - len(ok),
+        **section,
         "seeds": [runs[0]["seed"], runs[-1]["seed"]] if runs else None,
-        "expectations": _expectations(ok),
-        "detection": detection,
-        "convergence": convergence,
-        "false_suspicions": stats([r["suspicions"]["false"] for r in ok], "events"),
-        "expected_suspicions": stats([r["suspicions"]["expected"] for r in ok], "events"),
-        "false_deaths": stats([r["false_deaths"] for r in ok], "events"),
         "not_passed": [
             {k: r.get(k) for k in ("seed", "verdict", "error", "failed", "out", "leftovers")}
             for r in runs
@@ -267,11 +233,6 @@ def figures(runs: list[Run]) -> dict[str, Any]:
         ][:NOT_PASSED_KEPT],
         "leftovers": sum(bool(r.get("leftovers")) for r in runs),
     }
-
-
-def _conv(r: Run, j: int) -> float | None:
-    rows = r["convergence"]
-    return rows[j]["seconds"] if j < len(rows) else None
 
 
 # ---- the benchmark ---------------------------------------------------------------------------
