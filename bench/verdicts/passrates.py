@@ -238,19 +238,22 @@ def figures(runs: list[Run]) -> dict[str, Any]:
 # ---- the benchmark ---------------------------------------------------------------------------
 
 
-def host() -> dict[str, Any]:
-    """The machine, its load now, and the code measured (commit, ``-dirty`` with changes)."""
+def _git(*args: str) -> str:
     try:
-        code = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        ).stdout.strip()
+        done = subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10, check=False
+        )
     except OSError:
-        code = ""
+        return ""
+    return done.stdout.strip()
+
+
+def host() -> dict[str, Any]:
+    """The machine, its load now, and the code measured: the commit, ``-dirty`` when files
+    other than the benchmarks' own results differ from it."""
+    code = _git("describe", "--always")
+    if code and _git("status", "--porcelain", "--", ".", ":(exclude)bench/results"):
+        code += "-dirty"
     return {
         "cpus": psutil.cpu_count(),
         "python": platform.python_version(),
