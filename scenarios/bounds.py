@@ -34,7 +34,7 @@ Rules:
      (gossip to the dead has ended after ``gossip_to_the_dead_time``; a shorter split heals
      sooner), the merge's accusations reach the members they name, their refutations
      spread, and a member that missed one has it from the catch-up push/pull ``CATCH_UP``
-     periods after the first member came back (``swim.machine`` rule 9).
+     periods after the first member came back (``swim.resync`` rule 3).
 3. Only the kinds whose timing the protocol fixes are derived: ``dead`` and ``leader_change``
    after kill, pause or stop; ``alive`` and ``converged`` after resume, restart, add, and
    heal (``after`` is then ``heal-loss`` or ``heal-partition``: what it healed). A
@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 
 from swim import SwimConfig
-from swim.machine import CATCH_UP
+from swim.resync import CATCH_UP
 
 from .records import Bound
 

@@ -34,15 +34,15 @@ Rules:
    some member about once a rumour in thirty nodes, and a newcomer should not wait for a
    push/pull to be known (issue 13).
 9. A member we held dead coming back (a healed partition) brings our next push/pull forward
-   to ``CATCH_UP`` periods later: the members on the other side refute as the merge reaches
-   them, and gossip that already went round does not come to us while we hold them dead,
-   so a member that missed a refutation waited up to a push/pull interval (issue 13:
-   ``partition_heal`` never converged within 32 s on 2 of 1,000 seeds).
+   (``resync`` rule 3): a member that missed a refutation across the split is not heard from
+   while we hold it dead (issue 13: ``partition_heal`` never converged within 32 s on 2 of
+   1,000 seeds).
 10. Work done for others is bounded: at most ``MAX_RELAYS`` ping-reqs are relayed at a time
    (each makes us probe a third member); more are dropped and counted (``relay_full``).
 
 Who owns what: ``MemberTable`` the rows and probe order, ``Membership`` the update rules,
-``Outbox`` the packets and events, this module the probes and the timers.
+``Outbox`` the packets and events, ``Resync`` the push/pull and re-join timers, this module
+the probes and the other timers.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from .members import Member, MemberState
 from .membership import MAX_INCARNATION, Membership
 from .outbox import Outbox
 from .outputs import DROPPED, Counters, Output
+from .resync import Resync
 from .table import Entry, MemberTable
 from .wire import Ack, Alive, Dead, Message, Nack, Ping, PingReq, StateEntry, Suspect
 
@@ -71,7 +72,6 @@ _NEVER = math.inf
 _DIRECT_KINDS = frozenset({"ping", "ping_req", "ack", "nack"})
 MAX_RELAYS = 32  # ping-reqs relayed at once (rule 10)
 ANNOUNCE_MAX = 64  # members told directly of a newcomer's alive (rule 8)
-CATCH_UP = 2  # periods from a member coming back to our next push/pull (rule 9)
 
 
 @dataclass(slots=True)
@@ -121,7 +121,6 @@ class SwimMachine:
         boot = self._new_boot() if boot is None else boot
         self.me = Entry(node_id, host, port, incarnation, MemberState.ALIVE, boot, now)
         self.table = MemberTable(self.me, rng)
-        self.seeds = tuple(s for s in seeds if s != (host, port))
         self.counters = Counters()
         self.awareness = Awareness(config.awareness_max)
         self.intake = Intake(config, self.table, self.counters, config.keyring)
@@ -137,10 +136,8 @@ class SwimMachine:
         self._next_probe = now + config.probe_interval * rng.random()
         self._next_gossip = now
         self._next_buddy = now
-        self._next_pushpull = now + config.pushpull_interval * (0.5 + rng.random())
-        # The first re-join comes one period after start: it only does anything if the
-        # initial join found no seed listening (see tick).
-        self._next_rejoin = now + min(config.probe_interval, config.rejoin_interval)
+        seeds = [s for s in seeds if s != (host, port)]
+        self.resync = Resync(config, self.table, self.outbox, seeds, rng, now)
         self._now = now
         # Announce ourselves, as memberlist does: our first pings carry our own alive.
         self.outbox.broadcast(node_id, Alive(incarnation, node_id, host, port, boot))
@@ -193,7 +190,6 @@ class SwimMachine:
 
     def next_deadline(self) -> float:
         """When ``tick`` must next be called."""
-        c = self.config
         t = self._next_probe if not self.left else _NEVER
         p = self._probe
         if p is not None and not p.done:
@@ -203,10 +199,7 @@ class SwimMachine:
         if self.membership.suspects and not self.left:
             t = min(t, self._next_buddy)
         if not self.left:
-            if c.pushpull_interval > 0:
-                t = min(t, self._next_pushpull)
-            if c.rejoin_interval > 0 and self.seeds:
-                t = min(t, self._next_rejoin)
+            t = min(t, self.resync.next_deadline())
         for r in self._relays.values():
             t = min(t, r.deadline)
         return min(t, self.membership.next_expiry())
@@ -221,8 +214,7 @@ class SwimMachine:
     def join(self, now: float) -> Output:
         """Push/pull with every seed (the driver or simnet runs the TCP exchanges)."""
         self._now = now
-        for host, port in self.seeds:
-            self.outbox.sync(host, port, join=True)
+        self.resync.join()
         return self.outbox.flush()
 
     def tick(self, now: float) -> Output:
@@ -248,19 +240,8 @@ class SwimMachine:
         if now >= self._next_gossip:
             self._next_gossip = now + c.gossip_interval
             self.outbox.gossip(now)
-        if not self.left and c.pushpull_interval > 0 and now >= self._next_pushpull:
-            self._next_pushpull = now + c.pushpull_interval * self._pushpull_scale()
-            peer = self.table.random_up(1)
-            if peer:
-                self.outbox.sync(peer[0].host, peer[0].port, join=False)
-        if not self.left and c.rejoin_interval > 0 and self.seeds and now >= self._next_rejoin:
-            # Alone (e.g. started before any seed listened): retry every period, not every
-            # rejoin_interval, so a cluster launched all at once converges at once.
-            alone = self.table.up_count <= 1
-            self._next_rejoin = now + (
-                min(c.probe_interval, c.rejoin_interval) if alone else c.rejoin_interval
-            )
-            self._rejoin()
+        if not self.left:
+            self.resync.tick(now)
         return self.outbox.flush()
 
     def receive(self, data: bytes, addr: tuple[str, int], now: float) -> Output:
@@ -287,7 +268,7 @@ class SwimMachine:
         for m in msgs:
             if not isinstance(m, Alive | Suspect | Dead):
                 self._on_direct(m)
-        self._catch_up()
+        self.resync.catch_up(self.membership, now)
         return self.outbox.flush()
 
     def local_state(self) -> list[StateEntry]:
@@ -311,7 +292,7 @@ class SwimMachine:
         self.membership.merge(entries, now, self.me.node_id if peer is None else peer)
         if alone and not self.left:
             self._announce()
-        self._catch_up()
+        self.resync.catch_up(self.membership, now)
         return self.outbox.flush()
 
     def leave(self, now: float) -> Output:
@@ -443,31 +424,6 @@ class SwimMachine:
         alive = Alive(me.incarnation, me.node_id, me.host, me.port, me.boot)
         for e in self.table.random_up(ANNOUNCE_MAX):
             self.outbox.send((e.host, e.port), e.node_id, "gossip", alive)
-
-    def _rejoin(self) -> None:
-        up = {(e.host, e.port) for e in self.table if e.state.is_up and e is not self.me}
-        missing = [s for s in self.seeds if s not in up]
-        if missing:
-            host, port = self._rng.choice(missing)
-            self.outbox.sync(host, port, join=True)
-
-    def _catch_up(self) -> None:
-        """A push/pull with a random member soon, not in up to a minute: next period when
-        newcomers were refused for the budget (``membership`` rule 7: a large join
-        converges), ``CATCH_UP`` periods after a member held dead came back (rule 9)."""
-        m = self.membership
-        soon = None
-        if m.crowded:
-            soon = self._now + self.config.probe_interval
-        elif m.rejoined:
-            soon = self._now + CATCH_UP * self.config.probe_interval
-        m.crowded = m.rejoined = False
-        if soon is not None:
-            self._next_pushpull = min(self._next_pushpull, soon)
-
-    def _pushpull_scale(self) -> float:
-        n = self.table.up_count
-        return 1.0 if n <= 32 else math.ceil(math.log2(n) - math.log2(32)) + 1.0
 
     def _me_addr(self) -> tuple[int, str, int]:
         return self.me.node_id, self.me.host, self.me.port

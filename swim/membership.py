@@ -111,7 +111,7 @@ class Membership:
         self._budget = 0
         self._waiting: dict[int, tuple[Alive, str]] = {}  # rule 7: newcomers over budget
         self.crowded = False  # rule 7: a newcomer was refused for the budget since the last sync
-        self.rejoined = False  # a member held dead came back (``machine`` rule 9)
+        self.rejoined = False  # a member held dead came back (``resync`` rule 3)
         self.left = False
         self.suspects: set[int] = set()  # ids with a running suspicion
 

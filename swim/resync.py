@@ -1,0 +1,101 @@
+"""Resync: when a member pushes and pulls its whole state (anti-entropy) and re-joins seeds.
+
+Rules:
+1. Every ``pushpull_interval`` (stretched by log2 N above 32 members) a push/pull with one
+   random member held up; the first falls at a random point of 0.5..1.5 intervals, so
+   members started together do not sync together.
+2. Every ``rejoin_interval`` a push/pull with a seed not held up (heals partitions that
+   outlived ``gossip_to_the_dead_time``); every period while alone (the initial join found no
+   seed listening), so a cluster launched all at once converges at once. The first comes one
+   period after start.
+3. Catch-up: the next push/pull comes early, a period later when newcomers were refused for
+   the budget (``membership`` rule 7: a large join converges), ``CATCH_UP`` periods after a
+   member held dead came back (``machine`` rule 9: a member that missed a refutation across a
+   healed partition is not heard from while we hold it dead).
+4. Only asks: ``Outbox.sync`` records the exchange, the driver or simnet runs it over TCP.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+from .config import SwimConfig
+from .membership import Membership
+from .outbox import Outbox
+from .table import MemberTable
+
+__all__ = ["CATCH_UP", "Resync"]
+
+CATCH_UP = 2  # periods from a member coming back to our next push/pull (rule 3)
+_NEVER = math.inf
+
+
+class Resync:
+    """The push/pull and re-join timers of one member."""
+
+    def __init__(
+        self,
+        config: SwimConfig,
+        table: MemberTable,
+        outbox: Outbox,
+        seeds: Sequence[tuple[str, int]],
+        rng: random.Random,
+        now: float,
+    ) -> None:
+        self.config = config
+        self.table = table
+        self.outbox = outbox
+        self.seeds = tuple(seeds)
+        self._rng = rng
+        self._next_pushpull = now + config.pushpull_interval * (0.5 + rng.random())
+        self._next_rejoin = now + min(config.probe_interval, config.rejoin_interval)
+
+    def join(self) -> None:
+        """Push/pull with every seed."""
+        for host, port in self.seeds:
+            self.outbox.sync(host, port, join=True)
+
+    def next_deadline(self) -> float:
+        c = self.config
+        t = self._next_pushpull if c.pushpull_interval > 0 else _NEVER
+        if c.rejoin_interval > 0 and self.seeds:
+            t = min(t, self._next_rejoin)
+        return t
+
+    def tick(self, now: float) -> None:
+        c = self.config
+        if c.pushpull_interval > 0 and now >= self._next_pushpull:
+            self._next_pushpull = now + c.pushpull_interval * self._scale()
+            peer = self.table.random_up(1)
+            if peer:
+                self.outbox.sync(peer[0].host, peer[0].port, join=False)
+        if c.rejoin_interval > 0 and self.seeds and now >= self._next_rejoin:
+            alone = self.table.up_count <= 1
+            self._next_rejoin = now + (
+                min(c.probe_interval, c.rejoin_interval) if alone else c.rejoin_interval
+            )
+            self._rejoin()
+
+    def catch_up(self, membership: Membership, now: float) -> None:
+        """Rule 3, for what ``membership`` noted since the last call."""
+        soon = None
+        if membership.crowded:
+            soon = now + self.config.probe_interval
+        elif membership.rejoined:
+            soon = now + CATCH_UP * self.config.probe_interval
+        membership.crowded = membership.rejoined = False
+        if soon is not None:
+            self._next_pushpull = min(self._next_pushpull, soon)
+
+    def _rejoin(self) -> None:
+        up = {(e.host, e.port) for e in self.table if e.state.is_up and e is not self.table.me}
+        missing = [s for s in self.seeds if s not in up]
+        if missing:
+            host, port = self._rng.choice(missing)
+            self.outbox.sync(host, port, join=True)
+
+    def _scale(self) -> float:
+        n = self.table.up_count
+        return 1.0 if n <= 32 else math.ceil(math.log2(n) - math.log2(32)) + 1.0
