@@ -11,8 +11,10 @@ Rules:
    text it was written as; any other tag (``!!binary``, ``!!set``, ``!python/...``, ``!foo``)
    is refused.
 4. Every failure is one ``YamlError`` (a ValueError; ``YamlTooLarge`` for the size) with the
-   1-based line and column when known; each caller maps it to its own boundary error
-   (SettingsError, a 400 answer, a ScenarioError).
+   1-based line and column whenever the text has one (the size refusal has none); its message
+   starts ``line L, column C: ``. Each caller maps it to its own boundary error (SettingsError,
+   a 400 answer, a ScenarioError). ``load_marked`` also tells where each top-level key was
+   written, so a caller's later complaint about a value can point at its line too.
 5. The document is built from the parser's events (libyaml's C parser when PyYAML has it), in
    one loop with an explicit stack: no recursion, so no depth can overflow the C stack (PyYAML's
    C composer crashes the process on a few thousand nested ``[``).
@@ -29,13 +31,24 @@ import yaml
 from yaml import events as ev
 from yaml.nodes import ScalarNode
 
-__all__ = ["DEFAULT_LIMITS", "Limits", "YamlError", "YamlTooLarge", "load", "load_file"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "KeyMarks",
+    "Limits",
+    "YamlError",
+    "YamlTooLarge",
+    "load",
+    "load_file",
+    "load_marked",
+]
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TAG = "tag:yaml.org,2002:"
 _PLAIN_MAP = (None, "!", _TAG + "map")
 _PLAIN_SEQ = (None, "!", _TAG + "seq")
+
+KeyMarks = dict[Any, tuple[int, int]]  # a top-level key -> (line, column), counted from 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,26 +89,41 @@ def load_file(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -> 
 
 def load(text: str | bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
     """The plain data of one YAML document (None for an empty one); YamlError otherwise."""
+    return load_marked(text, limits)[0]
+
+
+def load_marked(text: str | bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, KeyMarks]:
+    """``load``, and where each key of the top-level mapping was written (empty when the
+    document is not a mapping)."""
     if isinstance(text, str):
         if len(text) > limits.max_bytes:  # a character is one byte at least
             raise _too_large(limits)
+        chars = text
         try:
-            text = text.encode("utf-8")
+            text = chars.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise YamlError(f"not UTF-8 text: {exc.reason} at character {exc.start}") from None
+            line, column = _line_column(chars[: exc.start])
+            raise YamlError(f"not UTF-8 text: {exc.reason}", line, column) from None
     if len(text) > limits.max_bytes:
         raise _too_large(limits)
     loader = _Loader(text)
+    builder = _Builder(loader, limits)
     try:
-        return _Builder(loader, limits).document()
+        return builder.document(), builder.marks
     except yaml.MarkedYAMLError as exc:
         raise _marked(exc) from None
     except yaml.reader.ReaderError as exc:  # bad encoding, a control character
-        raise YamlError(f"{exc.reason} (at byte {exc.position})") from None
+        line, column = _line_column(text[: exc.position].decode("utf-8", "replace"))
+        raise YamlError(exc.reason, line, column) from None
     except yaml.YAMLError as exc:  # pragma: no cover - the parser's errors carry marks
         raise YamlError(" ".join(str(exc).split())) from None
     finally:
         loader.dispose()
+
+
+def _line_column(before: str) -> tuple[int, int]:
+    """The 1-based line and column of the character after ``before``."""
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
 
 
 def _too_large(limits: Limits) -> YamlError:
@@ -140,6 +168,7 @@ class _Builder:
         self.resolve: Callable[[type, str, tuple[bool, bool]], str] = loader.resolve
         self.limits = limits
         self.nodes = 0
+        self.marks: KeyMarks = {}
 
     def document(self) -> Any:
         self._expect(ev.StreamStartEvent)
@@ -176,8 +205,16 @@ class _Builder:
                     stack.pop()
                     value, event = top.items, top.start
                     continue
+                if len(stack) == 1 and isinstance(top.items, dict) and top.key is _NO_KEY:
+                    self._mark(value, event)
                 _add(top, value, event)
                 break
+
+    def _mark(self, key: Any, event: ev.Event) -> None:
+        """Remember where a top-level key was written (a collection key is refused later)."""
+        mark = event.start_mark
+        if mark is not None and not isinstance(key, list | dict):
+            self.marks[key] = (mark.line + 1, mark.column + 1)
 
     def _event(self, event: ev.Event, stack: list[_Frame]) -> Any:
         """A scalar's value, ``_END`` for a collection's end, ``_NO_KEY`` after a start."""

@@ -13,6 +13,9 @@ Rules:
 4. ``viz.enabled`` defaults to true for the daemon (``rt_run start``) and false for embedded
    runtimes. ``RT_VIZ_ENABLE`` is an explicit choice the daemon default does not override;
    command-line flags (``--viz``, ``--no-viz``, ``--viz-port``, ``--viz-bind``) override it.
+5. Where each value came from is recorded as it is applied (``Settings.origin``): ``default``,
+   ``default (daemon)`` for the launch mode's viz default, ``file <path>``, ``env RT_...``,
+   ``flag --...``; the last source applied wins, as the value does.
 """
 
 from __future__ import annotations
@@ -165,16 +168,36 @@ class Settings:
     swim: Mapping[str, Any] = field(default_factory=dict)
     compose: tuple[Mapping[str, Any], ...] = ()
     source: str = ""  # the configuration file read, "" for built-in defaults
+    # "section.key" -> where its value came from (rule 5); a key not here is a default
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def origin(self, key: str) -> str:
+        """Where the value of ``key`` (``section.key``) came from: ``default``, ``file <path>``,
+        ``env RT_...`` or ``flag --...``."""
+        return self.origins.get(key, "default")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
+            if f.name == "origins":
+                continue
             value = getattr(self, f.name)
             if dataclasses.is_dataclass(value) and not isinstance(value, type):
                 out[f.name] = {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
             else:
                 out[f.name] = _plain(value)
         return out
+
+    def paths(self) -> dict[str, str | None]:
+        """The paths in use with ``~`` expanded: ``conf_dir``, ``data_dir``, ``hostfile`` and
+        ``config_file`` (None when unset)."""
+        host = self.networking.hostfile
+        return {
+            "conf_dir": str(Path(self.runtime.conf_dir).expanduser()),
+            "data_dir": str(self.data_dir),
+            "hostfile": str(Path(host).expanduser()) if host else None,
+            "config_file": self.source or None,
+        }
 
     @property
     def data_dir(self) -> Path:
@@ -280,7 +303,8 @@ def _settings_from(data: Any, source: str) -> Settings:
         data = {}
     if not isinstance(data, Mapping):
         raise SettingsError(f"{source}: expected a mapping of sections at the top level")
-    kwargs: dict[str, Any] = {"source": source}
+    origins: dict[str, str] = {}
+    kwargs: dict[str, Any] = {"source": source, "origins": origins}
     for key, value in data.items():
         if key in _SECTIONS:
             kwargs[key] = _section(_SECTIONS[key], value, f"{source}: {key}")
@@ -288,11 +312,14 @@ def _settings_from(data: Any, source: str) -> Settings:
             kwargs["swim"] = _swim_section(value, f"{source}: swim")
         elif key == "compose":
             kwargs["compose"] = _compose_section(value, f"{source}: compose")
+            origins["compose"] = f"file {source}"
         else:
             raise SettingsError(
                 f"{source}: {_key(key)}: unknown section (known: "
                 f"{', '.join(sorted([*_SECTIONS, 'swim', 'compose']))})"
             )
+        if key != "compose" and isinstance(value, Mapping):
+            origins.update({f"{key}.{k}": f"file {source}" for k in value})
     return Settings(**kwargs)
 
 
@@ -354,23 +381,42 @@ def load_settings(
     env = os.environ if env is None else env
     flags = flags or {}
     settings, file_viz = _read_config(config_file or find_config_file(env))
+    origins = dict(settings.origins)
+    if config_file is not None:
+        origins["config_file"] = "flag --config"
+    elif env.get("RT_SERVER_CONF", ""):
+        origins["config_file"] = "env RT_SERVER_CONF"
     viz = settings.viz
     if "enabled" not in file_viz:
         viz = replace(viz, enabled=(mode == "daemon"))
-    viz = _viz_flags(_viz_env(viz, env), flags)
+        origins["viz.enabled"] = f"default ({mode})"
+    viz = _viz_flags(_viz_env(viz, env, origins), flags, origins)
     net = settings.networking
     for key in ("port", "hostfile", "node_id", "host"):
         if flags.get(key) is not None:
             net = replace(net, **{key: flags[key]})
+            origins[f"networking.{key}"] = _FLAG_ORIGIN[key]
     runtime = settings.runtime
     if flags.get("data_dir") is not None:
         runtime = replace(runtime, data_dir=str(flags["data_dir"]))
-    log = _logging(settings, flags)
+        origins["runtime.data_dir"] = _FLAG_ORIGIN["data_dir"]
+    log = _logging(settings, flags, origins)
     swim_cfg = settings.swim
     if flags.get("keyring") is not None:
         keyring = {**swim_cfg, "keyring_file": str(flags["keyring"])}
         swim_cfg = _swim_section(keyring, "--keyring: swim")
-    return replace(settings, viz=viz, networking=net, logging=log, runtime=runtime, swim=swim_cfg)
+        origins["swim.keyring_file"] = _FLAG_ORIGIN["keyring"]
+    return replace(
+        settings, viz=viz, networking=net, logging=log, runtime=runtime, swim=swim_cfg,
+        origins=origins,
+    )  # fmt: skip
+
+
+_FLAG_ORIGIN = {  # a flags key -> how the origin names it
+    key: "flag --" + key.replace("_", "-")
+    for key in ("port", "hostfile", "node_id", "host", "data_dir", "events", "log_file")
+} | {"keyring": "flag --keyring", "viz": "flag --viz/--no-viz", "viz_port": "flag --viz-port",
+     "viz_bind": "flag --viz-bind"}  # fmt: skip
 
 
 def _read_config(path: Path | None) -> tuple[Settings, Mapping[str, Any]]:
@@ -391,8 +437,8 @@ def _read_config(path: Path | None) -> tuple[Settings, Mapping[str, Any]]:
     return settings, viz if isinstance(viz, Mapping) else {}
 
 
-def _viz_env(viz: VizSettings, env: Mapping[str, str]) -> VizSettings:
-    """The ``RT_VIZ_*`` variables over the file's viz section."""
+def _viz_env(viz: VizSettings, env: Mapping[str, str], origins: dict[str, str]) -> VizSettings:
+    """The ``RT_VIZ_*`` variables over the file's viz section (each recorded in ``origins``)."""
     enable = env.get("RT_VIZ_ENABLE", "")
     if enable:
         if enable not in ("0", "1"):
@@ -408,6 +454,9 @@ def _viz_env(viz: VizSettings, env: Mapping[str, str]) -> VizSettings:
     if env.get("RT_VIZ_PATH"):
         path = tuple(p for p in env["RT_VIZ_PATH"].split(":") if p)
         viz = _env_replace(viz, "RT_VIZ_PATH", path=path)
+    for key in ("enable", "port", "bind", "max_threads", "path"):
+        if env.get(f"RT_VIZ_{key.upper()}"):
+            origins["viz." + ("enabled" if key == "enable" else key)] = f"env RT_VIZ_{key.upper()}"
     return viz
 
 
@@ -418,21 +467,26 @@ def _env_replace(viz: VizSettings, name: str, **change: Any) -> VizSettings:
         raise SettingsError(f"{name}: {exc}") from None
 
 
-def _viz_flags(viz: VizSettings, flags: Mapping[str, Any]) -> VizSettings:
+def _viz_flags(viz: VizSettings, flags: Mapping[str, Any], origins: dict[str, str]) -> VizSettings:
     """``--viz``/``--no-viz``; ``--viz-port`` and ``--viz-bind`` turn the dashboard on."""
     if flags.get("viz") is not None:
         viz = replace(viz, enabled=bool(flags["viz"]))
+        origins["viz.enabled"] = _FLAG_ORIGIN["viz"]
     if flags.get("viz_port") is not None:
         viz = replace(viz, enabled=True, port=flags["viz_port"])
+        origins["viz.enabled"] = origins["viz.port"] = _FLAG_ORIGIN["viz_port"]
     if flags.get("viz_bind") is not None:
         viz = replace(viz, enabled=True, bind=str(flags["viz_bind"]))
+        origins["viz.enabled"] = origins["viz.bind"] = _FLAG_ORIGIN["viz_bind"]
     return viz
 
 
-def _logging(settings: Settings, flags: Mapping[str, Any]) -> LoggingSettings:
+def _logging(
+    settings: Settings, flags: Mapping[str, Any], origins: dict[str, str]
+) -> LoggingSettings:
     log = settings.logging
-    if flags.get("events") is not None:
-        log = replace(log, events=str(flags["events"]))
-    if flags.get("log_file") is not None:
-        log = replace(log, file=str(flags["log_file"]))
+    for key, field_name in (("events", "events"), ("log_file", "file")):
+        if flags.get(key) is not None:
+            log = replace(log, **{field_name: str(flags[key])})
+            origins[f"logging.{field_name}"] = _FLAG_ORIGIN[key]
     return log

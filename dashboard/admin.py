@@ -1,11 +1,13 @@
-"""The rt_admin blueprint: node-local, per-node and per-pool routes, ``/metrics`` and ``/``.
+"""The rt_admin blueprint: node-local, per-node, cluster and per-pool routes, ``/metrics`` and
+the pages (``/``, ``/views``).
 
 Rules:
 1. Handlers are thin: read parameters, call one ``RuntimeView`` method, return its dict. Errors
    are ``ApiError``s raised by the runtime and translated once (``dashboard.errors``).
 2. A per-node route is one admin monitor task: answered here for ``local``/``self``/this
    node's id, else forwarded to the peer by the runtime (5 s bound, then 503). Forwards are
-   timed into ``/metrics``.
+   timed into ``/metrics``. ``PER_NODE`` names each query and the parameters it passes on;
+   the runtime parses them strictly (a 400 before any forward).
 3. Nothing here shuts a node down or deletes data; POST routes stay node-local.
 """
 
@@ -29,7 +31,15 @@ __all__ = ["ASSET_ENDPOINTS", "admin_blueprint", "route_table"]
 
 JSON = dict[str, Any]
 ADMIN = "rt_admin"
-PER_NODE = ("workers", "system_stats", "containers", "bdevs")
+PER_NODE: dict[str, tuple[str, ...]] = {  # query -> the request parameters it passes on
+    "workers": (),
+    "system_stats": ("min_event_id",),
+    "containers": (),
+    "bdevs": (),
+    "events": ("after", "limit"),
+    "faults": (),
+    "process": (),
+}
 ASSET_ENDPOINTS = frozenset({f"{ADMIN}.asset", f"{ADMIN}.asset_root"})
 _CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
@@ -136,6 +146,28 @@ def _node_routes(bp: Blueprint, runtime: RuntimeView) -> None:
         """loaded modules, with create form and pages flags"""
         return runtime.chimods()
 
+    @route("/api/events", methods=["GET"])
+    async def events() -> JSON:
+        """this node's membership changes, oldest first (after=SEQ, limit=N)"""
+        return await runtime.node_monitor(
+            "local", "events", _passed(await request_params(), "events")
+        )
+
+    @route("/api/faults", methods=["GET"])
+    async def faults() -> JSON:
+        """the faults injected at this node: blocked peers, loss, delay"""
+        return await runtime.node_monitor("local", "faults", {})
+
+    @route("/api/cluster/views", methods=["GET"])
+    async def cluster_views() -> JSON:
+        """every member's view of every member, asked of each (within 6 s)"""
+        return await runtime.cluster_views()
+
+
+def _passed(params: dict[str, str], query: str) -> dict[str, str]:
+    """The request parameters a per-node query passes on (``PER_NODE``)."""
+    return {k: params[k] for k in PER_NODE[query] if k in params}
+
 
 def _per_node_view(
     runtime: RuntimeView, metrics: DashboardMetrics, query: str
@@ -143,10 +175,7 @@ def _per_node_view(
     """``/api/nodes/<node>/<query>``: answered here, or forwarded (and timed into /metrics)."""
 
     async def view(node: str) -> JSON:
-        params = await request_params()
-        args = {}
-        if query == "system_stats" and "min_event_id" in params:
-            args["min_event_id"] = params["min_event_id"]
+        args = _passed(await request_params(), query)
         if runtime.resolve_node(node) == runtime.node_id:  # 400 for a bad id, not timed
             return await runtime.node_monitor(node, query, args)
         started, outcome = trio.current_time(), "error"
@@ -215,6 +244,11 @@ def _page_routes(bp: Blueprint, runtime: RuntimeView, metrics: DashboardMetrics)
     async def cluster_page() -> Response:
         """the Cluster page (viz/rt_admin/index.html)"""
         return await asset_response(runtime, ADMIN, "index.html")
+
+    @route("/views", methods=["GET"])
+    async def views_page() -> Response:
+        """the Views page: who sees whom as what (viz/rt_admin/views.html)"""
+        return await asset_response(runtime, ADMIN, "views.html")
 
     @route("/viz/<mod>/", methods=["GET"], endpoint="asset_root")
     @route("/viz/<mod>/<path:rest>", methods=["GET"], endpoint="asset")

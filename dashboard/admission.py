@@ -5,10 +5,11 @@ Rules:
    read-time limits, 413/408), so a slow client never holds a slot.
 2. At most ``max_threads`` requests are inside the app at a time (a ``trio.Semaphore`` around
    each ASGI call, held until the response is sent); more wait their turn.
-3. Requests that forward to a peer (``/api/nodes/<peer>/...``, and a pool monitor with a
-   non-local routing) first take a slot of a smaller forward limiter, so forwards can hold at
-   most ``max_threads - reserve`` slots: however many forwards to a dead or paused peer are in
-   flight, node-local routes such as ``/api/health`` keep ``reserve`` slots and keep answering.
+3. Requests that forward to a peer (``/api/nodes/<peer>/...``, a pool monitor with a
+   non-local routing, ``/api/cluster/views``, which asks every member) first take a slot of
+   a smaller forward limiter, so forwards can hold at most ``max_threads - reserve`` slots:
+   however many forwards to a dead or paused peer are in flight, node-local routes such as
+   ``/api/health`` keep ``reserve`` slots and keep answering.
 4. A forward's bound (5 s, the runtime's ``forward_timeout``) counts from its arrival: a
    forward that finds the slots free runs under the runtime's own bound; one that must queue
    for a slot gets what is left of the bound for queueing and asking together, and answers
@@ -47,6 +48,8 @@ def is_forward(path: str, query: bytes, own_id: int) -> bool:
     parts = path.strip("/").split("/")  # ASGI's path is percent-decoded already
     if len(parts) >= 4 and parts[1] == "nodes":
         return not is_local(parts[2], own_id)
+    if parts[1:] == ["cluster", "views"]:
+        return True  # asks every member at once, under the same bound
     if len(parts) == 4 and parts[1] == "pools" and parts[3] == "monitor":
         try:
             params = parse_pairs(query.decode("utf-8"), "query string")

@@ -4,6 +4,8 @@ Public surface (``import swim``; see docs/architecture.md and docs/membership.md
 
 - ``SwimConfig``: every setting, memberlist's loopback profile by default.
 - ``MemberState``, ``Member``, ``MemberEvent``: the table and its changes.
+- ``History``, ``HistoryEntry``, ``HistoryPage``: the numbered ring of a member's changes
+  (``SwimHandle.events(after, limit)``, ``SwimHandle.since(member_id)``).
 - ``SwimMachine``: the sans-IO state machine (bytes and time in, ``Output`` out).
 - ``open_swim(...)`` -> ``SwimHandle``: the trio driver over UDP and TCP push/pull.
 - ``SimNetwork``: N machines on a deterministic simulated network in virtual time.
@@ -20,6 +22,7 @@ from .config import SwimConfig
 from .driver import SwimHandle, open_swim
 from .faults import Faults
 from .framing import FrameError, recv_frame, send_frame
+from .history import HISTORY_SIZE, History, HistoryEntry, HistoryPage
 from .keyring import Keyring, load_keyring, new_key_line
 from .machine import SwimMachine
 from .members import Member, MemberEvent, MemberState
@@ -28,10 +31,14 @@ from .simnet import SimNetwork
 from .wire import BadMessage, decode_untrusted
 
 __all__ = [
+    "HISTORY_SIZE",
     "BadMessage",
     "Datagram",
     "Faults",
     "FrameError",
+    "History",
+    "HistoryEntry",
+    "HistoryPage",
     "Keyring",
     "Member",
     "MemberEvent",

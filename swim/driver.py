@@ -18,10 +18,11 @@ Rules:
    (``auth``). UDP packets are sealed and opened by the machine.
 5. A packet the machine refused before decoding (``DROPPED``) costs no wake-up of the timer
    loop: under a flood, shed packets stay cheap.
-6. Time is ``trio.current_time()``, so a ``trio.testing.MockClock`` drives the member. The
-   event log's ``mono`` is that time moved onto ``time.monotonic()`` (system-wide on Linux) by
-   the offset measured when the log is opened, so event logs of processes on one host line
-   up; the log gets one JSON line per membership change.
+6. Time is ``trio.current_time()``, so a ``trio.testing.MockClock`` drives the member. Every
+   membership change is numbered into the handle's ``History`` ring (``events``, ``since``)
+   and, with an event log, written as one JSON line. Both carry ``mono``, trio's time moved
+   onto ``time.monotonic()`` (system-wide on Linux) by the offset measured when the handle is
+   made, so histories and logs of processes on one host line up, and ``wall`` (epoch s).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import replace
 from typing import IO, Any
 
 import trio
@@ -45,9 +45,10 @@ from .config import SwimConfig
 from .exchange import Seed, parse_seed
 from .faults import Faults
 from .framing import FrameError, recv_frame, send_frame
+from .history import History, HistoryEntry, HistoryPage
 from .keyring import TCP_REPLY, TCP_REQUEST
 from .machine import SwimMachine
-from .members import Member, MemberEvent
+from .members import Member
 from .outputs import DROPPED, Output, SwimStatistics, SyncRequest
 
 __all__ = ["SwimHandle", "open_swim"]
@@ -60,14 +61,10 @@ class _EventLog:
 
     def __init__(self, file: IO[str]) -> None:
         self._file = file
-        # Fixed at opening: under trio's own clock both run at the same rate; under a
-        # MockClock, ``mono`` then follows virtual time.
-        self._offset = time.monotonic() - trio.current_time()
 
-    def write(self, events: Sequence[MemberEvent]) -> None:
-        for ev in events:
-            line = replace(ev, mono=ev.mono + self._offset).as_dict(wall=time.time())
-            self._file.write(json.dumps(line) + "\n")
+    def write(self, entries: Sequence[HistoryEntry]) -> None:
+        for entry in entries:
+            self._file.write(json.dumps(entry.log_line()) + "\n")
 
 
 class SwimHandle:
@@ -93,6 +90,10 @@ class SwimHandle:
         self._send_q, self._send_r = trio.open_memory_channel[tuple[bytes, tuple[str, int]]](4096)
         self._syncing: set[tuple[str, int]] = set()
         self._lags: deque[float] = deque(maxlen=500)
+        self._history = History()
+        # Fixed once: under trio's own clock both run at the same rate; under a MockClock,
+        # ``mono`` then follows virtual time.
+        self._mono_offset = time.monotonic() - trio.current_time()
 
     # ---- the public surface ---------------------------------------------------------------
 
@@ -130,6 +131,15 @@ class SwimHandle:
             loop_lag=lags[-1] if lags else 0.0,
             loop_lag_max=max(lags) if lags else 0.0,
         )
+
+    def events(self, after: int = 0, limit: int = 500) -> HistoryPage:
+        """This member's table changes with ``seq > after``, oldest first, at most ``limit``
+        (``swim.History.page``: ``(events, next, dropped)``)."""
+        return self._history.page(after, limit)
+
+    def since(self, member_id: int) -> float | None:
+        """Wall time (epoch s) of the last change of ``member_id`` this member saw."""
+        return self._history.since(member_id)
 
     def counters(self) -> dict[str, int]:
         """Headline counts: ``received``, ``dropped_rate``, ``dropped_auth``,
@@ -188,8 +198,11 @@ class SwimHandle:
     def _process(self, out: Output, *, wake: bool = True) -> None:
         """Carry out a machine output; ``wake`` makes the tick loop recompute its deadline."""
         if out.events:
+            entries = self._history.record(
+                out.events, wall=time.time(), mono_offset=self._mono_offset
+            )
             if self._log is not None:
-                self._log.write(out.events)
+                self._log.write(entries)
             self._changed.set()
             self._changed = trio.Event()
         for dg in out.datagrams:

@@ -89,6 +89,15 @@ class LocalCluster(TrackedCluster):
             return None
         return body if isinstance(body, dict) else None
 
+    async def read_faults(self, rec: NodeRecord, timeout: float = 1.0) -> dict[str, Any] | None:
+        """The faults in force at the node (``monitor faults``, the body of its ``GET
+        /api/faults``), or None when it does not answer."""
+        try:
+            body = await rpc_call(self.record.host, rec.runtime_port, Monitor("faults"), timeout)
+        except ApiError:  # unreachable, silent, or an older node without that query
+            return None
+        return body if isinstance(body, dict) else None
+
     async def wait_ready(self, node_id: int, timeout: float) -> NodeRecord:
         """Wait until the node answers ``identity``; record its real id and dashboard URL."""
         rec = self.record.node(node_id)

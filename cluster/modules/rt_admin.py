@@ -38,3 +38,4 @@ class AdminModule(Module):
     mod_name = "rt_admin"
     title = "Runtime admin"
     container_class = AdminContainer
+    config_keys = ()  # the admin pool is the runtime itself: nothing to compose

@@ -265,6 +265,7 @@ class BdevModule(Module):
     title = "Block device"
     container_class = BdevContainer
     suggest_base = 800
+    config_keys = ("bdev_type", "capacity")
 
     def create_form(self) -> FormSpec:
         return FormSpec(

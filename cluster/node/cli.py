@@ -270,10 +270,12 @@ def _print_monitor(snap: dict[str, Any]) -> None:
             f"{w['num_blocked_tasks']:>7} {w['num_periodic_tasks']:>8} {w['num_retry_tasks']:>5} "
             f"{w['num_tasks_processed']:>9} {w['load'] or 0:>9.0f}"
         )
-    print(f"{'pool':>10}  {'module':<14} {'name':<16} methods (cpu coef / mape)")
+    print(f"{'pool':>10}  {'module':<14} {'name':<16} methods (cpu coef / mape, trained only)")
     for p in snap["pools"]:
         methods = ", ".join(
-            f"{m['name']} {m['coefficient']:.1f}/{m['mape']:.2f}" for m in p["methods"] if m["mape"]
+            f"{m['name']} {m['coefficient']:.1f}/{m['mape']:.1f}%"
+            for m in p["methods"]
+            if m.get("trained")
         )
         print(f"{p['pool_id']:>10}  {p['mod_name']:<14} {p['pool_name']:<16} {methods or '-'}")
 

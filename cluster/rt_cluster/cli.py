@@ -4,6 +4,7 @@ Commands: ``up``, ``status``, ``down``, ``list``, node operations ``kill``, ``st
 ``resume``, ``restart``, ``add``, faults ``partition``, ``heal``, ``loss``, ``delay``, and
 ``scenario FILE``. Every command takes ``--name`` (default ``default``). A user mistake is a
 one-line message on stderr and exit status 2 (1 when an operation failed); never a traceback.
+An unknown command, cluster or node is answered with what exists ("did you mean", ``hints``).
 See docs/rt_cluster.md.
 
 Rules:
@@ -29,6 +30,7 @@ from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
 from cluster.parse import MAX_NODE_ID, shown
 
 from .commands import ASYNC_COMMANDS, cmd_list, cmd_scenario
+from .hints import unknown_command
 from .output import err
 
 __all__ = ["build_parser", "main"]
@@ -130,7 +132,7 @@ def _add_cluster_commands(sub: _Sub) -> None:
     p.add_argument(
         "--foreground",
         action="store_true",
-        help="stay, show membership every second, stop the cluster on Ctrl-C",
+        help="stay: print a line per change (processes, views, faults); Ctrl-C stops all",
     )
     p.add_argument(
         "--no-keyring", action="store_true", help="gossip without a shared key (not advised)"
@@ -217,9 +219,25 @@ def _run(args: argparse.Namespace) -> int:
     return trio.run(ASYNC_COMMANDS[args.command], args)
 
 
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    """The subcommands, in the order ``--help`` lists them."""
+    return [
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``rt_cluster`` with ``argv`` (default: the process's); the exit status."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    commands = _commands(parser)
+    # The command comes first (there are no options before it): a typo gets "did you mean".
+    if argv and not argv[0].startswith("-") and argv[0] not in commands:
+        parser.error(unknown_command(argv[0], commands))
+    args = parser.parse_args(argv)
     try:
         return _run(args)
     except BadInput as exc:

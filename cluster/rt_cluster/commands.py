@@ -19,7 +19,6 @@ import functools
 import json
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 import trio
 
@@ -37,29 +36,57 @@ from cluster.local import (
     load_record,
     plan_cluster,
     process_state,
+    read_record,
 )
 
-from .output import err, out, print_nodes, progress, status_lines, summary, table
+from .hints import unknown_cluster, unknown_node
+from .output import err, next_step, out, print_nodes, progress, status_lines, table
+from .watch import look, serve_watch
 
-__all__ = ["ASYNC_COMMANDS", "UsageError", "cmd_list", "cmd_scenario"]
+__all__ = ["ASYNC_COMMANDS", "UsageError", "cluster_names", "cmd_list", "cmd_scenario"]
 
 
 class UsageError(BadInput):
     """Bad input on the command line (exit status 2)."""
 
 
+def cluster_names() -> list[str]:
+    """The clusters under the clusters' home (those with a record), sorted."""
+    home = clusters_home()
+    return sorted(d.parent.name for d in home.glob("*/cluster.json")) if home.is_dir() else []
+
+
 def _open(name: str) -> LocalCluster:
+    if read_record(cluster_dir(name)) is None:
+        raise UsageError(unknown_cluster(name, cluster_names(), clusters_home()))
     cluster = LocalCluster(load_record(name))
     cluster.refresh_states()
     return cluster
 
 
+def _node(cluster: LocalCluster, node_id: int) -> NodeRecord:
+    """The node's record; UsageError listing the ids there are when it has none."""
+    rec = cluster.record
+    if all(n.node_id != node_id for n in rec.nodes):
+        raise UsageError(unknown_node(rec.name, node_id, (n.node_id for n in rec.nodes)))
+    return rec.node(node_id)
+
+
+def _again(cluster: LocalCluster, command: str) -> str:
+    """``rt_cluster COMMAND``, with ``--name`` unless it is the default cluster."""
+    name = cluster.record.name
+    return f"rt_cluster {command}" + ("" if name == "default" else f" --name {name}")
+
+
 def _target_nodes(cluster: LocalCluster, node: str) -> list[int]:
     if node == "all":
-        return [n.node_id for n in cluster.live_nodes()]
-    nid = int(node)  # checked by the parser
-    cluster.record.node(nid)
-    return [nid]
+        live = [n.node_id for n in cluster.live_nodes()]
+        if not live:
+            raise UsageError(f"no node of cluster {cluster.record.name!r} is running")
+        return live
+    rec = _node(cluster, int(node))  # a number: checked by the parser
+    cluster.require_live(rec)
+    return [rec.node_id]
 
 
 def _live_state(rec: NodeRecord) -> str:
@@ -117,7 +144,6 @@ async def cmd_up(args: argparse.Namespace) -> int:
     if signals:
         err(f"interrupted; no node of cluster {name!r} is left running")
         return 130
-    out(f"status: rt_cluster status --name {name}    stop: rt_cluster down --name {name}")
     return 0
 
 
@@ -173,45 +199,39 @@ async def _up(cluster: LocalCluster, args: argparse.Namespace) -> None:
         out(f"converged in {took:.1f}s: every node lists {args.n} alive")
     else:
         out("nodes are up (not waiting for convergence: --no-wait)")
+    for line in next_step(cluster.record, foreground=args.foreground):
+        out(line)
     if args.foreground:
-        out("membership as each node sees it, every second; Ctrl-C stops the cluster")
-        while True:
-            cluster.refresh_states()
-            out(await summary(cluster))
-            await trio.sleep(1.0)
+        await serve_watch(cluster)
 
 
 async def cmd_status(args: argparse.Namespace) -> int:
     cluster = _open(args.name)
     rec = cluster.record
     strays = _strays(cluster)
+    seen = await look(cluster)
     if args.json:
-        doc = {
-            "name": rec.name,
-            "nodes": [n.to_status(_live_state(n)) for n in rec.nodes],
-            "strays": [{"pid": m.pid, "node_id": m.node_id} for m in strays],
-        }
-        out(json.dumps(doc, indent=2))
+        nodes = []
+        for n in rec.nodes:
+            faults = getattr(seen.get(n.node_id), "faults", None)
+            nodes.append({**n.to_status(_live_state(n)), "faults": faults})
+        strays_json = [{"pid": m.pid, "node_id": m.node_id} for m in strays]
+        out(json.dumps({"name": rec.name, "nodes": nodes, "strays": strays_json}, indent=2))
         return 0
-    ids = {n.node_id for n in rec.nodes}
-    _, bodies = await cluster.converged(ids)
     rows = []
     for n in rec.nodes:
-        body: Any = bodies.get(n.node_id)
-        alive = (
-            "-"
-            if body is None
-            else str(sum(1 for m in body.get("nodes", ()) if m.get("state") == "alive"))
-        )
+        node = seen.get(n.node_id)
+        alive = node.alive_count() if node is not None else None
         state = _live_state(n)
-        ended = (
-            n.ended.describe()
-            if n.ended is not None and state not in ("running", "paused")
-            else "-"
-        )
-        rows.append((n.node_id, n.pid, state, ended, n.runtime_port, alive, n.dashboard or "-"))
+        over = n.ended is not None and state not in ("running", "paused")
+        ended = n.ended.describe() if over and n.ended is not None else "-"
+        rows.append(
+            (n.node_id, n.pid, state, ended, n.runtime_port, "-" if alive is None else alive,
+             "-" if node is None else node.faults_cell(), n.dashboard or "-")
+        )  # fmt: skip
     out(f"cluster {rec.name!r} ({rec.directory})")
-    out(table(rows, ("node", "pid", "state", "ended", "runtime", "sees alive", "dashboard")))
+    header = ("node", "pid", "state", "ended", "runtime", "sees alive", "faults", "dashboard")
+    out(table(rows, header))
     for line in status_lines(rec, strays):
         out(line)
     return 0
@@ -236,9 +256,9 @@ async def cmd_down(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     home = clusters_home()
     rows = []
-    for d in sorted(home.glob("*/cluster.json")) if home.is_dir() else []:
+    for name in cluster_names():
         try:
-            rec = load_record(d.parent.name)
+            rec = load_record(name)
         except ClusterError:
             continue
         running = len(live_members(rec.directory, rec))
@@ -256,7 +276,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 async def cmd_node(args: argparse.Namespace) -> int:
     cluster = _open(args.name)
     nid = args.node
-    cluster.record.node(nid)
+    _check_node_command(cluster, args.command, _node(cluster, nid))
     if args.command == "kill":
         await cluster.kill(nid)
         msg = f"node {nid} killed (SIGKILL)"
@@ -265,7 +285,7 @@ async def cmd_node(args: argparse.Namespace) -> int:
         msg = f"node {nid} stopped"
     elif args.command == "pause":
         cluster.pause(nid)
-        msg = f"node {nid} paused (SIGSTOP); resume with: rt_cluster resume {nid}"
+        msg = f"node {nid} paused (SIGSTOP); resume it with: {_again(cluster, f'resume {nid}')}"
     elif args.command == "resume":
         cluster.resume(nid)
         msg = f"node {nid} resumed (SIGCONT)"
@@ -277,6 +297,22 @@ async def cmd_node(args: argparse.Namespace) -> int:
             msg += f"; converged in {took:.1f}s"
     out(msg)
     return 0
+
+
+def _check_node_command(cluster: LocalCluster, command: str, rec: NodeRecord) -> None:
+    """Refuse what would do nothing, rather than claim it was done: a node that does not run
+    (kill, stop, pause, resume), pause of a paused node, resume of a running one."""
+    if command == "restart":
+        return
+    cluster.require_live(rec)
+    state = cluster.state_of(rec)
+    if command == "pause" and state == "paused":
+        raise UsageError(
+            f"node {rec.node_id} is already paused; resume it with: "
+            f"{_again(cluster, f'resume {rec.node_id}')}"
+        )
+    if command == "resume" and state != "paused":
+        raise UsageError(f"node {rec.node_id} is not paused (it is {state}); nothing to resume")
 
 
 async def cmd_add(args: argparse.Namespace) -> int:
@@ -304,7 +340,7 @@ async def cmd_partition(args: argparse.Namespace) -> int:
             if i in seen:
                 raise UsageError(f"node {i} is in more than one group")
             seen.add(i)
-            cluster.record.node(i)
+            _node(cluster, i)
     missing = sorted({n.node_id for n in cluster.record.nodes} - seen)
     if missing:
         raise UsageError(f"node(s) {', '.join(map(str, missing))} are in no group; list every node")
@@ -327,10 +363,10 @@ async def cmd_fault(args: argparse.Namespace) -> int:
     cluster = _open(args.name)
     value = args.percent if args.command == "loss" else args.ms
     if args.peer is not None:
-        cluster.record.node(args.peer)
+        _node(cluster, args.peer)
     targets = _target_nodes(cluster, args.node)
     for nid in targets:
-        await cluster.faults(cluster.record.node(nid), args.command, peer=args.peer, value=value)
+        await cluster.faults(_node(cluster, nid), args.command, peer=args.peer, value=value)
     unit = "%" if args.command == "loss" else " ms"
     scope = f" to/from node {args.peer}" if args.peer is not None else ""
     out(f"{args.command} {value:g}{unit}{scope} on node(s) {', '.join(map(str, targets))}")

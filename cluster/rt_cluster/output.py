@@ -1,4 +1,4 @@
-"""What ``rt_cluster`` prints: plain lines, tables, launch progress and the membership summary.
+"""What ``rt_cluster`` prints: plain lines, tables, launch progress and the next step.
 
 Rules:
 1. Normal output goes to stdout, flushed line by line (it is often piped or watched); problems
@@ -6,21 +6,20 @@ Rules:
 2. A reader that went away (``| head -1``) never stops a command: the stream is pointed at
    /dev/null and the command carries on, so ``up --foreground`` still stops its cluster on
    Ctrl-C.
-3. Nothing here changes a cluster: ``summary`` only asks the nodes what they believe.
+3. Nothing here changes a cluster or talks to a node: it prints what it is given.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from cluster.local import ClusterRecord, LocalCluster, Member
+from cluster.local import ClusterRecord, Member
 
-__all__ = ["err", "out", "print_nodes", "progress", "status_lines", "summary", "table"]
+__all__ = ["err", "next_step", "out", "print_nodes", "progress", "status_lines", "table"]
 
 Progress = Callable[[int, int, int, float], None]
 
@@ -87,26 +86,19 @@ def print_nodes(rec: ClusterRecord) -> None:
     out(table(rows, ("node", "pid", "runtime", "dashboard", "log")))
 
 
-async def summary(cluster: LocalCluster) -> str:
-    """One line per node: its process state, leader, and what it believes of every member."""
-    ids = [n.node_id for n in cluster.record.nodes]
-    _, bodies = await cluster.converged(set(ids))
-    lines = [time.strftime("%H:%M:%S") + f" cluster {cluster.record.name}"]
-    for rec in cluster.record.nodes:
-        proc = cluster.state_of(rec)
-        body = bodies.get(rec.node_id)
-        if proc == "gone":
-            how = f": {rec.ended.describe()}" if rec.ended is not None else ""
-            lines.append(f"  node {rec.node_id}: not running ({rec.state}{how})")
-        elif body is None:
-            lines.append(f"  node {rec.node_id}: {proc}, not answering")
-        else:
-            seen = " ".join(f"{n['node_id']}:{n['state']}" for n in body.get("nodes", ()))
-            alive = sum(1 for n in body.get("nodes", ()) if n.get("state") == "alive")
-            lines.append(
-                f"  node {rec.node_id}: leader {body.get('leader_node_id')}, {alive} alive | {seen}"
-            )
-    return "\n".join(lines)
+def next_step(rec: ClusterRecord, *, foreground: bool) -> list[str]:
+    """What to do now: the dashboard to open, and how to stop the cluster."""
+    name = "" if rec.name == "default" else f" --name {rec.name}"
+    url = next((n.dashboard for n in rec.nodes if n.dashboard), "")
+    watch = (
+        f"open {url}/ to watch (who sees whom: {url}/views)" if url else "no dashboards (--no-viz)"
+    )
+    if foreground:
+        return [
+            f"{watch}; Ctrl-C stops all",
+            "changes, one line each (processes, what each node sees, leaders, faults):",
+        ]
+    return [f"{watch}; status: rt_cluster status{name}; stop: rt_cluster down{name}"]
 
 
 def status_lines(rec: ClusterRecord, strays: Sequence[Member]) -> list[str]:

@@ -2,7 +2,9 @@
 module contract and registry, and the view the dashboard and the node RPC serve.
 
     Runtime                   one node's runtime; answers from its own state
-    Membership, SingleNode    what the runtime reads of the cluster (the SWIM handle, or itself)
+    Membership, SingleNode    what the runtime reads of the cluster (the SWIM handle, or itself):
+                              its table, history and faults (``faults_json``, ``view_name``)
+    build_views               the observer x subject matrix of /api/cluster/views
     Peers, is_local           how it reaches peers, and the one "answer here?" decision
     parse_routing, name_error the strict readings of a routing and of a pool name
     RuntimeView               the narrow view the dashboard is given
@@ -16,7 +18,17 @@ The runtime imports nothing of the node process, the dashboard or the modules.
 from .assets import find_assets, viz_roots
 from .compose import MAX_NAME, name_error
 from .costmodel import CostModel
-from .membership import MemberLike, Membership, SingleNode, state_name
+from .membership import (
+    EventLike,
+    FaultsLike,
+    MemberLike,
+    Membership,
+    NoFaults,
+    SingleNode,
+    faults_json,
+    state_name,
+    view_name,
+)
 from .module import (
     Container,
     FormField,
@@ -35,6 +47,7 @@ from .registry import BUILTIN, available_modules, load_modules
 from .runtime import Runtime
 from .sysstats import StatsRing
 from .view import RuntimeView
+from .views import build_views
 from .workers import PeriodicTask, WorkerPool, parse_period
 from .workload import serve_workload, startup_compose
 
@@ -44,6 +57,8 @@ __all__ = [
     "MAX_NAME",
     "Container",
     "CostModel",
+    "EventLike",
+    "FaultsLike",
     "FormField",
     "FormSpec",
     "MemberLike",
@@ -51,6 +66,7 @@ __all__ = [
     "Module",
     "ModuleContext",
     "ModuleRoute",
+    "NoFaults",
     "Peers",
     "PeriodicTask",
     "PoolInfo",
@@ -63,6 +79,8 @@ __all__ = [
     "StatsRing",
     "WorkerPool",
     "available_modules",
+    "build_views",
+    "faults_json",
     "find_assets",
     "is_local",
     "load_modules",
@@ -75,5 +93,6 @@ __all__ = [
     "serve_workload",
     "startup_compose",
     "state_name",
+    "view_name",
     "viz_roots",
 ]

@@ -1,27 +1,135 @@
 """The admin pool's monitor queries: what a per-node endpoint answers about this node.
 
-Each query is one function of the runtime and the request's parameters; ``ADMIN_QUERIES``
-is the table the runtime dispatches on (and the list the dashboard's per-node routes check).
-A numeric parameter is parsed strictly (``cluster.parse``: canonical ASCII digits, ranged), here
-where every per-node query is answered, asked locally or forwarded by a peer.
+Rules:
+1. Each query is one function of the runtime and the request's parameters; ``ADMIN_QUERIES``
+   is the table the runtime dispatches on (and the list the dashboard's per-node routes
+   check). A peer answers a forwarded query from the same table, so a query added here is
+   answered by every node.
+2. A query's parameters are parsed strictly (``cluster.parse``: canonical ASCII digits,
+   ranged) by ``check_params``, which the runtime calls before it answers or forwards: a bad
+   parameter is a 400 here, never a wait on a peer. The parsers sit in ``ADMIN_PARAMS``.
+3. Every answer is built from this node's own state: its SWIM table and history
+   (``Membership``), its faults, its own process (``ProcessProbe``, psutil on its own pid).
+   Machine-wide figures are labelled ``machine`` and read from the stats ring, so this query
+   never disturbs the ring's CPU sampling.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+import psutil
 
 from cluster.errors import BadRequest
 from cluster.parse import ParseError, parse_int
 
+from .membership import faults_json, view_name
+
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-__all__ = ["ADMIN_QUERIES", "admin_query"]
+__all__ = [
+    "ADMIN_PARAMS",
+    "ADMIN_QUERIES",
+    "EVENTS_LIMIT",
+    "MAX_EVENTS_LIMIT",
+    "VIEW_QUERY",
+    "ProcessProbe",
+    "admin_query",
+    "check_params",
+    "events_params",
+]
 
 JSON = dict[str, Any]
 Query = Callable[["Runtime", Mapping[str, str]], JSON]
 MAX_EVENT_ID = (1 << 63) - 1
+MAX_SEQ = (1 << 63) - 1
+EVENTS_LIMIT = 500  # events one page holds unless ``limit`` says otherwise
+MAX_EVENTS_LIMIT = 5000
+VIEW_QUERY = "view"  # what each observer is asked for /api/cluster/views
+
+
+class ProcessProbe:
+    """This process's own figures (psutil on ``os.getpid()``) since the probe was made."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()  # seconds, host-monotonic
+        self._pid = -1
+        self._proc: psutil.Process | None = None
+        try:
+            self._process()  # primes cpu_percent: its first reading is always 0.0
+        except (OSError, psutil.Error):
+            pass  # tried again at the first reading
+
+    def _process(self) -> psutil.Process:
+        if self._proc is None or self._pid != os.getpid():  # a forked child is another process
+            self._pid = os.getpid()
+            self._proc = psutil.Process(self._pid)
+            self._proc.cpu_percent(None)
+        return self._proc
+
+    def figures(self) -> JSON:
+        """``pid``, ``uptime_s``, ``cpu_percent`` (since the last reading; over 100 when more
+        than one core is busy) and ``rss_bytes``; None for what psutil could not read."""
+        cpu: float | None = None
+        rss: int | None = None
+        try:
+            proc = self._process()
+            cpu = proc.cpu_percent(None)
+            rss = proc.memory_info().rss
+        except (OSError, psutil.Error):
+            pass  # out of file descriptors, say: the figures are unknown, not an error
+        return {
+            "pid": os.getpid(),
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "cpu_percent": cpu,
+            "rss_bytes": rss,
+        }
+
+
+def _strict(params: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    if key not in params:
+        return default
+    try:
+        return parse_int(params[key], low=low, high=high, what=key)
+    except ParseError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def events_params(params: Mapping[str, str]) -> tuple[int, int]:
+    """``after`` (default 0) and ``limit`` (default 500, 1 to 5000); BadRequest if either is
+    not canonical ASCII digits in range."""
+    after = _strict(params, "after", 0, 0, MAX_SEQ)
+    return after, _strict(params, "limit", EVENTS_LIMIT, 1, MAX_EVENTS_LIMIT)
+
+
+def _min_event_id(params: Mapping[str, str]) -> int:
+    raw = params.get("min_event_id", "") or "0"  # left out or empty: every entry
+    try:
+        return parse_int(raw, low=0, high=MAX_EVENT_ID, what="min_event_id")
+    except ParseError as exc:
+        if isinstance(raw, str) and raw.isascii() and raw.lstrip("-").isdigit():
+            raise BadRequest(str(exc)) from None  # a number out of range: say the range
+        shown = raw if isinstance(raw, str) and len(raw) <= 40 else f"{str(raw)[:40]}..."
+        raise BadRequest(f"min_event_id must be an integer, got '{shown}'") from None
+
+
+ADMIN_PARAMS: dict[str, Callable[[Mapping[str, str]], object]] = {
+    "system_stats": _min_event_id,
+    "events": events_params,
+}
+
+
+def check_params(query: str, params: Mapping[str, str]) -> None:
+    """BadRequest if ``query`` is unknown or one of its parameters is malformed."""
+    if query not in ADMIN_QUERIES:
+        raise BadRequest(f"unknown admin monitor query '{query}'")
+    parse = ADMIN_PARAMS.get(query)
+    if parse is not None:
+        parse(params)
 
 
 def _workers(rt: Runtime, params: Mapping[str, str]) -> JSON:
@@ -29,15 +137,7 @@ def _workers(rt: Runtime, params: Mapping[str, str]) -> JSON:
 
 
 def _system_stats(rt: Runtime, params: Mapping[str, str]) -> JSON:
-    raw = params.get("min_event_id", "") or "0"  # left out or empty: every entry
-    try:
-        min_id = parse_int(raw, low=0, high=MAX_EVENT_ID, what="min_event_id")
-    except ParseError as exc:
-        if isinstance(raw, str) and raw.isascii() and raw.lstrip("-").isdigit():
-            raise BadRequest(str(exc)) from None  # a number out of range: say the range
-        shown = raw if isinstance(raw, str) and len(raw) <= 40 else f"{str(raw)[:40]}..."
-        raise BadRequest(f"min_event_id must be an integer, got '{shown}'") from None
-    return {"entries": rt.stats.since(min_id)}
+    return {"entries": rt.stats.since(_min_event_id(params))}
 
 
 def _containers(rt: Runtime, params: Mapping[str, str]) -> JSON:
@@ -59,6 +159,53 @@ def _bdevs(rt: Runtime, params: Mapping[str, str]) -> JSON:
     }
 
 
+def _events(rt: Runtime, params: Mapping[str, str]) -> JSON:
+    after, limit = events_params(params)
+    events, cursor, dropped = rt.membership.events(after, limit)
+    return {"events": [e.as_dict() for e in events], "next": cursor, "dropped": dropped}
+
+
+def _faults(rt: Runtime, params: Mapping[str, str]) -> JSON:
+    return faults_json(rt.membership.faults)
+
+
+def _view(rt: Runtime, params: Mapping[str, str]) -> JSON:
+    """What this node holds of every member, its leader and its faults: one observer's row of
+    ``/api/cluster/views`` in one round trip."""
+    return {
+        "leader": rt.membership.leader_id(),
+        "views": {str(m.node_id): view_name(m.state) for m in rt.membership.members()},
+        "faults": {"node_id": rt.node_id, **faults_json(rt.membership.faults)},
+    }
+
+
+def _process(rt: Runtime, params: Mapping[str, str]) -> JSON:
+    stats = getattr(rt.membership, "statistics", None)  # SingleNode has no SWIM statistics
+    swim = stats() if stats is not None else None
+    me = next((m for m in rt.membership.members() if m.node_id == rt.node_id), None)
+    sample = rt.stats.latest() or {}
+    try:
+        memory: float | None = psutil.virtual_memory().percent
+    except (OSError, psutil.Error):
+        memory = None
+    figures = rt.process.figures()
+    return {
+        "pid": figures.pop("pid"),
+        "runtime_port": me.port if me is not None else rt.settings.networking.port,
+        "dashboard_url": rt.dashboard_url,
+        **figures,
+        "incarnation": me.incarnation if me is not None else 0,
+        "health_score": swim.health_score if swim is not None else None,
+        "loop_lag_ms": _ms(swim.loop_lag) if swim is not None else None,
+        "loop_lag_max_ms": _ms(swim.loop_lag_max) if swim is not None else None,
+        "machine": {"cpu_percent": sample.get("cpu_usage_pct"), "memory_percent": memory},
+    }
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
 ADMIN_QUERIES: dict[str, Query] = {
     "workers": _workers,
     "system_stats": _system_stats,
@@ -67,12 +214,14 @@ ADMIN_QUERIES: dict[str, Query] = {
     "health": lambda rt, params: rt.health(),
     "topology": lambda rt, params: rt.topology(),
     "pools": lambda rt, params: rt.pools_json(),
+    "events": _events,
+    "faults": _faults,
+    "process": _process,
+    VIEW_QUERY: _view,
 }
 
 
 def admin_query(rt: Runtime, query: str, params: Mapping[str, str]) -> JSON:
-    """``{"node_id": ..., **answer}``; an unknown query is a 400."""
-    answer = ADMIN_QUERIES.get(query)
-    if answer is None:
-        raise BadRequest(f"unknown admin monitor query '{query}'")
-    return {"node_id": rt.node_id, **answer(rt, params)}
+    """``{"node_id": ..., **answer}``; an unknown query or a bad parameter is a 400."""
+    check_params(query, params)
+    return {"node_id": rt.node_id, **ADMIN_QUERIES[query](rt, params)}

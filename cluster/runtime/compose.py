@@ -3,12 +3,14 @@
 Rules:
 1. ``check_compose`` is synchronous and changes nothing: it returns a ``ComposePlan`` or
    raises ``ValidationFailed`` with every failing field (generic fields here, module
-   parameters by the module's ``validate_config``).
+   parameters by the module's ``config_errors``: an unknown key, then ``validate_config``).
 2. A pool id or name is taken while its pool is starting, too (``PoolManager.reserve``), so
    two requests for the same id cannot both pass.
 3. Module parameters given as YAML text are read by ``cluster.safeyaml`` within
    ``CONFIG_LIMITS`` (64 KiB, no aliases): small enough to parse on the event loop in a few
-   milliseconds, and a refusal is a ``config`` field error (400), never a hang.
+   milliseconds, and a refusal is a ``config`` field error (400), never a hang. Every YAML
+   complaint says where: a parse error its line and column, a module parameter's error the
+   line and column its key was written at (``line 2, column 1: unknown parameter ...``).
 4. Every identity field is text, checked as written (nothing is stripped): a pool id by
    ``PoolId.parse``, a pool query by ``parse_routing``, a pool name by ``name_error``: 1 to
    ``MAX_NAME`` printable characters (``str.isprintable``: no control, format or separator
@@ -25,7 +27,7 @@ from typing import Any
 
 from cluster.errors import BadRequest, ValidationFailed
 from cluster.ids import ADMIN_POOL_ID, PoolId
-from cluster.safeyaml import Limits, YamlError, load
+from cluster.safeyaml import KeyMarks, Limits, YamlError, load_marked
 
 from .module import Module
 from .peers import parse_routing
@@ -80,9 +82,9 @@ def check_compose(
             parse_routing(request["pool_query"])
         except BadRequest as exc:
             errs["pool_query"] = exc.message
-    cfg = _config(request["config"], errs)
+    cfg, marks = _config(request["config"], errs)
     if module is not None and "config" not in errs:
-        errs.update(module.validate_config(cfg))
+        errs.update(_placed(module.config_errors(cfg), marks))
     if errs:
         raise ValidationFailed(errs)
     assert module is not None
@@ -127,20 +129,34 @@ def _check_pool_id(pools: PoolManager, pool_id: str, errs: dict[str, str]) -> Po
     return pid
 
 
-def _config(config: Mapping[str, Any] | str | None, errs: dict[str, str]) -> Mapping[str, Any]:
-    """Module parameters: a mapping as given, or parsed from YAML text."""
+def _config(
+    config: Mapping[str, Any] | str | None, errs: dict[str, str]
+) -> tuple[Mapping[str, Any], KeyMarks]:
+    """Module parameters: a mapping as given, or parsed from YAML text (with where each key
+    was written)."""
     if config is None:
-        return {}
+        return {}, {}
     if not isinstance(config, str):
-        return config
+        return config, {}
     try:
-        parsed = load(config, CONFIG_LIMITS)
+        parsed, marks = load_marked(config, CONFIG_LIMITS)
     except YamlError as exc:
         errs["config"] = f"not valid YAML: {exc}"
-        return {}
+        return {}, {}
     if parsed is None:
-        return {}
+        return {}, {}
     if not isinstance(parsed, Mapping):
         errs["config"] = "must be a YAML mapping of module parameters"
-        return {}
-    return parsed
+        return {}, {}
+    return parsed, {str(k): v for k, v in marks.items()}
+
+
+def _placed(errors: Mapping[str, str], marks: KeyMarks) -> dict[str, str]:
+    """Module errors by key, each prefixed with where its key was written in the YAML."""
+    out = {}
+    for key, why in errors.items():
+        if key in marks:
+            line, column = marks[key]
+            why = f"line {line}, column {column}: {why}"
+        out[key] = why
+    return out

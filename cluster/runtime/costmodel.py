@@ -3,8 +3,14 @@
 CPU prediction ``a·(x+1)`` and wall prediction ``b·(y+1)`` from a task's size ``x`` (both sizes
 are the task's size here). Both coefficients start at 1.0. After each task, with
 ``err = predicted - real``: ``coef -= lr·err/(x+1)``; where the real cost is positive,
-``mape = (1-lr)·mape + lr·|err|/real``. A method is "trained" once a MAPE is non-zero.
-Costs are microseconds; sizes are whatever unit the module chooses (KiB for I/O).
+``mape = (1-lr)·mape + lr·100·|err|/real``.
+
+Units: costs are microseconds; sizes whatever unit the module chooses (KiB for I/O); ``mape``
+and ``wall_mape`` are PERCENT everywhere (here, in the API, on the pages: 12.5 means 12.5 %).
+A method is trained once it has learned from a task (``samples`` > 0); before that its MAPE
+is no figure at all (``to_json`` says ``trained: false``), not a perfect 0 %. A MAPE can be far
+above 100 % when real costs are tiny beside the first predictions (the coefficients start at
+1 µs per unit and the average forgets slowly).
 """
 
 from __future__ import annotations
@@ -18,11 +24,11 @@ __all__ = ["CostModel", "MethodModel"]
 class MethodModel:
     id: int
     name: str
-    coefficient: float = 1.0
-    mape: float = 0.0
-    wall_coefficient: float = 1.0
-    wall_mape: float = 0.0
-    samples: int = 0
+    coefficient: float = 1.0  # µs of CPU per (size + 1)
+    mape: float = 0.0  # percent
+    wall_coefficient: float = 1.0  # µs of wall time per (size + 1)
+    wall_mape: float = 0.0  # percent
+    samples: int = 0  # tasks learned from
 
     def predict_cpu(self, size: float) -> float:
         return self.coefficient * (size + 1)
@@ -38,6 +44,8 @@ class MethodModel:
             "mape": self.mape,
             "wall_coefficient": self.wall_coefficient,
             "wall_mape": self.wall_mape,
+            "samples": self.samples,
+            "trained": self.samples > 0,
         }
 
 
@@ -45,7 +53,7 @@ def _learn(coef: float, mape: float, lr: float, size: float, real: float) -> tup
     err = coef * (size + 1) - real
     coef -= lr * err / (size + 1)
     if real > 0:
-        mape = (1 - lr) * mape + lr * abs(err) / real
+        mape = (1 - lr) * mape + lr * 100.0 * abs(err) / real
     return coef, mape
 
 

@@ -5,7 +5,8 @@ Rules:
 2. Every pool is created through the runtime's ``compose`` (the API's compose, a module's typed
    create form, ``rt_run compose`` and the settings' compose section all end there), so
    validation is in one place: generic fields by the runtime, module parameters by
-   ``validate_config``.
+   ``config_errors``: a key outside the module's ``config_keys`` is refused (400, naming the
+   key and the known ones), then ``validate_config`` checks the values.
 3. Route handlers receive a ``RouteCall`` and return a JSON-able dict or raise an ``ApiError``;
    the dashboard mounts them under ``/api/mod/<mod_name>/`` without knowing what they do.
    Parameters are read as written (never stripped): booleans through ``RouteCall.flag``, pool
@@ -271,6 +272,8 @@ class Module:
     title: ClassVar[str] = ""
     container_class: ClassVar[type[Container]] = Container
     suggest_base: ClassVar[int] = 800  # pool-id suggestions start at this major
+    # The module parameters a compose entry may hold; None: not declared, nothing refused.
+    config_keys: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, runtime: ModuleContext) -> None:
         self.runtime = runtime
@@ -299,6 +302,20 @@ class Module:
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
         """Errors by field for the module parameters of a compose entry (none by default)."""
         return {}
+
+    def config_errors(self, config: Mapping[str, Any]) -> dict[str, str]:
+        """Errors by key: every key outside ``config_keys``, then ``validate_config``'s."""
+        errors: dict[str, str] = {}
+        known = self.config_keys
+        if known is not None:
+            listed = ", ".join(known) if known else "none"
+            for key in config:
+                if key not in known:
+                    name = str(key) if len(str(key)) <= 40 else f"{str(key)[:40]}..."
+                    errors[name] = (
+                        f"unknown parameter '{name}' of {self.mod_name} (known: {listed})"
+                    )
+        return {**errors, **self.validate_config(config)}
 
     def make_container(self, info: PoolInfo, config: Mapping[str, Any]) -> Container:
         return self.container_class(self.runtime, info, config)

@@ -9,7 +9,9 @@ Rules:
    the table only once started (``PoolManager.reserve``). A container whose start fails is
    closed (it gives back what it took) and the compose is refused with an ``ApiError``.
 3. Membership comes from a ``Membership`` (the SWIM handle, or ``SingleNode`` when embedded
-   without a cluster); the runtime only reads it.
+   without a cluster); the runtime only reads it: its table, its history, its faults.
+4. The whole cluster's picture (``cluster_views``) is built by forwarding one query to every
+   member (``cluster.runtime.views``), each under the same forward bound, all at once.
 """
 
 from __future__ import annotations
@@ -33,16 +35,17 @@ from cluster.errors import (
 from cluster.ids import ADMIN_POOL_ID, PoolId, parse_node_id
 from cluster.settings import Settings
 
-from .admin import ADMIN_QUERIES, admin_query
+from .admin import ProcessProbe, admin_query, check_params
 from .assets import find_assets
 from .compose import check_compose
 from .costmodel import CostModel
-from .membership import MemberLike, Membership, SingleNode, state_name
+from .membership import MemberLike, Membership, SingleNode, state_name, view_name
 from .module import Container, Module, PoolInfo
 from .peers import FORWARD_TIMEOUT, Peers, is_local, routing_targets
 from .pools import PoolManager
 from .registry import load_modules
 from .sysstats import StatsRing
+from .views import cluster_views
 from .workers import WorkerPool
 
 __all__ = ["FORWARD_TIMEOUT", "Runtime"]
@@ -72,6 +75,7 @@ class Runtime:
         self.peers = peers
         self.forward_timeout = FORWARD_TIMEOUT
         self.viz_address: tuple[str, int] | None = None  # set by the node once bound
+        self.process = ProcessProbe()  # this process's figures; uptime counts from here
         self.pools = PoolManager()
         self.workers = WorkerPool(settings.runtime.workers, self._cost_model)
         self.stats = StatsRing(self._identity)
@@ -91,6 +95,14 @@ class Runtime:
     @property
     def is_leader(self) -> bool:
         return self.membership.leader_id() == self.node_id
+
+    @property
+    def dashboard_url(self) -> str | None:
+        """``http://host:port`` of this node's dashboard once bound, else None."""
+        if self.viz_address is None:
+            return None
+        host, port = self.viz_address
+        return f"http://{host}:{port}"
 
     def refresh_assets(self) -> dict[str, str]:
         """Look up every loaded module's page assets again (``RT_VIZ_PATH`` roots first)."""
@@ -134,9 +146,12 @@ class Runtime:
         }
 
     def topology(self) -> JSON:
-        leader = self.membership.leader_id()
+        """The host table as this node holds it; per member its ``incarnation``, ``since``
+        (wall epoch s of the last change seen here, or None) and ``view``."""
+        ms = self.membership
+        leader = ms.leader_id()
         nodes = []
-        for m in sorted(self.membership.members(), key=lambda m: m.node_id):
+        for m in sorted(ms.members(), key=lambda m: m.node_id):
             state = state_name(m.state)
             nodes.append(
                 {
@@ -146,6 +161,9 @@ class Runtime:
                     "alive": state == "alive",
                     "is_leader": m.node_id == leader,
                     "is_self": m.node_id == self.node_id,
+                    "incarnation": m.incarnation,
+                    "since": ms.since(m.node_id),
+                    "view": view_name(m.state),
                 }
             )
         return {
@@ -159,8 +177,31 @@ class Runtime:
         return {"pools": [c.info.to_json() for c in self.pools.all()]}
 
     def config_json(self) -> JSON:
+        """The settings the node came up with, ``sources``: where each came from (``default``,
+        ``file <path>``, ``env RT_...``, ``flag --...`` or how it was derived), ``paths``: the
+        paths in use with ``~`` expanded (``Settings.paths``)."""
         s = self.settings
         viz_bind, viz_port = self.viz_address or (s.viz.bind, s.viz.port)
+        port_from = s.origin("viz.port")
+        origins = {
+            "port": s.origin("networking.port"),
+            "server_addr": s.origin("networking.host"),
+            "num_threads": s.origin("runtime.num_threads"),
+            "worker_count": s.origin("runtime.worker_count")
+            if s.runtime.worker_count
+            else "derived: num_threads (worker_count 0)",
+            "hostfile": s.origin("networking.hostfile"),
+            "conf_dir": s.origin("runtime.conf_dir"),
+            "learning_rate": s.origin("runtime.learning_rate"),
+            "swim_enabled": "derived: the membership layer this node runs",
+            "viz_port": port_from if viz_port == s.viz.port else f"bound: {port_from} asked for 0",
+            "viz_bind": s.origin("viz.bind"),
+            "modules": s.origin("runtime.modules"),
+            "data_dir": s.origin("runtime.data_dir")
+            if s.runtime.data_dir
+            else "derived: conf_dir/data/node-<port>",
+            "config_file": s.origin("config_file"),
+        }
         return {
             "port": s.networking.port,
             "server_addr": s.networking.host,
@@ -173,6 +214,8 @@ class Runtime:
             "viz_port": viz_port,
             "viz_bind": viz_bind,
             "modules": list(self.modules),
+            "sources": origins,
+            "paths": s.paths(),
         }
 
     def chimods(self) -> JSON:
@@ -207,19 +250,23 @@ class Runtime:
             try:
                 return await ask(self.peers, member)
             except PeerUnreachable as exc:
-                raise PeerUnavailable(f"node {node_id} did not answer {what}: {exc}") from None
+                raise PeerUnreachable(f"node {node_id} did not answer {what}: {exc}") from None
         raise PeerUnavailable(f"{what} timed out after {self.forward_timeout:g}s")
 
     async def node_monitor(self, node: str, query: str, params: Mapping[str, str]) -> JSON:
         """A per-node endpoint: answered here, or forwarded as one monitor task to the peer."""
         nid = self.resolve_node(node)
-        if query not in ADMIN_QUERIES:
-            raise BadRequest(f"unknown admin monitor query '{query}'")
+        check_params(query, params)  # a bad query or parameter is a 400 before any forward
         if nid == self.node_id:
             return await self.run_admin_monitor(query, params)
         return await self.forward(
             nid, f"monitor '{query}'", lambda peers, m: peers.monitor(m, query, params)
         )
+
+    async def cluster_views(self) -> JSON:
+        """Every member's view of every member, asked of each in parallel within the forward
+        bound (``cluster.runtime.views``)."""
+        return await cluster_views(self)
 
     async def local_pool_monitor(
         self, pool_id: PoolId, query: str, params: Mapping[str, str]
@@ -237,7 +284,9 @@ class Runtime:
         routing: str = "local",
         params: Mapping[str, str] | None = None,
     ) -> JSON:
-        """A pool's monitor answer from each container the routing names (``null`` if silent).
+        """A pool's monitor answer from each container the routing names: ``results`` holds
+        each answer (``null`` for a node that failed) and, when one failed, ``errors`` why. A
+        query every asked node refused (400: no such query) is a 400 itself.
 
         ``params`` (the request's other parameters) reach the module's monitor handler.
         """
@@ -248,6 +297,7 @@ class Runtime:
         alive = [m.node_id for m in self.membership.members() if state_name(m.state) == "alive"]
         targets = routing_targets(routing or "local", self.node_id, alive, self.resolve_node)
         results: dict[str, Any] = {}
+        failed: dict[str, ApiError] = {}
 
         async def ask(nid: int) -> None:
             try:
@@ -261,8 +311,8 @@ class Runtime:
                     )
             except NotFound:
                 pass
-            except ApiError:
-                results[str(nid)] = None
+            except ApiError as exc:
+                results[str(nid)], failed[str(nid)] = None, exc
 
         if targets == [self.node_id]:  # answered here: its errors are the request's
             results[str(self.node_id)] = await self.local_pool_monitor(pool_id, query, params)
@@ -272,7 +322,12 @@ class Runtime:
                     nursery.start_soon(ask, nid)
             if not results:
                 raise NotFound(f"no pool with id {pool_id}")
-        return {"pool_id": str(pool_id), "query": query, "results": dict(sorted(results.items()))}
+            if len(failed) == len(results) and all(e.status == 400 for e in failed.values()):
+                raise BadRequest(next(iter(failed.values())).message)  # no node knows the query
+        body = {"pool_id": str(pool_id), "query": query, "results": dict(sorted(results.items()))}
+        if failed:
+            body["errors"] = {nid: failed[nid].message for nid in sorted(failed)}
+        return body
 
     # -- pools ------------------------------------------------------------------------------
 

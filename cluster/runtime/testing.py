@@ -1,7 +1,9 @@
 """Fakes of what the runtime reads and calls, for tests without a cluster: a membership (with
-the SWIM statistics the dashboard's ``/metrics`` reads) and the peers.
+the SWIM statistics the dashboard's ``/metrics`` reads, a history and faults) and the peers.
 
     rt = Runtime(settings, 0, membership=FakeMembership.of(3))
+    rt.membership.change(2, "dead", cause="test")   # table and history change together
+    rt.membership.faults.blocked.add(1)             # what /api/faults shows
     peers = FakePeers(rt)          # installs itself as rt.peers
     peers.hang(2)                  # node 2 never answers: forwards to it time out (503)
 
@@ -12,7 +14,7 @@ would send (by default the same body shape, for that id).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +25,14 @@ from cluster.errors import PeerUnreachable
 from .membership import MemberLike
 from .runtime import Runtime
 
-__all__ = ["FakeMember", "FakeMembership", "FakePeers", "FakeStatistics"]
+__all__ = [
+    "FakeEvent",
+    "FakeFaults",
+    "FakeMember",
+    "FakeMembership",
+    "FakePeers",
+    "FakeStatistics",
+]
 
 JSON = dict[str, Any]
 
@@ -43,7 +52,10 @@ class FakeStatistics:
 
     members_up: int = 0
     members_total: int = 0
+    incarnation: int = 0
     health_score: int = 0
+    loop_lag: float = 0.0  # seconds
+    loop_lag_max: float = 0.0
     probes: int = 0
     probe_failures: int = 0
     suspicions: int = 0
@@ -60,12 +72,91 @@ class FakeStatistics:
     dropped: Mapping[str, int] = field(default_factory=dict)
 
 
-class FakeMembership:
-    """A host table the test edits directly; the leader is the alive member with lowest id."""
+@dataclass(frozen=True, slots=True)
+class FakeEvent:
+    """One numbered change of the fake table (the shape of ``swim.HistoryEntry.as_dict``)."""
 
-    def __init__(self, members: list[FakeMember], stats: FakeStatistics | None = None) -> None:
+    seq: int
+    wall: float
+    mono: float
+    observer: int
+    subject: int
+    old: str | None
+    new: str
+    incarnation: int
+    cause: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(slots=True)
+class FakeFaults:
+    """The fields of ``swim.Faults`` the runtime reads; the test sets them directly."""
+
+    loss_pct: float = 0.0
+    delay_ms: float = 0.0
+    blocked: set[int] = field(default_factory=set)
+    peer_loss_pct: dict[int, float] = field(default_factory=dict)
+    peer_delay_ms: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return bool(
+            self.loss_pct
+            or self.delay_ms
+            or self.blocked
+            or self.peer_loss_pct
+            or self.peer_delay_ms
+        )
+
+
+class FakeMembership:
+    """A host table the test edits directly; the leader is the alive member with lowest id.
+
+    ``change`` edits a member and records the change in the history (``events``, ``since``)
+    as the SWIM handle does; ``capacity`` bounds the history like the real ring."""
+
+    def __init__(
+        self,
+        members: list[FakeMember],
+        stats: FakeStatistics | None = None,
+        *,
+        observer: int = 0,
+        capacity: int = 10_000,
+    ) -> None:
         self.table = {m.node_id: m for m in members}
         self.stats = stats
+        self.faults = FakeFaults()
+        self.observer = observer
+        self.capacity = capacity
+        self.history: list[FakeEvent] = []
+        self.last_seq = 0
+        self._since: dict[int, float] = {}  # kept apart from the history, as the real ring does
+
+    def change(
+        self, node_id: int, state: str, *, cause: str = "test", wall: float = 0.0, mono: float = 0.0
+    ) -> FakeEvent:
+        """Set ``node_id``'s state (adding the member if new) and record the change."""
+        m = self.table.get(node_id)
+        old = None if m is None else m.state
+        if m is None:
+            m = self.table[node_id] = FakeMember(node_id, port=9413 + node_id, state=state)
+        m.state = state
+        self.last_seq += 1
+        ev = FakeEvent(self.last_seq, wall, mono, self.observer, node_id, old, state,
+                       m.incarnation, cause)  # fmt: skip
+        self._since[node_id] = wall
+        self.history = [*self.history[-(self.capacity - 1) :], ev] if self.capacity > 1 else [ev]
+        return ev
+
+    def events(self, after: int, limit: int) -> tuple[Sequence[FakeEvent], int, int]:
+        first = self.history[0].seq if self.history else self.last_seq + 1
+        page = [e for e in self.history if e.seq > after][:limit]
+        return page, page[-1].seq if page else after, max(0, first - 1 - after)
+
+    def since(self, member_id: int) -> float | None:
+        return self._since.get(member_id)
 
     @classmethod
     def of(cls, n: int, *, dead: tuple[int, ...] = ()) -> FakeMembership:

@@ -2,7 +2,8 @@
 
 The dashboard depends on this Protocol, not on the ``Runtime`` class, so an HTTP handler
 can reach only what is named here: the node's own answers, the per-node and per-pool
-monitors (which forward under the runtime's 5 s bound), compose and destroy, and what
+monitors and the cluster's views (which forward under the runtime's 5 s bound), compose and
+destroy, and what
 ``/metrics`` and the asset lookup read.
 """
 
@@ -44,6 +45,9 @@ class RuntimeView(ModuleContext, Protocol):
 
     async def node_monitor(self, node: str, query: str, params: Mapping[str, str]) -> JSON:
         """A per-node query, answered here or forwarded."""
+
+    async def cluster_views(self) -> JSON:
+        """Every member's view of every member (``cluster.runtime.views``), within 6 s."""
 
     async def pool_monitor(
         self,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import trio
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 RunOp = Callable[[str, float, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 MEMBER_ERRORS = (ApiError, PoolGone, OSError)
 PARALLEL_SLOTS = 8
+WALK_STEPS = 100  # a paced recovery walks the slots in at most this many steps
 
 
 class Unreadable(Conflict):
@@ -300,15 +302,21 @@ class StripeArray:
 
     # -- recovery and checks ----------------------------------------------------------------
 
-    async def recover(self) -> None:
-        """Rebuild every written slot onto the ``recovering`` members, then mark them active."""
+    async def recover(self, pace_s: float = 0.0) -> None:
+        """Walk every slot for the ``recovering`` members, then mark them active: a written
+        slot is rebuilt onto them, an unwritten one holds nothing yet (rule 3). Progress counts
+        slots (``recovery.total`` is every slot). With ``pace_s`` > 0 the slots are walked in
+        order in at most ``WALK_STEPS`` steps, each taking at least that many seconds (a rebuild
+        a person can watch, a few seconds whatever the size); with 0 the unwritten ones count
+        done at once and runs of written slots are rebuilt in parallel."""
         rec = self.recovery
         generation = rec.generation
         targets = [p for p in self.positions() if self.member(p).state == MemberState.RECOVERING]
         if not targets:
             return
         slots = sorted(self.written)
-        rec.active, rec.total, rec.completed, rec.in_flight = True, len(slots), 0, 0
+        rec.active, rec.total, rec.in_flight = True, self.slots, 0
+        rec.completed = 0 if pace_s > 0 else self.slots - len(slots)
         limiter = trio.CapacityLimiter(PARALLEL_SLOTS)
 
         async def one(first: int, n: int) -> None:
@@ -322,9 +330,12 @@ class StripeArray:
                 rec.completed += n
 
         try:
-            async with trio.open_nursery() as nursery:
-                for first, n in slot_runs(slots):
-                    nursery.start_soon(one, first, n)
+            if pace_s > 0:
+                await self._walk(targets, pace_s)
+            else:
+                async with trio.open_nursery() as nursery:
+                    for first, n in slot_runs(slots):
+                        nursery.start_soon(one, first, n)
         finally:
             rec.active = False
         if rec.generation != generation:
@@ -335,6 +346,25 @@ class StripeArray:
         if self.out_of_service() == 0:
             self.dirty.clear()
         log.info("array %s: recovery of %d slots done", self.name, len(slots))
+
+    async def _walk(self, targets: Sequence[int], pace_s: float) -> None:
+        """Every slot in order, in steps of ``ceil(slots / WALK_STEPS)`` slots, at least
+        ``pace_s`` seconds each; the slots written by then are rebuilt (a slot written later
+        went to the targets already)."""
+        rec = self.recovery
+        step = -(-self.slots // WALK_STEPS)
+        for first in range(0, self.slots, step):
+            count = min(step, self.slots - first)
+            written = [s for s in range(first, first + count) if s in self.written]
+            rec.in_flight = count
+            try:
+                for start, n in slot_runs(written):
+                    rebuild = partial(self._rebuild, start, n, targets)
+                    await self._run_op("recover", n * self.chunk / 1024, rebuild)
+                await trio.sleep(pace_s)
+            finally:
+                rec.in_flight = 0
+            rec.completed += count
 
     async def _rebuild(self, first: int, n: int, targets: Sequence[int]) -> None:
         """Rebuild ``n`` consecutive written slots onto ``targets``: one I/O per member."""

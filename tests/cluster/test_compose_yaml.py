@@ -39,8 +39,12 @@ async def test_a_date_in_compose_reaches_the_module_as_text(runtime: Runtime) ->
         "pool_query": "local",
         "config": "capacity: 64K\ncreated: 2024-01-01\n",
     }
-    plan = check_compose(runtime.pools, runtime.modules, request)
-    assert plan.config["created"] == "2024-01-01"
+    with pytest.raises(ValidationFailed) as info:  # a key rt_bdev does not read is refused
+        check_compose(runtime.pools, runtime.modules, request)
+    assert info.value.errors == {
+        "created": "line 2, column 1: unknown parameter 'created' of rt_bdev "
+        "(known: bdev_type, capacity)"
+    }
     with pytest.raises(ValidationFailed) as info:
         await runtime.compose("rt_bdev", "d", "800.0", "capacity: 2024-01-01\n")
     assert "2024-01-01" in info.value.errors["capacity"]

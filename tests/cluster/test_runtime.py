@@ -28,6 +28,9 @@ async def test_health_and_topology_of_a_lone_node(runtime: Runtime) -> None:
             "alive": True,
             "is_leader": True,
             "is_self": True,
+            "incarnation": 0,
+            "since": None,  # a lone node has no history
+            "view": "alive",
         }
     ]
 

@@ -148,7 +148,7 @@ def test_ctrl_c_of_foreground_stops_restarted_and_added_nodes(
     fg = _foreground("f", 2, cfg)
     try:
         assert fg.stdout is not None
-        _read_until(fg.stdout, "membership as each node sees it")
+        _read_until(fg.stdout, "changes, one line each")
         first = {n["node_id"]: n["pid"] for n in _status("f")["nodes"]}
         res = rt_cluster("restart", "1", "--name", "f")
         assert res.returncode == 0, res.stderr
@@ -176,8 +176,9 @@ def test_closed_stdout_then_ctrl_c_leaves_nothing(cluster_home: Path, tmp_path: 
     fg = _foreground("h", 2, _config(tmp_path))
     try:
         assert fg.stdout is not None
-        _read_until(fg.stdout, "membership as each node sees it")
-        fg.stdout.close()  # the reader is gone; the next summary meets a broken pipe
+        _read_until(fg.stdout, "changes, one line each")
+        fg.stdout.close()  # the reader is gone; the next line, on a change, meets a broken pipe
+        assert rt_cluster("pause", "1", "--name", "h").returncode == 0
         wait_for(
             "up --foreground to meet the closed pipe",
             lambda: fg.poll() is not None or os.readlink(f"/proc/{fg.pid}/fd/1") == os.devnull,

@@ -45,7 +45,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (["partition", "0,a", "1"], "bad group '0,a'"),
         (["up", "-n", "2", "--name", "bad/name"], "bad cluster name"),
         (["up", "-n", "0"], "-n: 0 is out of range (1..1024)"),
-        (["frobnicate"], "invalid choice"),
+        (["frobnicate"], "unknown command 'frobnicate' (commands: up, status,"),
     ],
 )
 def test_bad_input_is_a_message_not_a_traceback(
@@ -119,6 +119,7 @@ def test_status_json_shape(cluster_home: Path, capsys: pytest.CaptureFixture[str
         "log",
         "events",
         "ended",
+        "faults",
     ]
 
 

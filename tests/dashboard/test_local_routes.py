@@ -28,9 +28,11 @@ async def test_topology_from_host_table(client: Any) -> None:
     assert body["leader_node_id"] == 0
     assert [n["node_id"] for n in body["nodes"]] == [0, 1, 2]
     assert list(body["nodes"][0]) == [
-        "node_id", "ip_address", "state", "alive", "is_leader", "is_self",
+        "node_id", "ip_address", "state", "alive", "is_leader", "is_self", "incarnation",
+        "since", "view",
     ]  # fmt: skip
     assert [n["state"] for n in body["nodes"]] == ["alive", "alive", "dead"]
+    assert [n["view"] for n in body["nodes"]] == ["alive", "alive", "dead"]
     assert [n["is_self"] for n in body["nodes"]] == [True, False, False]
 
 
@@ -48,7 +50,7 @@ async def test_config(client: Any) -> None:
     assert status == 200
     assert list(body) == [
         "port", "server_addr", "num_threads", "worker_count", "hostfile", "conf_dir",
-        "learning_rate", "swim_enabled", "viz_port", "viz_bind", "modules",
+        "learning_rate", "swim_enabled", "viz_port", "viz_bind", "modules", "sources", "paths",
     ]  # fmt: skip
     assert body["modules"] == ["rt_admin", "rt_thing"]
 

@@ -118,7 +118,8 @@ async def test_compose_module_config_error(client: Any) -> None:
     status, body = await compose(
         client, mod_name="rt_thing", pool_name="x", pool_id="602.0", config="size: big"
     )
-    assert (status, body) == (400, {"ok": False, "errors": {"size": "must be an integer"}})
+    errors = {"size": "line 1, column 1: must be an integer"}  # where the key was written
+    assert (status, body) == (400, {"ok": False, "errors": errors})
 
 
 async def test_compose_unknown_action(client: Any, runtime: Runtime) -> None:

@@ -50,7 +50,7 @@ async def make_array(
         await runtime.compose("rt_bdev", f"{name}_d{i}", runtime.suggest_pool_id("rt_bdev"), cfg)
         names.append(f"{name}_d{i}")
     params = {"pool_name": name, "pool_id": runtime.suggest_pool_id("rt_safe_bdev")}
-    params |= {"members": ",".join(names), "max_failures": str(parity)}
+    params |= {"members": ",".join(names), "max_failures": str(parity), "recover_pace_s": "0"}
     body = await call_route(runtime, "rt_safe_bdev", "POST", "create", params)
     assert body["data_members"] == data
     array = runtime.pools.by_name(name)

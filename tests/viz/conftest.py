@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from cluster.local import free_port, log_tail
-from tests.support import Child, Harness, open_harness, wait_for
+from cluster.node import Faults, rpc_call
+from tests.support import HOST, Child, Harness, open_harness, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "tests" / "artifacts" / "screenshots"
@@ -59,16 +61,23 @@ class LocalNodes:
     def url(self, i: int = 0) -> str:
         return self.nodes[i].url
 
-    def start(self, n: int) -> None:
+    def start(self, n: int, swim: dict[int, dict[str, Any]] | None = None) -> None:
+        """Start ``n`` nodes and wait until each sees all alive; ``swim`` gives node ``i`` its
+        own ``swim`` settings (a settings file named by ``RT_SERVER_CONF``)."""
         workdir = self.harness.workdir
         ports = [free_port() for _ in range(n)]
         hostfile = workdir / "hosts"
         hostfile.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
         for i, port in enumerate(ports):
+            env: dict[str, str] = {}
+            if swim and i in swim:
+                conf = workdir / f"node{i}.yaml"
+                conf.write_text(json.dumps({"swim": swim[i]}))  # JSON is YAML
+                env["RT_SERVER_CONF"] = str(conf)
             node = self.harness.start_node(
                 "--host", "127.0.0.1", "--hostfile", str(hostfile),
                 "--events", str(workdir / f"events{i}.jsonl"),
-                port=port, viz_port=free_port(), name=f"node{i}",
+                port=port, viz_port=free_port(), name=f"node{i}", env=env,
             )  # fmt: skip
             self.nodes.append(node)
         for i, node in enumerate(self.nodes):
@@ -111,13 +120,20 @@ class LocalNodes:
     def tail(self, i: int, lines: int = 30) -> str:
         return log_tail(self.nodes[i].log, lines)
 
+    def block(self, i: int, peers: list[int]) -> None:
+        """Node ``i`` drops all SWIM traffic to and from ``peers`` (the control RPC's
+        ``block``, as ``cluster.local``'s partition sends it)."""
+        trio.run(rpc_call, HOST, self.nodes[i].port, Faults("block", None, 0, tuple(peers)), 5.0)
+
 
 @contextlib.contextmanager
-def local_nodes(workdir: Path, n: int) -> Iterator[LocalNodes]:
+def local_nodes(
+    workdir: Path, n: int, swim: dict[int, dict[str, Any]] | None = None
+) -> Iterator[LocalNodes]:
     """``n`` converged nodes for the block; every process ends with it."""
     with open_harness(workdir) as harness:
         nodes = LocalNodes(harness)
-        nodes.start(n)
+        nodes.start(n, swim)
         yield nodes
 
 
@@ -132,6 +148,13 @@ def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNodes]:
 def fresh_cluster3(tmp_path: Path) -> Iterator[LocalNodes]:
     """A 3-node cluster of the test's own (for tests that kill a node)."""
     with local_nodes(tmp_path, 3) as nodes:
+        yield nodes
+
+
+@pytest.fixture
+def fresh_cluster4(tmp_path: Path) -> Iterator[LocalNodes]:
+    """A 4-node cluster of the test's own (for the view matrix: kills and partitions)."""
+    with local_nodes(tmp_path, 4) as nodes:
         yield nodes
 
 

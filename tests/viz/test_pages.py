@@ -86,6 +86,38 @@ def test_every_page_renders_live_data(cluster3: LocalNodes, page: Any) -> None:
     screenshot(page, "rt_cte_core")
 
 
+def test_navigation_reaches_views_and_module_pages(cluster3: LocalNodes, page: Any) -> None:
+    base = cluster3.url(0)
+    page.goto(f"{base}/viz/rt_admin/config.html")
+    nav = page.get_by_role("navigation", name="Sections")
+    expect(nav.get_by_role("link", name="Views")).to_have_attribute("href", "/views")
+    menu = nav.get_by_role("button", name="Modules")
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    menu.click()
+    links = page.locator("#nav-modules a")
+    expect(links).to_have_count(3)  # rt_bdev, rt_safe_bdev, rt_cte_core ship pages
+    expect(page.locator("#nav-modules a[data-mod='rt_bdev']")).to_have_attribute(
+        "href", "/viz/rt_bdev/index.html"
+    )
+    page.keyboard.press("Escape")
+    expect(page.locator("#nav-modules")).to_be_hidden()
+    expect(menu).to_be_focused()
+    menu.click()
+    page.locator("#nav-modules a[data-mod='rt_safe_bdev']").click()
+    expect(page).to_have_url(re.compile(r"/viz/rt_safe_bdev/index\.html"))
+    expect(page.get_by_role("button", name="Modules")).to_have_attribute("aria-current", "page")
+    # the header still fits a phone: nothing wider than the viewport, every tab reachable
+    page.set_viewport_size({"width": 390, "height": 900})
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the page is {width} px wide at 390"
+    nav = page.get_by_role("navigation", name="Sections")
+    for name in ("Cluster", "Views", "Pools", "Config"):
+        expect(nav.get_by_role("link", name=name)).to_be_visible()
+    page.get_by_role("button", name="Modules").click()
+    expect(page.locator("#nav-modules a[data-mod='rt_cte_core']")).to_be_in_viewport()
+    screenshot(page, "nav_modules_menu")
+
+
 def test_monitor_explorer_shows_raw_json(cluster3: LocalNodes, page: Any) -> None:
     page.goto(f"{cluster3.url(0)}/viz/rt_admin/pools.html")
     form = page.locator("#monitor-body form")
@@ -97,6 +129,14 @@ def test_monitor_explorer_shows_raw_json(cluster3: LocalNodes, page: Any) -> Non
     expect(out).to_contain_text('"query": "stats"')
     for node_id in range(3):
         expect(out).to_contain_text(f'"{node_id}": {{')
+    expect(page.locator("#monitor-body .form-message")).to_contain_text("Answered by all 3 nodes")
+    # a query no node knows is an error in red, not an all-null success
+    form.get_by_label("Query").fill("no_such_query")
+    form.get_by_role("button", name="Run query").click()
+    msg = page.locator("#monitor-body .form-message")
+    expect(msg).to_have_class(re.compile(r"\bbad\b"))
+    expect(msg).to_contain_text("no_such_query")
+    expect(page.locator("#monitor-body .monitor-nodes li.ok")).to_have_count(0)
 
 
 # ---- Add Pool: typed form, validation, destroy -------------------------------------------------
@@ -183,18 +223,39 @@ def test_validate_with_bad_fields_shows_every_fields_error(cluster3: LocalNodes,
     assert pool_ids(base) == before
 
 
-def test_compose_editor_for_a_module_without_a_form(cluster3: LocalNodes, page: Any) -> None:
+def test_compose_editor_from_the_pools_page(cluster3: LocalNodes, page: Any) -> None:
     base = cluster3.url(0)
     page.goto(f"{base}/viz/rt_admin/pools.html")
-    page.locator("#mod-list button[data-mod='rt_admin']").click()
+    # rt_admin is the runtime itself: it is no module to add a pool of
+    expect(page.locator("#mod-list button[data-mod='rt_bdev']")).to_be_visible()
+    expect(page.locator("#mod-list button[data-mod='rt_admin']")).to_have_count(0)
+    page.get_by_role("button", name="Compose from YAML…").click()
     form = page.locator("#add-form form")
-    expect(form.get_by_label("Module (mod_name)")).to_have_value("rt_admin")
+    expect(form.get_by_label("Module (mod_name)")).to_have_value("rt_bdev")
+    expect(page.locator("#compose-title")).to_have_text("Compose a rt_bdev pool")
+    form.get_by_label("Module (mod_name)").select_option("rt_safe_bdev")
+    expect(page.locator("#compose-title")).to_have_text("Compose a rt_safe_bdev pool")
     expect(form.get_by_label("Pool id")).to_have_value(re.compile(r"^\d+\.0$"))
     form.get_by_label("Pool name").fill("")
     form.get_by_label("Module parameters (YAML)").fill("- not\n- a mapping")
     form.get_by_role("button", name="Validate").click()
     expect(form.locator(".field-error[data-field='pool_name']")).not_to_be_empty()
-    expect(form.locator(".field-error[data-field='config']")).not_to_be_empty()
+    expect(form.locator(".field-error[data-field='config']")).to_contain_text("mapping")
+    # a YAML error and an unknown key both name their line and column, under the YAML box
+    form.get_by_label("Module (mod_name)").select_option("rt_bdev")
+    form.get_by_label("Pool name").fill("viz_yaml")
+    form.get_by_label("Module parameters (YAML)").fill("capacity: 1M\n  bad: [1")
+    form.get_by_role("button", name="Validate").click()
+    expect(form.locator(".field-error[data-field='config']")).to_contain_text("line 2, column")
+    form.get_by_label("Module parameters (YAML)").fill("capacity: 1M\ncapacty: 2M")
+    form.get_by_role("button", name="Validate").click()
+    err = form.locator(".field-error[data-field='config']")
+    expect(err).to_contain_text("capacty: line 2, column 1: unknown parameter 'capacty'")
+    expect(err).to_contain_text("known: bdev_type, capacity")
+    screenshot(page, "pools_compose_errors")
+    # the page's own link opens the editor too
+    page.goto(f"{base}/viz/rt_admin/pools.html#compose")
+    expect(page.locator("#compose-title")).to_have_text(re.compile(r"^Compose a \w+ pool$"))
 
 
 # ---- module pages --------------------------------------------------------------------------------
@@ -219,7 +280,7 @@ def test_safe_bdev_page_replaces_a_member_and_recovery_reaches_100(
     expect(form.locator(".form-message")).to_contain_text("viz_spare")
     expect(page.locator("#roster")).to_contain_text("viz_spare")
     expect(page.locator("#recovery-pct")).to_have_text("100 %", timeout=TIMEOUT_MS)
-    expect(page.locator("#recovery-text")).to_contain_text("ops done")
+    expect(page.locator("#recovery-text")).to_contain_text("slots recovered")
     expect(page.locator("#recovery-state")).to_have_text("complete")
     screenshot(page, "rt_safe_bdev_recovered")
     stats = get_json(f"{base}/api/pools/{array}/monitor?query=stats")["results"]

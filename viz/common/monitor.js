@@ -1,6 +1,8 @@
-// The monitor explorer: send any query to a pool's monitor handler and show the raw JSON answer.
+// The monitor explorer: send any query to a pool's monitor handler and show the raw JSON answer,
+// with one line per node asked: its answer, "no answer" (null), or its error (in red). A query no
+// node knows is the request's 400, shown in red; success is green only when every node answered.
 
-import { h, uniqueId } from './dom.js';
+import { h, fill, uniqueId } from './dom.js';
 import { errorText, getJSON } from './api.js';
 import { cmpPoolId } from './fmt.js';
 
@@ -15,13 +17,15 @@ export function mountMonitorExplorer(el, { poolId = null, fixedPool = false } = 
   const out = h('pre', { class: 'json', tabindex: '0', 'aria-label': 'Monitor answer' }, '');
   out.hidden = true;
   const msg = h('p', { class: 'form-message', role: 'status', 'aria-live': 'polite' });
+  const nodes = h('ul', { class: 'monitor-nodes', 'aria-label': 'Answer per node' });
+  nodes.hidden = true;
   const form = h('form', { class: 'inline-form monitor-form' },
     fixedPool ? null : h('div', { class: 'field' }, h('label', { for: poolSel.id }, 'Pool'), poolSel),
     h('div', { class: 'field' }, h('label', { for: query.id }, 'Query'), query),
     h('div', { class: 'field' }, h('label', { for: routing.id }, 'Routing'), routing,
       h('datalist', { id: `${id}-routings` }, ROUTINGS.map((r) => h('option', { value: r })))),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Run query')));
-  el.append(form, msg, out);
+  el.append(form, msg, nodes, out);
   let current = poolId;
 
   form.addEventListener('submit', async (ev) => {
@@ -40,11 +44,14 @@ export function mountMonitorExplorer(el, { poolId = null, fixedPool = false } = 
       const body = await getJSON(`/api/pools/${encodeURIComponent(pool)}/monitor`, { query: query.value, routing: routing.value || 'local' });
       out.textContent = JSON.stringify(body, null, 2);
       out.hidden = false;
-      msg.textContent = `Answer of pool ${pool} to '${query.value}' (${routing.value || 'local'}) at ${new Date().toLocaleTimeString()}`;
-      msg.className = 'form-message ok';
+      const { kind, text } = outcome(body, nodes);
+      msg.textContent = `${text} — pool ${pool}, '${query.value}' (${routing.value || 'local'}) at ${new Date().toLocaleTimeString()}`;
+      msg.className = `form-message ${kind}`;
     } catch (err) {
       out.textContent = err.body ? JSON.stringify(err.body, null, 2) : '';
       out.hidden = !err.body;
+      fill(nodes);
+      nodes.hidden = true;
       msg.textContent = errorText(err);
       msg.className = 'form-message bad';
     } finally {
@@ -67,4 +74,32 @@ export function mountMonitorExplorer(el, { poolId = null, fixedPool = false } = 
       if (!fixedPool) poolSel.value = pool;
     },
   };
+}
+
+/** Paint one line per node into `list`; the message kind: ok only when every node answered. */
+function outcome(body, list) {
+  const results = body.results || {};
+  const errors = body.errors || {};
+  const ids = Object.keys(results);
+  let answered = 0;
+  fill(list, ids.map((nid) => {
+    const err = errors[nid];
+    const value = results[nid];
+    if (err !== undefined) {
+      return h('li', { class: 'bad', 'data-node': nid }, h('strong', {}, `node ${nid}`), `: error: ${err}`);
+    }
+    if (value === null || value === undefined) {
+      return h('li', { class: 'none', 'data-node': nid }, h('strong', {}, `node ${nid}`), ': no answer');
+    }
+    answered += 1;
+    return h('li', { class: 'ok', 'data-node': nid }, h('strong', {}, `node ${nid}`), ': answered');
+  }));
+  list.hidden = ids.length < 2 && answered === ids.length;
+  const failed = Object.keys(errors).length;
+  if (!ids.length) return { kind: 'warn', text: 'No container answered' };
+  if (answered === ids.length) return { kind: 'ok', text: `Answered by ${ids.length === 1 ? 'the node' : `all ${ids.length} nodes`}` };
+  const parts = [`${answered} of ${ids.length} node${ids.length === 1 ? '' : 's'} answered`];
+  if (failed) parts.push(`${failed} failed`);
+  if (ids.length - answered - failed) parts.push(`${ids.length - answered - failed} gave no answer`);
+  return { kind: answered ? 'warn' : 'bad', text: parts.join(', ') };
 }

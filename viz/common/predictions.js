@@ -1,14 +1,24 @@
 // Task predictions: per pool and method, the learned CPU and wall coefficients and their MAPE,
-// from /api/nodes/<node>/containers.
+// from /api/nodes/<node>/containers. MAPE is percent in the API and here (12.5 means 12.5 %);
+// a method that has learned from no task yet shows "not trained yet", never a perfect 0 %.
 
 import { h, fill } from './dom.js';
 import { cmpPoolId, fmtNum, isNum } from './fmt.js';
 
-function pct(x) {
-  return isNum(x) ? `${(x * 100).toFixed(1)} %` : '—';
+/** A MAPE in percent as the API gives it; large errors keep their size (no fraction mix-up). */
+export function fmtMape(x) {
+  if (!isNum(x)) return '—';
+  if (x >= 1000) return `${Math.round(x).toLocaleString('en-US')} %`;
+  return `${x.toFixed(x >= 100 ? 0 : 1)} %`;
 }
 
-const COLS = ['Pool', 'Method', 'CPU coef', 'CPU MAPE', 'Wall coef', 'Wall MAPE', 'Model'];
+/** True once the method has learned from a task (older nodes: a non-zero MAPE). */
+export function isTrained(m) {
+  if (typeof m.trained === 'boolean') return m.trained;
+  return (isNum(m.mape) && m.mape > 0) || (isNum(m.wall_mape) && m.wall_mape > 0);
+}
+
+const COLS = ['Pool', 'Method', 'CPU coef', 'CPU MAPE', 'Wall coef', 'Wall MAPE', 'Tasks', 'Model'];
 
 /** Fill `el` with one table of the containers' methods; `poolId` limits it to one pool. */
 export function renderPredictions(el, body, { poolId = null } = {}) {
@@ -18,15 +28,17 @@ export function renderPredictions(el, body, { poolId = null } = {}) {
   const rows = [];
   for (const c of containers) {
     for (const m of c.methods || []) {
-      const trained = (isNum(m.mape) && m.mape > 0) || (isNum(m.wall_mape) && m.wall_mape > 0);
-      rows.push(h('tr', {},
+      const trained = isTrained(m);
+      const untrained = h('span', { class: 'muted' }, 'not trained yet');
+      rows.push(h('tr', { 'data-method': m.name, 'data-trained': String(trained) },
         h('td', {}, `${c.pool_name} (${c.pool_id})`),
         h('td', {}, h('code', {}, m.name)),
-        h('td', { class: 'num' }, fmtNum(m.coefficient, 3)),
-        h('td', { class: 'num' }, pct(m.mape)),
-        h('td', { class: 'num' }, fmtNum(m.wall_coefficient, 3)),
-        h('td', { class: 'num' }, pct(m.wall_mape)),
-        h('td', {}, h('span', { class: `badge ${trained ? 'ok' : ''}` }, trained ? 'trained' : 'untrained'))));
+        h('td', { class: 'num' }, trained ? fmtNum(m.coefficient, 3) : '—'),
+        h('td', { class: 'num mape' }, trained ? fmtMape(m.mape) : untrained),
+        h('td', { class: 'num' }, trained ? fmtNum(m.wall_coefficient, 3) : '—'),
+        h('td', { class: 'num mape' }, trained ? fmtMape(m.wall_mape) : untrained.cloneNode(true)),
+        h('td', { class: 'num' }, isNum(m.samples) ? String(m.samples) : '—'),
+        h('td', {}, h('span', { class: `badge ${trained ? 'ok' : ''}` }, trained ? 'trained' : 'not trained yet'))));
     }
   }
   if (!rows.length) {
@@ -37,7 +49,10 @@ export function renderPredictions(el, body, { poolId = null } = {}) {
   fill(el,
     h('div', { class: 'table-wrap' },
       h('table', { class: 'predictions' },
-        h('thead', {}, h('tr', {}, COLS.map((c, i) => h('th', { scope: 'col', class: i >= 2 && i <= 5 ? 'num' : null }, c)))),
+        h('thead', {}, h('tr', {}, COLS.map((c, i) => h('th', { scope: 'col', class: i >= 2 && i <= 6 ? 'num' : null }, c)))),
         h('tbody', {}, rows))),
-    lr ? h('p', { class: 'panel-sub' }, `CPU ≈ coef·(size+1) µs, wall ≈ wall coef·(size+1) µs; learning rate ${lr.learning_rate}.`) : null);
+    h('p', { class: 'panel-sub' },
+      'CPU ≈ coef·(size+1) µs, wall ≈ wall coef·(size+1) µs. MAPE: mean absolute error of the predictions, in percent of the real cost (a moving average',
+      lr ? `, learning rate ${lr.learning_rate}` : '',
+      '); far above 100 % while real costs are tiny beside the first guesses.'));
 }

@@ -1,71 +1,97 @@
-// Cluster page: a card per node of /api/topology, this node's CPU and memory with sparklines from
-// system_stats (last 120 samples, asked incrementally), and the workers summary.
+// Cluster page: the members of /api/topology (cards, or a sortable table from 20 members) with
+// their incarnation and "since"; this node's membership events (a live panel and a band
+// timeline of up to the last 5 minutes, both from /api/events read with its cursor); a badge when
+// faults are injected at this node (/api/faults); this node's machine-wide CPU and memory
+// with sparklines from system_stats (last 120 samples, asked incrementally); the workers summary.
 
 import {
-  $, h, fill, reconcile, setText, getJSON, Panel, mountHeader, sparkline, drawSparkline,
-  fmtPct, fmtBytes, fmtInt, stateClass, stateLabel, levelClass,
+  $, h, fill, setText, getJSON, Panel, Poller, mountHeader, sparkline, drawSparkline, param, setParam,
+  fmtPct, fmtBytes, fmtInt, stateLabel, levelClass,
 } from '/viz/common/app.js';
+import { MemberList } from '/viz/common/memberlist.js';
+import { EventFeed, EventsTable, paintTimeline, timelineWindow } from '/viz/common/history.js';
+import { memberView, paintFaultBadge, viewLegend } from '/viz/common/membership.js';
 
 const PERIOD = 2000;
 const KEEP = 120;
+const WINDOW_S = 300; // seconds of history in the band timeline at most
 
 mountHeader('cluster');
 
 // ---- nodes ----------------------------------------------------------------------------------
-const grid = $('#node-grid');
 const filter = $('#node-filter');
+const layout = $('#node-layout');
+layout.value = ['auto', 'cards', 'table'].includes(param('layout')) ? param('layout') : 'auto';
+filter.value = param('show', 'all');
+if (!filter.value) filter.value = 'all';
+const members = new MemberList($('#node-grid'), {
+  layout: layout.value,
+  sort: param('sort', 'id'),
+  onSort: (key) => setParam('sort', key === 'id' ? null : key),
+});
 let lastTopology = null;
 
-function nodeCard() {
-  const link = h('a', {});
-  return h('article', { class: 'card node-card' },
-    h('h3', {}, link),
-    h('div', { class: 'badges' }),
-    h('p', { class: 'meta' }));
-}
-
-function updateNodeCard(el, n) {
-  const link = el.querySelector('h3 a');
-  link.href = `/viz/rt_admin/node.html?node=${encodeURIComponent(n.node_id)}`;
-  setText(link, `Node ${n.node_id}`);
-  el.dataset.state = n.state;
-  el.classList.toggle('dead', n.state === 'dead');
-  el.classList.toggle('suspect', n.state === 'probe_failed' || n.state === 'suspected');
-  const badges = [h('span', { class: `badge state ${stateClass(n.state)}` }, stateLabel(n.state))];
-  if (n.is_leader) badges.push(h('span', { class: 'badge info leader' }, 'leader'));
-  if (n.is_self) badges.push(h('span', { class: 'badge self' }, 'this node'));
-  const sig = `${n.state}|${n.is_leader}|${n.is_self}`;
-  if (el.dataset.sig !== sig) {
-    el.dataset.sig = sig;
-    fill(el.querySelector('.badges'), badges);
-  }
-  setText(el.querySelector('.meta'), `IP ${n.ip_address}`);
-  el.setAttribute('aria-label', `Node ${n.node_id}, ${stateLabel(n.state)}${n.is_leader ? ', leader' : ''}${n.is_self ? ', this node' : ''}`);
+function paintSummary(nodes) {
+  const counts = {};
+  for (const n of nodes) counts[memberView(n)] = (counts[memberView(n)] || 0) + 1;
+  const parts = [`${nodes.length} node${nodes.length === 1 ? '' : 's'}`];
+  for (const s of ['alive', 'suspect', 'dead', 'left']) if (counts[s]) parts.push(`${counts[s]} ${stateLabel(s)}`);
+  if (lastTopology.leader_node_id !== null && lastTopology.leader_node_id !== undefined) parts.push(`leader: node ${lastTopology.leader_node_id}`);
+  setText($('#cluster-summary'), parts.join(' · '));
 }
 
 function paintNodes() {
   if (!lastTopology) return;
   const nodes = lastTopology.nodes || [];
-  const shown = nodes.filter((n) => filter.value === 'all' || (filter.value === 'alive') === (n.state === 'alive'));
-  if (!shown.length) {
-    fill(grid, h('p', { class: 'empty' }, nodes.length ? 'No node matches the filter.' : 'No nodes in the host table.'));
-    return;
-  }
-  reconcile(grid, shown, (n) => n.node_id, nodeCard, updateNodeCard);
-  const counts = {};
-  for (const n of nodes) counts[n.state] = (counts[n.state] || 0) + 1;
-  const parts = [`${nodes.length} node${nodes.length === 1 ? '' : 's'}`];
-  for (const s of ['alive', 'probe_failed', 'suspected', 'dead']) if (counts[s]) parts.push(`${counts[s]} ${stateLabel(s)}`);
-  if (lastTopology.leader_node_id !== null && lastTopology.leader_node_id !== undefined) parts.push(`leader: node ${lastTopology.leader_node_id}`);
-  setText($('#cluster-summary'), parts.join(' · '));
+  members.paint(nodes, filter.value);
+  paintSummary(nodes);
 }
 
-filter.addEventListener('change', paintNodes);
+filter.addEventListener('change', () => {
+  setParam('show', filter.value === 'all' ? null : filter.value);
+  paintNodes();
+});
+layout.addEventListener('change', () => {
+  members.layout = layout.value;
+  setParam('layout', layout.value === 'auto' ? null : layout.value);
+  paintNodes();
+});
 
 new Panel($('#nodes-panel')).watch(async () => {
   lastTopology = await getJSON('/api/topology');
   paintNodes();
+  paintBands();
 }, { period: PERIOD });
+
+// ---- membership events and the band timeline -----------------------------------------------------
+const feed = new EventFeed('/api/events', { keep: 2000 });
+const eventsTable = new EventsTable($('#events'), { show: 200 });
+fill($('#timeline-legend'), viewLegend(undefined, { unknown: 'not yet seen', cls: 'solid' }));
+
+function paintBands() {
+  if (!lastTopology || feed.reset) return;
+  const list = (lastTopology.nodes || []).map((n) => ({ id: n.node_id, state: n.view ?? n.state }));
+  if (!list.length) {
+    fill($('#timeline'), h('p', { class: 'empty' }, 'No members.'));
+    return;
+  }
+  const nowS = Date.now() / 1000;
+  const windowS = timelineWindow(feed.events, nowS, { max: WINDOW_S });
+  paintTimeline($('#timeline'), list, feed.events, { windowS, nowS });
+  const span = windowS % 60 === 0 ? `${windowS / 60} min` : `${windowS} s`;
+  setText($('#timeline-sub'), `each member's state as this node saw it, last ${span}`);
+}
+
+new Panel($('#events-panel')).watch(async () => {
+  const added = await feed.poll();
+  eventsTable.paint(feed, added);
+  paintBands();
+}, { period: PERIOD });
+
+// ---- faults injected at this node ----------------------------------------------------------------
+new Poller(async () => {
+  paintFaultBadge($('#fault-badge'), await getJSON('/api/faults'), 'faults injected at this node');
+}, { period: PERIOD }).start();
 
 // ---- this node's utilization -------------------------------------------------------------------
 const samples = [];

@@ -1,5 +1,6 @@
-// Config page: /api/config as a settings table; /api/routes as the route table (with the module
-// that registered each route) and the asset mounts.
+// Config page: /api/config as a settings table (value, with paths shown expanded, and where each
+// value came from: default, file, env, flag or derived); /api/routes as the route table (with the
+// module that registered each route) and the asset mounts.
 
 import { $, h, fill, setText, getJSON, Panel, mountHeader, fmtValue, table } from '/viz/common/app.js';
 
@@ -14,14 +15,41 @@ function value(v) {
   return fmtValue(v);
 }
 
+const PATH_KEYS = ['conf_dir', 'hostfile'];
+
+/** A path setting: the expanded path the node uses, and the text as configured when it differs. */
+function pathValue(raw, expanded) {
+  if (raw === '' || expanded === null || expanded === undefined) return value(raw);
+  if (expanded === raw) return h('code', {}, raw);
+  return h('span', {}, h('code', {}, expanded), h('span', { class: 'muted config-raw' }, ` (configured as ${raw})`));
+}
+
+function sourceCell(text) {
+  if (!text) return h('span', { class: 'muted' }, '—');
+  const kind = text.split(/[\s:]/)[0];
+  return h('span', { class: `source source-${kind}` }, text);
+}
+
 new Panel($('#settings-panel')).watch(async () => {
   const cfg = await getJSON('/api/config');
   const el = $('#settings-body');
   const sig = JSON.stringify(cfg);
   if (el.dataset.sig === sig) return;
   el.dataset.sig = sig;
-  fill(el, table([{ label: 'Setting' }, { label: 'Value' }],
-    Object.entries(cfg).map(([k, v]) => [h('code', {}, k), value(v)]), 'Settings'));
+  const { sources = {}, paths = {}, ...settings } = cfg;
+  const rows = Object.entries(settings).map(([k, v]) => [
+    h('code', {}, k),
+    PATH_KEYS.includes(k) ? pathValue(v, paths[k]) : value(v),
+    sourceCell(sources[k]),
+  ]);
+  // paths the node uses that are no setting of their own
+  if (paths.data_dir) rows.push([h('code', {}, 'data_dir'), h('code', {}, paths.data_dir), sourceCell(sources.data_dir)]);
+  if ('config_file' in paths) {
+    rows.push([h('code', {}, 'config_file'),
+      paths.config_file ? h('code', {}, paths.config_file) : h('span', { class: 'muted' }, 'none: built-in defaults'),
+      sourceCell(paths.config_file ? sources.config_file : 'default (no ~/.rt/rt.yaml)')]);
+  }
+  fill(el, table([{ label: 'Setting' }, { label: 'Value' }, { label: 'From' }], rows, 'Settings'));
 }, { period: PERIOD });
 
 let routes = null;

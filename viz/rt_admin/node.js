@@ -1,12 +1,14 @@
-// Node detail: utilization, identity, workers, block devices, containers with task predictions.
+// Node detail: this process's own figures beside its machine's, injected faults, utilization
+// of the whole machine, identity, workers, block devices, containers with task predictions.
 // Each panel asks /api/nodes/<node>/<query> on its own poll, so a slow or silent peer shows its
 // error on each panel (e.g. 503 "monitor 'workers' timed out after 5s") and each recovers alone.
 
 import {
   $, h, fill, setText, getJSON, Panel, mountHeader, sparkline, drawSparkline, param,
   fmtPct, fmtBytes, fmtInt, fmtNum, fmtMBps, fmtUs, stateClass, stateLabel, levelClass,
-  renderPredictions, cmpPoolId, kvList,
+  renderPredictions, cmpPoolId, kvList, Poller,
 } from '/viz/common/app.js';
+import { fmtDuration, paintFaultBadge } from '/viz/common/membership.js';
 
 const PERIOD = 2000;
 const KEEP = 120;
@@ -17,6 +19,62 @@ mountHeader('cluster');
 const title = node === 'local' || node === 'self' ? 'This node' : `Node ${node}`;
 setText($('#node-title'), title);
 document.title = `${title} · rtsim`;
+
+// ---- this process and its machine -------------------------------------------------------------
+const PROC_FIGS = [
+  ['cpu', 'CPU (this process)', (p) => fmtPct(p.cpu_percent)],
+  ['rss', 'RSS (this process)', (p) => fmtBytes(p.rss_bytes)],
+  ['uptime', 'uptime', (p) => fmtDuration(p.uptime_s)],
+  ['incarnation', 'SWIM incarnation', (p) => fmtInt(p.incarnation)],
+  ['health', 'SWIM health (0 = healthy)', (p) => fmtInt(p.health_score)],
+  ['lag', 'loop lag, last / max', (p) => `${fmtNum(p.loop_lag_ms, 1)} / ${fmtNum(p.loop_lag_max_ms, 1)} ms`],
+];
+const MACHINE_FIGS = [
+  ['machine-cpu', 'CPU (whole machine)', (p) => fmtPct(p.machine && p.machine.cpu_percent)],
+  ['machine-mem', 'memory (whole machine)', (p) => fmtPct(p.machine && p.machine.memory_percent)],
+];
+
+function figures(list) {
+  return h('div', { class: 'summary-nums' }, list.map(([k, label]) => h('div', { 'data-k': k },
+    h('span', { class: 'n' }, '—'), h('span', { class: 'l' }, label))));
+}
+
+function processSkeleton() {
+  return h('div', { class: 'proc-split' },
+    h('div', { class: 'proc-box', 'data-scope': 'process' },
+      h('h3', {}, 'This process ', h('span', { class: 'muted pid-note' })),
+      figures(PROC_FIGS),
+      h('dl', { class: 'kv' },
+        h('dt', {}, 'PID'), h('dd', { 'data-k': 'pid' }, '—'),
+        h('dt', {}, 'Runtime port'), h('dd', { 'data-k': 'port' }, '—'),
+        h('dt', {}, 'Dashboard'), h('dd', { 'data-k': 'dashboard' }, '—'))),
+    h('div', { class: 'proc-box machine', 'data-scope': 'machine' },
+      h('h3', {}, 'Whole machine'),
+      figures(MACHINE_FIGS),
+      h('p', { class: 'form-note' }, 'Shared by every process on the host: nodes started on one machine show the same machine figures.')));
+}
+
+new Panel($('#process-panel')).watch(async () => {
+  const p = await getJSON(api('process'));
+  const body = $('#process-body');
+  if (!body.querySelector('.proc-split')) fill(body, processSkeleton());
+  for (const [k, , get] of [...PROC_FIGS, ...MACHINE_FIGS]) setText(body.querySelector(`[data-k="${k}"] .n`), get(p));
+  setText(body.querySelector('.pid-note'), `(node ${p.node_id}, pid ${p.pid})`);
+  setText(body.querySelector('[data-k="pid"]'), p.pid ?? '—');
+  setText(body.querySelector('[data-k="port"]'), p.runtime_port ?? '—');
+  const dash = body.querySelector('[data-k="dashboard"]');
+  const url = typeof p.dashboard_url === 'string' && /^https?:\/\//.test(p.dashboard_url) ? p.dashboard_url : null;
+  if ((dash.dataset.url || '') !== (url || '')) {
+    dash.dataset.url = url || '';
+    fill(dash, url ? h('a', { href: url }, url) : 'not serving one');
+  }
+  setText($('#process-sub'), `node ${p.node_id}`);
+}, { period: PERIOD });
+
+new Poller(async () => {
+  paintFaultBadge($('#fault-badge'), await getJSON(api('faults')),
+    node === 'local' || node === 'self' ? 'faults injected at this node' : `faults injected at node ${node}`);
+}, { period: PERIOD }).start();
 
 // ---- utilization ---------------------------------------------------------------------------
 const samples = [];

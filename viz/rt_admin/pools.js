@@ -1,11 +1,13 @@
 // Pools page: a section per module and a card per pool (sorted by pool id), painted from
 // /api/pools first; each card's `stats` monitor answer streams in after, 6 requests at a time,
 // cards on screen first. Corner control destroys a pool after confirmation. Add Pool (typed
-// create forms or the generic compose editor), the monitor explorer, task predictions.
+// create forms, or the generic compose editor: for modules without a form, and for any module
+// through the "Compose from YAML" button or /viz/rt_admin/pools.html#compose), the monitor
+// explorer, task predictions.
 
 import {
   $, h, fill, reconcile, setText, getJSON, postForm, errorText, mapLimit, Panel, mountHeader,
-  confirmDialog, renderForm, mountMonitorExplorer, renderPredictions, cmpPoolId, suggestPoolId,
+  confirmDialog, renderForm, mountMonitorExplorer, renderPredictions, isTrained, cmpPoolId, suggestPoolId,
   fmtValue, fmtStat, ApiError,
 } from '/viz/common/app.js';
 
@@ -195,11 +197,15 @@ function setChimods(list) {
   hasPages.clear();
   for (const m of list) hasPages.set(m.name, Boolean(m.has_pages));
   paintModList();
+  if (location.hash === '#compose' && !activeForm) openCompose(null);
 }
+
+// rt_admin has one pool, the admin pool 1.0 (the runtime itself): nothing to add
+const composable = () => chimods.filter((m) => m.name !== 'rt_admin');
 
 function paintModList() {
   const q = $('#mod-search').value.trim().toLowerCase();
-  const shown = chimods.filter((m) => !q || m.name.toLowerCase().includes(q));
+  const shown = composable().filter((m) => !q || m.name.toLowerCase().includes(q));
   const ul = $('#mod-list');
   if (!shown.length) {
     fill(ul, h('li', { class: 'empty' }, 'No loaded module matches.'));
@@ -234,55 +240,103 @@ async function pickModule(mod) {
   paintModList();
   const area = $('#add-form');
   const info = chimods.find((m) => m.name === mod) || { name: mod, has_create: false };
-  fill(area, h('p', { class: 'loading' }, `Loading the form of ${mod}…`));
-  let ctl;
-  if (info.has_create) {
-    let spec;
-    try {
-      spec = await fetchSpec(mod);
-    } catch (err) {
-      fill(area, h('p', { class: 'form-message bad', role: 'alert' }, `Could not load the create form of ${mod}: ${errorText(err)}`));
-      return;
-    }
-    if (selectedMod !== mod) return;
-    ctl = renderForm(spec, {
-      idPrefix: `create-${mod}`,
-      onSubmit: async (values, action) => {
-        const form = { ...values };
-        if (action === 'validate') form.action = 'validate';
-        const res = await postForm(`/api/mod/${encodeURIComponent(mod)}/create`, form);
-        done(ctl, res, action, values);
-      },
-    });
-    activeForm = { mod, ctl, kind: 'create', specDefault: (spec.fields || []).find((f) => f.name === 'pool_id')?.default || '' };
-    fill(area, h('h3', { style: 'margin-bottom:10px' }, spec.title || `New ${mod} pool`), ctl.el);
-  } else {
-    const spec = {
-      mod_name: mod,
-      title: `Compose a ${mod} pool`,
-      note: 'This module registers no create form: the pool is composed from these identity fields and its module parameters as YAML, as with rt_run compose.',
-      fields: [
-        { name: 'mod_name', label: 'Module (mod_name)', type: 'select', required: true, default: mod, options: chimods.map((m) => m.name), placeholder: '', help: '' },
-        { name: 'pool_name', label: 'Pool name', type: 'text', required: true, default: '', options: [], placeholder: 'e.g. my_pool', help: '' },
-        { name: 'pool_id', label: 'Pool id', type: 'text', required: true, default: '', options: [], placeholder: 'major.minor', help: 'A free id is suggested; you may edit it.' },
-        { name: 'pool_query', label: 'Pool query (routing)', type: 'text', required: false, default: 'local', options: [], placeholder: 'local', help: '' },
-        { name: 'config', label: 'Module parameters (YAML)', type: 'textarea', required: false, default: '', options: [], placeholder: 'key: value', help: 'A YAML mapping; leave empty for none.' },
-      ],
-    };
-    ctl = renderForm(spec, {
-      idPrefix: `compose-${mod}`,
-      onSubmit: async (values, action) => {
-        const form = { ...values };
-        if (action === 'validate') form.action = 'validate';
-        const res = await postForm('/api/pools/compose', form);
-        done(ctl, res, action, values);
-      },
-    });
-    activeForm = { mod, ctl, kind: 'compose', specDefault: '' };
-    fill(area, h('h3', { style: 'margin-bottom:10px' }, spec.title), ctl.el);
+  if (!info.has_create) {
+    openCompose(mod);
+    return;
   }
+  fill(area, h('p', { class: 'loading' }, `Loading the form of ${mod}…`));
+  let spec;
+  try {
+    spec = await fetchSpec(mod);
+  } catch (err) {
+    fill(area, h('p', { class: 'form-message bad', role: 'alert' }, `Could not load the create form of ${mod}: ${errorText(err)}`));
+    return;
+  }
+  if (selectedMod !== mod) return;
+  const ctl = renderForm(spec, {
+    idPrefix: `create-${mod}`,
+    onSubmit: async (values, action) => {
+      const form = { ...values };
+      if (action === 'validate') form.action = 'validate';
+      const res = await postForm(`/api/mod/${encodeURIComponent(mod)}/create`, form);
+      done(ctl, res, action, values);
+    },
+  });
+  activeForm = { mod, ctl, kind: 'create', specDefault: (spec.fields || []).find((f) => f.name === 'pool_id')?.default || '' };
+  const yaml = h('button', { type: 'button', class: 'link-button', onclick: () => openCompose(mod) }, 'compose it from YAML');
+  fill(area, h('h3', { style: 'margin-bottom:10px' }, spec.title || `New ${mod} pool`), ctl.el,
+    h('p', { class: 'form-note' }, 'Or ', yaml, ' with any module parameter.'));
   if (!ctl.values().pool_id) ctl.set('pool_id', freeSuggestion());
 }
+
+/** The generic compose editor (the path of rt_run compose), preset to module `mod`; its heading
+ *  follows the module picked in it. */
+function openCompose(mod) {
+  const mods = composable().map((m) => m.name);
+  const first = mods.includes(mod) ? mod : (mods[0] || '');
+  selectedMod = first;
+  paintModList();
+  const spec = {
+    mod_name: 'compose',
+    note: 'Identity fields and the module parameters as YAML, the same path as rt_run compose. Errors in the YAML name their line and column.',
+    fields: [
+      { name: 'mod_name', label: 'Module (mod_name)', type: 'select', required: true, default: first, options: mods, placeholder: '', help: '' },
+      { name: 'pool_name', label: 'Pool name', type: 'text', required: true, default: '', options: [], placeholder: 'e.g. my_pool', help: '' },
+      { name: 'pool_id', label: 'Pool id', type: 'text', required: true, default: '', options: [], placeholder: 'major.minor', help: 'A free id is suggested; you may edit it.' },
+      { name: 'pool_query', label: 'Pool query (routing)', type: 'text', required: false, default: 'local', options: [], placeholder: 'local', help: '' },
+      { name: 'config', label: 'Module parameters (YAML)', type: 'textarea', required: false, default: '', options: [], placeholder: 'capacity: 16M', help: 'A YAML mapping; leave empty for none. A key the module does not know is refused.' },
+    ],
+  };
+  const heading = h('h3', { id: 'compose-title', style: 'margin-bottom:10px' });
+  const ctl = renderForm(spec, {
+    idPrefix: 'compose',
+    onSubmit: async (values, action) => {
+      const form = { ...values };
+      if (action === 'validate') form.action = 'validate';
+      try {
+        const res = await postForm('/api/pools/compose', form);
+        done(ctl, res, action, values);
+      } catch (err) {
+        throw asConfigErrors(err, spec.fields);
+      }
+    },
+  });
+  const modSel = ctl.inputs.get('mod_name');
+  const title = () => setText(heading, modSel.value ? `Compose a ${modSel.value} pool` : 'Compose a pool');
+  modSel.addEventListener('change', () => {
+    title();
+    selectedMod = modSel.value;
+    paintModList();
+    if (activeForm && activeForm.ctl === ctl) activeForm.mod = modSel.value;
+  });
+  title();
+  activeForm = { mod: first, ctl, kind: 'compose', specDefault: '' };
+  fill($('#add-form'), heading, ctl.el);
+  ctl.set('pool_id', freeSuggestion());
+}
+
+/** Errors of module parameters (keys that are no field of the editor) belong to the YAML box. */
+function asConfigErrors(err, fields) {
+  const fe = err instanceof ApiError ? err.fieldErrors : null;
+  if (!fe) return err;
+  const names = new Set(fields.map((f) => f.name));
+  const moved = Object.entries(fe).filter(([k]) => !names.has(k));
+  if (!moved.length) return err;
+  const kept = Object.fromEntries(Object.entries(fe).filter(([k]) => names.has(k)));
+  const lines = moved.map(([k, v]) => `${k}: ${v}`);
+  kept.config = [kept.config, ...lines].filter(Boolean).join('\n');
+  err.body = { ...err.body, errors: kept };
+  return err;
+}
+
+window.addEventListener('hashchange', () => {
+  if (location.hash === '#compose' && chimods.length) openCompose(selectedMod);
+});
+$('#compose-open').addEventListener('click', () => {
+  openCompose(selectedMod);
+  $('#compose-title').scrollIntoView({ block: 'nearest' });
+  $('#add-form select[name="mod_name"]').focus();
+});
 
 function done(ctl, res, action, values) {
   ctl.setErrors({});
@@ -334,7 +388,7 @@ function paintPredictions() {
   if (!containersBody) return;
   const cs = containersBody.containers || [];
   const methods = cs.reduce((n, c) => n + (c.methods || []).length, 0);
-  const trained = cs.reduce((n, c) => n + (c.methods || []).filter((m) => m.mape > 0 || m.wall_mape > 0).length, 0);
+  const trained = cs.reduce((n, c) => n + (c.methods || []).filter(isTrained).length, 0);
   setText($('#predictions-summary'), predSel.value
     ? `Show the methods of pool ${predSel.value}`
     : `Show all ${methods} methods of ${cs.length} pools (${trained} trained)`);

@@ -8,7 +8,7 @@ import {
 
 const PERIOD = 3000;
 const KEEP = 120;
-mountHeader('pools');
+mountHeader('modules');
 
 const history = { r: [], w: [], iops: [] };
 const sparks = {

@@ -8,7 +8,7 @@ import {
 
 const PERIOD = 3000;
 const MOD = 'rt_cte_core';
-mountHeader('pools');
+mountHeader('modules');
 
 const msg = $('#action-message');
 function say(text, kind = 'info') {

@@ -1,6 +1,8 @@
 // Safe block device page: pick an array (?pool=), watch its recovery progress and member roster
-// (the `stats` monitor, every 2 s), and add, replace or remove members (form-encoded POSTs to
-// /api/mod/rt_safe_bdev/<pool>/{add_member,replace_member,remove_member}).
+// (the `stats` monitor, every second while a recovery runs, else every 2 s), and add, replace or
+// remove members (form-encoded POSTs to /api/mod/rt_safe_bdev/<pool>/{add_member,replace_member,
+// remove_member}). Every figure is the API's as it is: recovery_state names the state, the
+// counts are slots (completed + in flight + queued = total), the rate is slots per second.
 
 import {
   $, h, fill, setText, getJSON, postForm, Panel, mountHeader, poolPicker, watchPredictions,
@@ -8,8 +10,9 @@ import {
 } from '/viz/common/app.js';
 
 const PERIOD = 2000;
+const FAST_PERIOD = 1000; // while a recovery runs, so its steps can be watched
 const MOD = 'rt_safe_bdev';
-mountHeader('pools');
+mountHeader('modules');
 
 const msg = $('#action-message');
 function say(text, kind = 'info') {
@@ -129,32 +132,20 @@ panel.watch(async () => {
   setText($('#array-title'), `${s.pool_name || pool.pool_name} (${pool.pool_id})`);
   document.title = `${s.pool_name || pool.pool_name} · Safe block device · rtsim`;
 
+  const serving = Number(s.active_members) + Number(s.recovering_members);
   fill($('#array-summary'),
     num('data members', fmtInt(s.data_count)),
     num('parity level', fmtInt(s.parity_level)),
     num('max failures', fmtInt(s.max_failures)),
-    num('faulty members', fmtInt(s.faulty_members)),
+    num('members active', `${fmtInt(s.active_members)} / ${fmtInt((s.members || []).length)}`),
+    num('faulty', fmtInt(s.faulty_members)),
+    num('removed', fmtInt(s.removed_members)),
     num('capacity', fmtBytes(s.total_capacity)),
     num('free', fmtBytes(s.remaining_capacity)),
-    num('written slots', `${fmtInt(s.written_slots)} / ${fmtInt(s.total_slots)}`));
-
-  // recovery progress
-  const total = Number(s.recovery_ops_total) || 0;
-  const completed = Number(s.recovery_ops_completed) || 0;
-  const active = Boolean(s.recovery_active);
-  const pct = total > 0 ? Math.min(100, Math.floor((100 * completed) / total)) : null;
-  const stateBadge = $('#recovery-state');
-  stateBadge.className = `badge ${active ? 'warn' : total > 0 ? 'ok' : ''}`;
-  setText(stateBadge, active ? 'recovering' : total > 0 ? 'complete' : 'idle');
-  setText($('#recovery-pct'), pct === null ? 'no recovery has run' : `${pct} %`);
-  setText($('#recovery-text'), total > 0
-    ? `${fmtInt(completed)} of ${fmtInt(total)} ops done · ${fmtInt(s.recovery_ops_in_flight)} in flight · ${fmtInt(s.recovery_ops_remaining)} remaining`
-    : 'Nothing to recover.');
-  const bar = $('#recovery-bar');
-  bar.className = `bar big ${active ? 'warn' : ''}`;
-  bar.firstElementChild.style.width = `${pct ?? 0}%`;
-  bar.setAttribute('aria-valuenow', String(pct ?? 0));
-  bar.setAttribute('aria-valuetext', pct === null ? 'no recovery' : `${pct} percent`);
+    num('written slots', `${fmtInt(s.written_slots)} / ${fmtInt(s.total_slots)}`),
+    num('dirty slots', fmtInt(s.dirty_slots)));
+  paintRecovery(s, serving);
+  panel.poller.period = s.recovery_state === 'recovering' || s.recovery_state === 'starting' ? FAST_PERIOD : PERIOD;
 
   // roster
   members = (s.members || []).slice();
@@ -168,6 +159,53 @@ panel.watch(async () => {
   setMemberOptions(replaceForm.inputs.get('failed_pool_id'), inService, true);
   setMemberOptions(removeForm.inputs.get('member_pool_id'), inService, false);
 }, { period: PERIOD });
+
+const STATE_BADGE = {
+  recovering: ['warn', 'recovering'],
+  starting: ['warn', 'starting'],
+  degraded: ['bad', 'degraded'],
+  complete: ['ok', 'complete'],
+  idle: ['', 'idle'],
+};
+
+/** The recovery block: state badge, bar, and one line of counts that add up to the total. */
+function paintRecovery(s, inService) {
+  const total = Number(s.recovery_ops_total) || 0;
+  const done = Number(s.recovery_ops_completed) || 0;
+  const state = s.recovery_state || (s.recovery_active ? 'recovering' : total > 0 ? 'complete' : 'idle');
+  const [cls, label] = STATE_BADGE[state] || ['', state];
+  const running = state === 'recovering';
+  const pct = total > 0 ? Math.min(100, Math.floor((100 * done) / total)) : null;
+  const badge = $('#recovery-state');
+  badge.className = `badge ${cls}`;
+  badge.dataset.state = state;
+  setText(badge, label);
+  setText($('#recovery-pct'), pct === null ? '—' : `${pct} %`);
+  const rate = Number(s.recovery_rate_slots_per_s) || 0;
+  let text;
+  if (running) {
+    text = `${fmtInt(done)} of ${fmtInt(total)} slots recovered · ${fmtInt(s.recovery_ops_in_flight)} in flight · ${fmtInt(s.recovery_ops_queued)} queued`
+      + (rate ? ` · ${rate.toFixed(1)} slots/s` : '')
+      + (s.recovery_eta_s !== null && s.recovery_eta_s !== undefined ? ` · about ${Math.ceil(s.recovery_eta_s)} s left` : '');
+  } else if (state === 'starting') {
+    text = `${fmtInt(s.recovering_members)} member${s.recovering_members === 1 ? '' : 's'} waiting to be rebuilt; the recovery starts within a moment.`;
+  } else if (state === 'degraded') {
+    const out = Number(s.faulty_members) + Number(s.removed_members);
+    text = `${fmtInt(out)} member${out === 1 ? ' is' : 's are'} out of service (${fmtInt(inService)} in service): replace ${out === 1 ? 'it' : 'them'} below to rebuild redundancy.`;
+  } else if (total > 0) {
+    text = `Last recovery: ${fmtInt(done)} of ${fmtInt(total)} slots recovered in ${Number(s.recovery_elapsed_s || 0).toFixed(1)} s`
+      + (rate ? ` (${rate.toFixed(1)} slots/s)` : '') + '.';
+  } else {
+    text = 'No recovery has run: every member is in service.';
+  }
+  setText($('#recovery-text'), text);
+  const bar = $('#recovery-bar');
+  bar.className = `bar big ${running || state === 'starting' ? 'warn' : state === 'degraded' ? 'bad' : ''}`;
+  bar.firstElementChild.style.width = `${pct ?? 0}%`;
+  bar.setAttribute('aria-valuenow', String(pct ?? 0));
+  bar.setAttribute('aria-valuetext', pct === null ? 'no recovery' : `${pct} percent, ${label}`);
+  setText($('#recovery-pace'), `pace ${Number(s.recovery_pace_s ?? 0)} s per step`);
+}
 
 function paintRoster(roster) {
   const rows = members.map((m) => h('tr', { 'data-pool': m.pool_id },

@@ -54,6 +54,7 @@ class CteCoreModule(Module):
     title = "Storage-target core"
     container_class = CteCoreContainer
     suggest_base = 700
+    config_keys = ("targets", "rescore_period_s")
 
     def create_form(self) -> FormSpec:
         return FormSpec(

@@ -4,6 +4,13 @@ its periodic ``recover`` and ``scrub`` tasks, ``verify`` and its ``stats``.
 Member changes on a running array are in ``member_ops``; the container's methods of the same
 names hand over to it, one at a time (``member_change``: a second one is refused, 409).
 
+Recovery walks every slot of the array and is paced so it can be watched: at most 100 steps
+(``storage.array.WALK_STEPS``), each taking at least ``recover_pace_s`` seconds
+(``DEFAULT_PACE_S`` when left out: a few seconds whatever the size; 0 rebuilds as fast as the
+devices go, for tests and benchmarks). ``stats`` reports it in slots: ``completed +
+in_flight + queued == total``, the rate measured over the run, and one ``recovery_state``
+the page shows as is.
+
 What an array takes it gives back when it is destroyed (or its start fails): its regions on
 the member devices (``claim`` / ``release``) and the devices it created itself (its ``_p<j>``
 parity members, members made from a name and a capacity), once nothing else is allocated on
@@ -24,6 +31,7 @@ import trio
 
 from cluster.errors import BadRequest, Conflict, NotFound
 from cluster.ids import PoolId
+from cluster.parse import ParseError, float_value
 from cluster.runtime import parse_period
 from cluster.storage import (
     Allocator,
@@ -42,11 +50,23 @@ from ..members import MemberRequest, find_block_store, member_names, resolve_mem
 from ..rt_bdev import BdevContainer
 from . import member_ops
 
-__all__ = ["DEFAULT_CHUNK", "SafeBdevContainer"]
+__all__ = ["DEFAULT_CHUNK", "DEFAULT_PACE_S", "MAX_PACE_S", "SafeBdevContainer", "pace_of"]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 DEFAULT_CHUNK = 4096
+DEFAULT_PACE_S = 0.05  # seconds per step of the walk: a rebuild lasts up to 5 s, watchable
+MAX_PACE_S = 1.0
+
+
+def pace_of(config: Mapping[str, Any]) -> float:
+    """Seconds per step of a recovery walk (``recover_pace_s``): 0 to ``MAX_PACE_S``;
+    ValueError else."""
+    raw = config.get("recover_pace_s", DEFAULT_PACE_S)
+    try:
+        return float_value(raw, low=0.0, high=MAX_PACE_S, what="recover_pace_s")
+    except ParseError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class SafeBdevContainer(ExtentDevice):
@@ -63,6 +83,9 @@ class SafeBdevContainer(ExtentDevice):
         self._claims: dict[PoolId, list[Extent]] = {}  # regions held on member devices
         self._created: list[BdevContainer] = []  # devices made for this array
         self._member_change: str | None = None  # the member change in progress
+        self.pace_s = pace_of(self.config)
+        self._run_started: float | None = None  # trio time the last recovery run started
+        self._run_ended: float | None = None  # ... and ended (None while it runs)
 
     # -- composition ------------------------------------------------------------------------
 
@@ -236,7 +259,11 @@ class SafeBdevContainer(ExtentDevice):
         array = self.require_array()
         with self.operation():
             if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
-                await array.recover()
+                self._run_started, self._run_ended = trio.current_time(), None
+                try:
+                    await array.recover(self.pace_s)
+                finally:
+                    self._run_ended = trio.current_time()
 
     async def _scrub_tick(self) -> None:
         array = self.require_array()
@@ -277,7 +304,6 @@ class SafeBdevContainer(ExtentDevice):
         a = self.array
         if a is None:
             return {"pool_name": self.info.pool_name, "max_failures": self.max_failures}
-        rec = a.recovery
         members = [
             {
                 "role": "data" if p < a.k else "parity",
@@ -289,6 +315,7 @@ class SafeBdevContainer(ExtentDevice):
             }
             for p in a.positions()
         ]
+        count = {str(s): sum(m["state"] == s for m in members) for s in MemberState}
         return {
             "pool_name": self.info.pool_name,
             "max_failures": self.max_failures,
@@ -299,14 +326,43 @@ class SafeBdevContainer(ExtentDevice):
             "remaining_capacity": self.allocator.remaining,
             "written_slots": len(a.written),
             "dirty_slots": len(a.dirty),
+            **self._recovery_stats(a, count),
+            "faulty_members": count["faulty"],
+            "active_members": count["active"],
+            "recovering_members": count["recovering"],
+            "removed_members": count["removed"],
+            "members": members,
+            **self.meter.snapshot().to_json(),
+        }
+
+    def _recovery_stats(self, a: StripeArray, count: Mapping[str, int]) -> JSON:
+        """The last (or current) recovery run, in slots; ``completed + in_flight + queued ==
+        total``; the rate in slots per second over the run, the time left at that rate."""
+        rec = a.recovery
+        queued = max(0, rec.total - rec.completed - rec.in_flight)
+        started, ended = self._run_started, self._run_ended
+        elapsed = 0.0 if started is None else (ended or trio.current_time()) - started
+        rate = rec.completed / elapsed if elapsed > 0 and rec.completed else 0.0
+        if rec.active:
+            state = "recovering"
+        elif count["recovering"]:
+            state = "starting"  # a member waits for the next recover tick
+        elif count["faulty"] or count["removed"]:
+            state = "degraded"  # a member is out of service and nothing recovers onto it
+        else:
+            state = "complete" if rec.total else "idle"
+        return {
+            "recovery_state": state,
             "recovery_active": int(rec.active),
             "recovery_ops_total": rec.total,
             "recovery_ops_completed": rec.completed,
             "recovery_ops_in_flight": rec.in_flight,
+            "recovery_ops_queued": queued,
             "recovery_ops_remaining": rec.remaining,
-            "faulty_members": sum(m["state"] == "faulty" for m in members),
-            "members": members,
-            **self.meter.snapshot().to_json(),
+            "recovery_elapsed_s": round(elapsed, 3),
+            "recovery_rate_slots_per_s": round(rate, 2),
+            "recovery_eta_s": round((rec.remaining / rate), 1) if rec.active and rate else None,
+            "recovery_pace_s": self.pace_s,
         }
 
     async def workload_step(self, rng: random.Random, io_size: int) -> None:

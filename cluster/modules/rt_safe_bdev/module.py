@@ -5,7 +5,9 @@ field at once) and the member routes ``{pool}/add_member``, ``replace_member`` a
 Every module parameter is checked strictly, whatever JSON or YAML type it arrives as:
 ``max_failures`` a whole number from 0 to 64 (not a bool, not a float, no spaces),
 ``chunk_size`` a power of two from 512 bytes to 1M, ``members`` and ``parity_members`` a
-comma-separated string or a list of names, the periods ``parse_period``'s range (10 ms to 1 h).
+comma-separated string or a list of names, the periods ``parse_period``'s range (10 ms to 1 h),
+``recover_pace_s`` (seconds per step of a recovery, at most 100 steps) a number from 0 to 1.
+Any other key is refused (``config_keys``).
 The routes' flags (``as_parity``, ``was_faulty``) are ``RouteCall.flag`` booleans: ``maybe``
 is refused before anything changes, never read as false.
 """
@@ -29,7 +31,7 @@ from cluster.runtime import (
 
 from ..members import MemberRequest, member_names
 from ..rt_bdev import BdevContainer
-from .container import DEFAULT_CHUNK, SafeBdevContainer
+from .container import DEFAULT_CHUNK, SafeBdevContainer, pace_of
 from .member_ops import member_of
 
 __all__ = ["SafeBdevModule"]
@@ -72,6 +74,15 @@ class SafeBdevModule(Module):
     title = "Safe block device (EC array)"
     container_class = SafeBdevContainer
     suggest_base = 850
+    config_keys = (
+        "members",
+        "parity_members",
+        "max_failures",
+        "chunk_size",
+        "recover_period_s",
+        "scrub_period_s",
+        "recover_pace_s",
+    )
 
     def create_form(self) -> FormSpec:
         return FormSpec(
@@ -98,10 +109,15 @@ class SafeBdevModule(Module):
         )
 
     def form_to_compose(self, params: Mapping[str, str]) -> tuple[JSON, dict[str, str]]:
-        return {
+        """The form's fields; ``recover_pace_s`` too when the request gives it (the form
+        leaves it out: the default suits a person watching)."""
+        config = {
             "members": params.get("members", ""),
             "max_failures": params.get("max_failures", "") or "1",
-        }, {}
+        }
+        if params.get("recover_pace_s", "") != "":
+            config["recover_pace_s"] = params["recover_pace_s"]
+        return config, {}
 
     def _member_errors(self, names: list[str], chunk: int) -> list[str]:
         msgs: list[str] = []
@@ -146,6 +162,10 @@ class SafeBdevModule(Module):
                 parse_period(config.get(key, 1.0))
             except ValueError as exc:
                 errors[key] = str(exc)
+        try:
+            pace_of(config)
+        except ValueError as exc:
+            errors["recover_pace_s"] = str(exc)
         if not errors and max_failures is not None and len(names) <= max_failures:
             errors["max_failures"] = "needs more data members than tolerated failures"
         return errors
