@@ -64,10 +64,8 @@ class Node:
 
     @property
     def dashboard_url(self) -> str | None:
-        if self.runtime.viz_address is None:
-            return None
-        host, port = self.runtime.viz_address
-        return f"http://{host}:{port}"
+        """``http://host:port`` of the dashboard once bound (the runtime's), else None."""
+        return self.runtime.dashboard_url
 
     def request_stop(self) -> None:
         self.stop_requested.set()

@@ -38,6 +38,7 @@ from cluster.settings import Settings
 from .admin import ProcessProbe, admin_query, check_params
 from .assets import find_assets
 from .compose import check_compose
+from .configview import config_answer
 from .costmodel import CostModel
 from .membership import MemberLike, Membership, SingleNode, state_name, view_name
 from .module import Container, Module, PoolInfo
@@ -177,46 +178,13 @@ class Runtime:
         return {"pools": [c.info.to_json() for c in self.pools.all()]}
 
     def config_json(self) -> JSON:
-        """The settings the node came up with, ``sources``: where each came from (``default``,
-        ``file <path>``, ``env RT_...``, ``flag --...`` or how it was derived), ``paths``: the
-        paths in use with ``~`` expanded (``Settings.paths``)."""
-        s = self.settings
-        viz_bind, viz_port = self.viz_address or (s.viz.bind, s.viz.port)
-        port_from = s.origin("viz.port")
-        origins = {
-            "port": s.origin("networking.port"),
-            "server_addr": s.origin("networking.host"),
-            "num_threads": s.origin("runtime.num_threads"),
-            "worker_count": s.origin("runtime.worker_count")
-            if s.runtime.worker_count
-            else "derived: num_threads (worker_count 0)",
-            "hostfile": s.origin("networking.hostfile"),
-            "conf_dir": s.origin("runtime.conf_dir"),
-            "learning_rate": s.origin("runtime.learning_rate"),
-            "swim_enabled": "derived: the membership layer this node runs",
-            "viz_port": port_from if viz_port == s.viz.port else f"bound: {port_from} asked for 0",
-            "viz_bind": s.origin("viz.bind"),
-            "modules": s.origin("runtime.modules"),
-            "data_dir": s.origin("runtime.data_dir")
-            if s.runtime.data_dir
-            else "derived: conf_dir/data/node-<port>",
-            "config_file": s.origin("config_file"),
-        }
-        return {
-            "port": s.networking.port,
-            "server_addr": s.networking.host,
-            "num_threads": s.runtime.num_threads,
-            "worker_count": s.runtime.workers,
-            "hostfile": s.networking.hostfile,
-            "conf_dir": s.runtime.conf_dir,
-            "learning_rate": s.runtime.learning_rate,
-            "swim_enabled": not isinstance(self.membership, SingleNode),
-            "viz_port": viz_port,
-            "viz_bind": viz_bind,
-            "modules": list(self.modules),
-            "sources": origins,
-            "paths": s.paths(),
-        }
+        """The settings the node came up with, and where each came from (``config_answer``)."""
+        return config_answer(
+            self.settings,
+            self.viz_address,
+            swim_enabled=not isinstance(self.membership, SingleNode),
+            modules=list(self.modules),
+        )
 
     def chimods(self) -> JSON:
         return {
