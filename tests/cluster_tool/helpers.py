@@ -8,14 +8,17 @@ test keeps.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from cluster.rt_cluster.cli import main
 from tests.support import wait_for
 
-__all__ = ["NO_WORKLOAD", "holders_of", "rt_cluster", "wait_nothing_holds"]
+__all__ = ["NO_WORKLOAD", "holders_of", "rt_cluster", "run_main", "wait_nothing_holds"]
 
 NO_WORKLOAD = "workload: {enabled: false}\n"
 
@@ -63,3 +66,14 @@ def wait_nothing_holds(directory: Path, timeout: float = 30.0) -> None:
 
     wait_for(f"nothing to hold files under {directory}", describe, until=lambda h: not h,
              timeout=timeout, interval=0.1)  # fmt: skip
+
+
+def run_main(*argv: str) -> tuple[int, str, str]:
+    """``rt_cluster ARGV`` in this process: its exit code, standard output and error."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()

@@ -14,17 +14,8 @@ from hypothesis import strategies as st
 
 from cluster.local import MAX_NODES
 from cluster.local.record import NAME_RE
-from cluster.rt_cluster.cli import build_parser, main
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
+from cluster.rt_cluster.cli import build_parser
+from tests.cluster_tool.helpers import run_main as run
 
 
 def assert_one_line(err: str) -> None:

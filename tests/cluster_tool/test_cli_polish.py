@@ -4,8 +4,6 @@ faults in ``status``, and ``--foreground``'s one line per change (``watch.change
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import signal
@@ -20,7 +18,6 @@ import pytest
 import swim
 from cluster.local import ClusterRecord, Ending, NodeRecord, cluster_dir, process_state, save_record
 from cluster.local import start_marker as marker
-from cluster.rt_cluster.cli import main
 from cluster.rt_cluster.hints import id_list, unknown_cluster
 from cluster.rt_cluster.output import next_step
 from cluster.rt_cluster.watch import (
@@ -35,16 +32,7 @@ from cluster.runtime import faults_json
 from tests.support import wait_for
 
 from .helpers import NO_WORKLOAD, rt_cluster, wait_nothing_holds
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
+from .helpers import run_main as run
 
 
 def one_line(err: str) -> str:
