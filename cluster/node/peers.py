@@ -34,9 +34,14 @@ class RpcPeers:
         self.faults = faults
         self.timeout = timeout  # seconds
 
-    async def call(self, member: MemberLike, request: Call) -> Any:
-        """Send ``request`` to ``member``; the body of its reply."""
-        if self.faults is not None and self.faults.is_blocked(member.node_id):
+    async def call(self, member: MemberLike, request: Call, *, through_faults: bool = False) -> Any:
+        """Send ``request`` to ``member``; the body of its reply. A peer this node's injected
+        faults block gets nothing (the caller times out) unless ``through_faults``."""
+        if (
+            not through_faults
+            and self.faults is not None
+            and self.faults.is_blocked(member.node_id)
+        ):
             await trio.sleep(self.timeout)  # a partition drops the request: the caller times out
             raise PeerUnavailable(f"node {member.node_id} is cut off")
         return await rpc_call(member.host, member.port, request, self.timeout)
@@ -45,7 +50,18 @@ class RpcPeers:
         self, member: MemberLike, query: str, params: Mapping[str, str]
     ) -> dict[str, Any]:
         """One admin monitor task on ``member``."""
-        body = await self.call(member, Monitor(query, dict(params)))
+        return await self._monitor(member, query, params, through_faults=False)
+
+    async def observe(
+        self, member: MemberLike, query: str, params: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """``monitor`` through this node's injected faults (the views matrix's channel)."""
+        return await self._monitor(member, query, params, through_faults=True)
+
+    async def _monitor(
+        self, member: MemberLike, query: str, params: Mapping[str, str], *, through_faults: bool
+    ) -> dict[str, Any]:
+        body = await self.call(member, Monitor(query, dict(params)), through_faults=through_faults)
         if not isinstance(body, dict):
             raise PeerUnreachable(f"node {member.node_id} answered a monitor that is not a map")
         return body

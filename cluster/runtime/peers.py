@@ -126,6 +126,13 @@ class Peers(Protocol):
         self, member: MemberLike, query: str, params: Mapping[str, str]
     ) -> dict[str, Any]: ...
 
+    async def observe(
+        self, member: MemberLike, query: str, params: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """``monitor`` on the observer's own channel, which injected faults do not cut: how
+        ``/api/cluster/views`` reads what a peer behind a partition believes."""
+        ...
+
     async def pool_monitor(
         self, member: MemberLike, pool_id: str, query: str, params: Mapping[str, str]
     ) -> Any: ...

@@ -207,6 +207,11 @@ class FakePeers:
         answer: JSON = await self._call(member, request)
         return answer
 
+    async def observe(self, member: MemberLike, query: str, params: Mapping[str, str]) -> JSON:
+        request = {"k": "monitor", "query": query, "params": dict(params), "observe": True}
+        answer: JSON = await self._call(member, request)
+        return answer
+
     async def pool_monitor(
         self, member: MemberLike, pool_id: str, query: str, params: Mapping[str, str]
     ) -> Any:

@@ -5,13 +5,16 @@ admin monitor task, ``VIEW_QUERY``: its views of every member, its leader, its f
 lays the rows side by side.
 
 Rules:
-1. Observers are the members of this node's table. This node answers its own row here. Members
-   it holds up (alive or suspect) are asked all at once through ``Runtime.forward``, at most
-   ``MAX_ASKS`` at a time, under ONE deadline: the forward timeout (5 s) from the request's
-   start, queueing included. So the answer comes within the bound even when peers hang.
-2. Members this node holds dead or left are not asked (their row is null, the error says why:
-   "held dead by this node"), nor peers this node's own faults block (the request would be
-   dropped unseen: "cut off by this node's faults").
+1. Observers are the members of this node's table, every one of them: a member this node holds
+   dead may be alive and believe otherwise (the other side of a partition), and one that is
+   gone fails fast. This node answers its own row here; the others are asked all at once, at
+   most ``MAX_ASKS`` at a time, under ONE deadline: the forward timeout (5 s) from the
+   request's start, queueing included. So the answer comes within the bound even when peers
+   hang.
+2. The question travels on the observer's own channel (``Peers.observe``), which this node's
+   injected faults do not cut: a partition hides the other side from SWIM and from explicit
+   forwards, not from the view of who believes what (that view is why faults are injected).
+   Each row carries its observer's faults, so the page says who is cut off from whom.
 3. Errors are short: ``timeout`` (no answer by the deadline), ``unreachable`` (the transport
    failed: refused, reset), else the peer's own error message, cut short. A row whose shape is
    wrong is refused as a whole ("malformed answer"), never half used.
@@ -31,7 +34,6 @@ from cluster.errors import ApiError, PeerUnavailable, PeerUnreachable
 from cluster.parse import MAX_NODE_ID, ParseError, parse_int
 
 from .admin import VIEW_QUERY, admin_query
-from .membership import view_name
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -80,20 +82,9 @@ def _reason(exc: ApiError) -> str:
 async def cluster_views(rt: Runtime) -> JSON:
     """The matrix as this node gathers it now (rules 1 to 3); see ``build_views``."""
     members = rt.membership.members()
-    blocked = rt.membership.faults.blocked
     rows: dict[int, JSON] = {rt.node_id: read_row(admin_query(rt, VIEW_QUERY, {}))}
     errors: dict[int, str] = {}
-    asked = []
-    for m in members:
-        view = view_name(m.state)
-        if m.node_id == rt.node_id:
-            continue
-        if view in ("dead", "left"):
-            errors[m.node_id] = f"held {view} by this node"
-        elif m.node_id in blocked:
-            errors[m.node_id] = "cut off by this node's faults"
-        else:
-            asked.append(m.node_id)
+    asked = [m.node_id for m in members if m.node_id != rt.node_id]
     deadline = trio.current_time() + rt.forward_timeout
     limiter = trio.CapacityLimiter(MAX_ASKS)
 
@@ -102,7 +93,7 @@ async def cluster_views(rt: Runtime) -> JSON:
             async with limiter:
                 try:
                     answer = await rt.forward(
-                        nid, f"monitor '{VIEW_QUERY}'", lambda p, m: p.monitor(m, VIEW_QUERY, {})
+                        nid, f"monitor '{VIEW_QUERY}'", lambda p, m: p.observe(m, VIEW_QUERY, {})
                     )
                     rows[nid] = read_row(answer)
                 except _Malformed:

@@ -16,7 +16,7 @@ import trio
 import trio.testing
 from quart_trio import QuartTrio
 
-from cluster.errors import BadRequest
+from cluster.errors import BadRequest, PeerUnreachable
 from cluster.local import free_port
 from cluster.node import Faults, rpc_call
 from cluster.runtime import FORWARD_TIMEOUT, SingleNode, build_views
@@ -211,10 +211,13 @@ def test_a_lone_runtime_has_no_history_and_no_faults(tmp_path: Path, viz_root: P
 
 
 def rows_answer(rows: dict[int, Any]) -> Any:
-    """A FakePeers answer: each peer's ``view`` row from ``rows``."""
+    """A FakePeers answer: each peer's ``view`` row from ``rows``; a peer not in ``rows`` is
+    gone (its port refuses)."""
 
     def answer(node_id: int, request: JSON) -> Any:
         assert request["query"] == "view"
+        if node_id not in rows:
+            raise PeerUnreachable("[Errno 111] Connection refused")
         row = rows[node_id]
         return row if not isinstance(row, dict) else {"node_id": node_id, **row}
 
@@ -229,7 +232,7 @@ AGREED = {"0": "alive", "1": "alive", "2": "dead"}
 
 
 async def test_views_agree(client: Any, runtime: Runtime) -> None:
-    peers = FakePeers(runtime, rows_answer({1: row(AGREED)}))
+    peers = FakePeers(runtime, rows_answer({1: row(AGREED)}))  # node 2, held dead, is gone
     status, body, _ = await call(client, "GET", "/api/cluster/views")
     assert status == 200
     assert list(body) == [
@@ -237,14 +240,15 @@ async def test_views_agree(client: Any, runtime: Runtime) -> None:
     ]  # fmt: skip
     assert (body["observers"], body["subjects"]) == ([0, 1, 2], [0, 1, 2])
     assert body["views"] == {"0": AGREED, "1": AGREED, "2": None}
-    assert body["errors"] == {"2": "held dead by this node"}  # not asked
+    assert body["errors"] == {"2": "unreachable"}
     assert body["leaders"] == {"0": 0, "1": 0, "2": None}
     assert body["faults"]["0"] == {
         "node_id": 0, "blocked": [], "loss": {}, "delay": {}, "active": False
     }  # fmt: skip
     assert body["faults"]["2"] is None
     assert body["agree"] is True
-    assert [(n, c["query"]) for n, c in peers.calls] == [(1, "view")]  # one round trip
+    assert sorted((n, c["query"]) for n, c in peers.calls) == [(1, "view"), (2, "view")]
+    assert all(c["observe"] for _, c in peers.calls)  # the channel faults do not cut
 
 
 @pytest.mark.parametrize(
@@ -311,13 +315,22 @@ async def test_peer_refusal_and_malformed_rows_are_short_errors(
     assert body["agree"] is True  # only node 0 answered
 
 
-async def test_peers_blocked_here_are_not_asked(client: Any, runtime: Runtime) -> None:
-    fake(runtime).faults.blocked.add(1)
-    peers = FakePeers(runtime, rows_answer({}))
+async def test_the_other_side_of_a_partition_is_asked(client: Any, runtime: Runtime) -> None:
+    """Node 0 blocks 1 and holds 2 dead; both are alive and see 0 dead: their rows are asked
+    (faults do not cut the views channel) and the matrix disagrees, naming who blocks whom."""
+    fake(runtime).faults.blocked.update({1, 2})
+    other_side = {"0": "dead", "1": "alive", "2": "alive"}
+    cut = {"blocked": [0], "active": True}
+    FakePeers(
+        runtime, rows_answer({n: {**row(other_side, leader=1), "faults": cut} for n in (1, 2)})
+    )
     _, body, _ = await call(client, "GET", "/api/cluster/views")
-    assert body["errors"] == {"1": "cut off by this node's faults", "2": "held dead by this node"}
-    assert body["faults"]["0"]["blocked"] == [1]
-    assert peers.calls == []
+    assert body["errors"] == {}
+    assert body["views"]["1"] == body["views"]["2"] == other_side
+    assert body["faults"]["0"]["blocked"] == [1, 2]
+    assert body["faults"]["1"] == cut
+    assert body["leaders"] == {"0": 0, "1": 1, "2": 1}
+    assert body["agree"] is False
 
 
 def test_build_views_is_pure() -> None:
@@ -348,7 +361,7 @@ async def test_views_ask_peers_while_holding_a_forward_slot(
 
     FakePeers(runtime, answer)
     status, _, _ = await call(client, "GET", "/api/cluster/views")
-    assert (status, held) == (200, [1])
+    assert (status, held) == (200, [1, 1])  # nodes 1 and 2, one slot for the whole request
 
 
 def test_views_is_a_forward_for_admission() -> None:
@@ -419,8 +432,8 @@ def down_event(events: list[JSON], subject: int) -> JSON | None:
 def test_history_views_and_faults_on_real_nodes(harness: Harness) -> None:
     """Kill node 3: node 0's /api/events lists it going dead (seq increasing, the cursor pages
     through it) and node 1's, forwarded, too. Pause node 2: /api/cluster/views answers within
-    the 6 s of the contract (1 s of slack for a loaded machine), node 2's row a timeout, node
-    3's row not asked. A block set over the control RPC shows in /api/faults."""
+    the 6 s of the contract (1 s of slack for a loaded machine), node 2's row a timeout, killed
+    node 3's row unreachable. A block set over the control RPC shows in /api/faults."""
     nodes, url = four_nodes(harness)
     harness.kill(nodes[3])
     events = wait_for(
@@ -463,7 +476,7 @@ def test_history_views_and_faults_on_real_nodes(harness: Harness) -> None:
     took = time.monotonic() - start
     assert took < 6.0 + 1.0, took
     assert views["errors"]["2"] == "timeout", views["errors"]
-    assert views["errors"]["3"] == "held dead by this node"
+    assert views["errors"]["3"] == "unreachable"  # killed: asked all the same, refused at once
     assert views["views"]["2"] is None
     assert views["views"]["3"] is None
     assert views["views"]["0"]["3"] == "dead"

@@ -61,23 +61,17 @@ class LocalNodes:
     def url(self, i: int = 0) -> str:
         return self.nodes[i].url
 
-    def start(self, n: int, swim: dict[int, dict[str, Any]] | None = None) -> None:
-        """Start ``n`` nodes and wait until each sees all alive; ``swim`` gives node ``i`` its
-        own ``swim`` settings (a settings file named by ``RT_SERVER_CONF``)."""
+    def start(self, n: int) -> None:
+        """Start ``n`` nodes and wait until each sees all alive."""
         workdir = self.harness.workdir
         ports = [free_port() for _ in range(n)]
         hostfile = workdir / "hosts"
         hostfile.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
         for i, port in enumerate(ports):
-            env: dict[str, str] = {}
-            if swim and i in swim:
-                conf = workdir / f"node{i}.yaml"
-                conf.write_text(json.dumps({"swim": swim[i]}))  # JSON is YAML
-                env["RT_SERVER_CONF"] = str(conf)
             node = self.harness.start_node(
                 "--host", "127.0.0.1", "--hostfile", str(hostfile),
                 "--events", str(workdir / f"events{i}.jsonl"),
-                port=port, viz_port=free_port(), name=f"node{i}", env=env,
+                port=port, viz_port=free_port(), name=f"node{i}",
             )  # fmt: skip
             self.nodes.append(node)
         for i, node in enumerate(self.nodes):
@@ -127,13 +121,11 @@ class LocalNodes:
 
 
 @contextlib.contextmanager
-def local_nodes(
-    workdir: Path, n: int, swim: dict[int, dict[str, Any]] | None = None
-) -> Iterator[LocalNodes]:
+def local_nodes(workdir: Path, n: int) -> Iterator[LocalNodes]:
     """``n`` converged nodes for the block; every process ends with it."""
     with open_harness(workdir) as harness:
         nodes = LocalNodes(harness)
-        nodes.start(n, swim)
+        nodes.start(n)
         yield nodes
 
 

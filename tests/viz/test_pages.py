@@ -51,6 +51,14 @@ def test_every_page_renders_live_data(cluster3: LocalNodes, page: Any) -> None:
     expect(page.locator("#workers-sub")).to_contain_text("node 1")
     expect(page.locator("#bdevs-body table.bdevs")).to_be_visible()
     expect(page.locator("#predictions-body table.predictions")).to_be_visible()
+    models = page.locator("#predictions-body tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.cells[6].textContent, r.cells[7].textContent])"
+    )
+    assert models
+    for tasks, badge in models:  # the badge follows the task count (learning rate 0.2: 11)
+        n = int(tasks)
+        assert badge == ("not trained yet" if n == 0 else f"learning ({n}/11)" if n < 11
+                         else "trained"), (tasks, badge)  # fmt: skip
     screenshot(page, "node")
 
     page.goto(f"{base}/viz/rt_admin/pools.html")

@@ -1,6 +1,7 @@
 // Task predictions: per pool and method, the learned CPU and wall coefficients and their MAPE,
 // from /api/nodes/<node>/containers. MAPE is percent in the API and here (12.5 means 12.5 %);
-// a method that has learned from no task yet shows "not trained yet", never a perfect 0 %.
+// a method that has learned from no task yet shows "not trained yet", never a perfect 0 %, and
+// one whose starting guess still weighs in its figures (a few tasks) shows "learning".
 
 import { h, fill } from './dom.js';
 import { cmpPoolId, fmtNum, isNum } from './fmt.js';
@@ -18,6 +19,21 @@ export function isTrained(m) {
   return (isNum(m.mape) && m.mape > 0) || (isNum(m.wall_mape) && m.wall_mape > 0);
 }
 
+/** Tasks after which the starting guess weighs under 10 % of a moving average at rate `lr`. */
+export function settledAfter(lr) {
+  const rate = isNum(lr) && lr > 0 && lr < 1 ? lr : 0.2;
+  return Math.ceil(Math.log(0.1) / Math.log(1 - rate));
+}
+
+function modelBadge(trained, samples, settle) {
+  if (!trained) return h('span', { class: 'badge' }, 'not trained yet');
+  if (isNum(samples) && samples < settle) {
+    return h('span', { class: 'badge warn', title: `the first guess still weighs in: trained after ${settle} tasks` },
+      `learning (${samples}/${settle})`);
+  }
+  return h('span', { class: 'badge ok' }, 'trained');
+}
+
 const COLS = ['Pool', 'Method', 'CPU coef', 'CPU MAPE', 'Wall coef', 'Wall MAPE', 'Tasks', 'Model'];
 
 /** Fill `el` with one table of the containers' methods; `poolId` limits it to one pool. */
@@ -27,6 +43,7 @@ export function renderPredictions(el, body, { poolId = null } = {}) {
   containers = containers.slice().sort((a, b) => cmpPoolId(a.pool_id, b.pool_id));
   const rows = [];
   for (const c of containers) {
+    const settle = settledAfter(c.learning_rate);
     for (const m of c.methods || []) {
       const trained = isTrained(m);
       const untrained = h('span', { class: 'muted' }, 'not trained yet');
@@ -38,7 +55,7 @@ export function renderPredictions(el, body, { poolId = null } = {}) {
         h('td', { class: 'num' }, trained ? fmtNum(m.wall_coefficient, 3) : '—'),
         h('td', { class: 'num mape' }, trained ? fmtMape(m.wall_mape) : untrained.cloneNode(true)),
         h('td', { class: 'num' }, isNum(m.samples) ? String(m.samples) : '—'),
-        h('td', {}, h('span', { class: `badge ${trained ? 'ok' : ''}` }, trained ? 'trained' : 'not trained yet'))));
+        h('td', {}, modelBadge(trained, m.samples, settle))));
     }
   }
   if (!rows.length) {

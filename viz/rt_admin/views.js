@@ -129,8 +129,7 @@ function paintRow(tr, body, compact) {
   const unreachable = !view;
   tr.classList.toggle('unreachable', unreachable);
   const reason = (body.errors && body.errors[o]) || 'unreachable';
-  const asked = !/^(held |cut off)/.test(reason); // the serving node did not ask a peer it holds down or blocks
-  const error = unreachable ? `${asked ? 'no answer' : 'not asked'}: ${reason}` : '';
+  const error = unreachable ? `no answer: ${reason}` : '';
   setText(tr.querySelector('.row-error'), error);
   const faults = body.faults ? body.faults[o] : null;
   const badge = faultBadge(faults);
