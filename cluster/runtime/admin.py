@@ -17,6 +17,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ class ProcessProbe:
 
     def __init__(self) -> None:
         self.started = time.monotonic()  # seconds, host-monotonic
+        self.boot = secrets.token_hex(8)  # this process start; a restart draws another
         self._pid = -1
         self._proc: psutil.Process | None = None
         try:
@@ -162,7 +164,12 @@ def _bdevs(rt: Runtime, params: Mapping[str, str]) -> JSON:
 def _events(rt: Runtime, params: Mapping[str, str]) -> JSON:
     after, limit = events_params(params)
     events, cursor, dropped = rt.membership.events(after, limit)
-    return {"events": [e.as_dict() for e in events], "next": cursor, "dropped": dropped}
+    return {
+        "events": [e.as_dict() for e in events],
+        "next": cursor,
+        "dropped": dropped,
+        "boot": rt.process.boot,  # a cursor is good only with the boot that gave it
+    }
 
 
 def _faults(rt: Runtime, params: Mapping[str, str]) -> JSON:

@@ -20,7 +20,7 @@ from cluster.errors import BadRequest, PeerUnreachable
 from cluster.local import free_port
 from cluster.node import Faults, rpc_call
 from cluster.runtime import FORWARD_TIMEOUT, SingleNode, build_views
-from cluster.runtime.admin import admin_query
+from cluster.runtime.admin import ProcessProbe, admin_query
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakeMembership, FakePeers, FakeStatistics
 from dashboard import dashboard_state
@@ -41,9 +41,18 @@ def fake(runtime: Runtime) -> FakeMembership:
 # -- /api/events ------------------------------------------------------------------------------
 
 
-async def test_events_empty_history(client: Any) -> None:
+async def test_events_empty_history(client: Any, runtime: Runtime) -> None:
     status, body, _ = await call(client, "GET", "/api/events")
-    assert (status, body) == (200, {"node_id": 0, "events": [], "next": 0, "dropped": 0})
+    boot = runtime.process.boot
+    assert (status, body) == (
+        200, {"node_id": 0, "events": [], "next": 0, "dropped": 0, "boot": boot}
+    )  # fmt: skip
+    assert len(boot) == 16
+
+
+def test_every_process_start_has_its_own_boot() -> None:
+    """A cursor (``next``) is good only with its ``boot``: a restarted node counts from 1."""
+    assert len({ProcessProbe().boot for _ in range(50)}) == 50
 
 
 async def test_events_page_with_cursor(client: Any, runtime: Runtime) -> None:
@@ -53,7 +62,7 @@ async def test_events_page_with_cursor(client: Any, runtime: Runtime) -> None:
     table.change(2, "alive", cause="alive", wall=1002.0)
     status, body, _ = await call(client, "GET", "/api/events")
     assert status == 200
-    assert list(body) == ["node_id", "events", "next", "dropped"]
+    assert list(body) == ["node_id", "events", "next", "dropped", "boot"]
     assert body["events"][0] == {
         "seq": 1, "wall": 1000.5, "mono": 7.25, "observer": 0, "subject": 1, "old": "alive",
         "new": "suspected", "incarnation": 0, "cause": "suspect",
@@ -194,7 +203,7 @@ def test_a_lone_runtime_has_no_history_and_no_faults(tmp_path: Path, viz_root: P
     rt = make_runtime(tmp_path, viz_root)
     rt.membership = SingleNode(0, "127.0.0.1", 9413)
     assert admin_query(rt, "events", {"after": "5"}) == {
-        "node_id": 0, "events": [], "next": 5, "dropped": 0
+        "node_id": 0, "events": [], "next": 5, "dropped": 0, "boot": rt.process.boot
     }  # fmt: skip
     assert admin_query(rt, "faults", {})["active"] is False
     process = admin_query(rt, "process", {})

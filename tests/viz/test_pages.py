@@ -6,6 +6,7 @@ pytest-trio only takes over ``async def`` tests, so playwright's sync API runs a
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.request
 from typing import Any
@@ -124,6 +125,38 @@ def test_navigation_reaches_views_and_module_pages(cluster3: LocalNodes, page: A
     page.get_by_role("button", name="Modules").click()
     expect(page.locator("#nav-modules a[data-mod='rt_cte_core']")).to_be_in_viewport()
     screenshot(page, "nav_modules_menu")
+
+
+def test_events_panel_starts_again_when_the_node_restarted(cluster3: LocalNodes, page: Any) -> None:
+    """Between two polls the node restarts and counts its events from 1 again: the panel sees
+    the new ``boot`` and reads the new history, not the old cursor (which would hide it)."""
+
+    def event(seq: int, subject: int, new: str) -> dict[str, Any]:
+        return {"seq": seq, "wall": 1_700_000_000.0 + seq, "mono": float(seq), "observer": 0,
+                "subject": subject, "old": "alive", "new": new, "incarnation": 0,
+                "cause": "test"}  # fmt: skip
+
+    boots = {
+        "before": [event(1, 1, "suspected"), event(2, 1, "alive"), event(3, 1, "suspected")],
+        "after": [event(1, 2, "suspected"), event(2, 2, "dead")],
+    }
+    now = {"boot": "before"}
+
+    def answer(route: Any) -> None:
+        after = int(re.search(r"[?&]after=(\d+)", route.request.url).group(1))  # type: ignore[union-attr]
+        held = boots[now["boot"]]
+        events = [e for e in held if e["seq"] > after]
+        body = {"node_id": 0, "events": events, "next": events[-1]["seq"] if events else after,
+                "dropped": 0, "boot": now["boot"]}  # fmt: skip
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.route(re.compile(r".*/api/events\?.*"), answer)
+    page.goto(f"{cluster3.url(0)}/")
+    rows = page.locator("#events tbody tr")
+    expect(rows).to_have_count(3, timeout=TIMEOUT_MS)
+    now["boot"] = "after"
+    expect(page.locator("#events tbody tr[data-subject='2']")).to_have_count(2, timeout=TIMEOUT_MS)
+    expect(page.locator("#events tbody tr[data-subject='1']")).to_have_count(0)
 
 
 def test_monitor_explorer_shows_raw_json(cluster3: LocalNodes, page: Any) -> None:

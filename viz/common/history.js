@@ -2,8 +2,9 @@
 // recent-events table and the band timeline drawn from it.
 //
 // 1. EventFeed asks `/api/events?after=<next>` and keeps the newest `keep` events in memory
-//    (oldest first). A first read, and any read after a failure (the node may have restarted,
-//    and its seq with it), starts again from after=0 and pages until the ring is read.
+//    (oldest first). A first read, a read after a failure, and a read whose `boot` differs from
+//    the last one (the node restarted between polls: its seq started again from 1) start again
+//    from after=0 and page until the ring is read.
 // 2. The events table shows the newest `show` events, newest first; rows are added at the
 //    top, never rebuilt, so a reader's scroll position stays.
 // 3. The timeline is one band per member over the last `windowS` seconds (the history held,
@@ -25,6 +26,7 @@ export class EventFeed {
     this.after = 0;
     this.dropped = 0;
     this.reset = true;
+    this.boot = null; // the node process the cursor belongs to
     this.generation = 0; // bumped on every reset, so views know to rebuild
   }
 
@@ -35,6 +37,11 @@ export class EventFeed {
       for (let round = 0; round < ROUNDS; round += 1) {
         const after = this.reset ? 0 : this.after;
         const body = await getJSON(this.path, { after, limit: PAGE });
+        if (!this.reset && body.boot !== this.boot) { // a restart: this cursor means nothing now
+          this.reset = true;
+          continue;
+        }
+        this.boot = body.boot;
         if (this.reset) {
           this.events = [];
           this.dropped = 0;
