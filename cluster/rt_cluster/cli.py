@@ -30,7 +30,7 @@ from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
 from cluster.parse import MAX_NODE_ID, shown
 
 from .commands import ASYNC_COMMANDS, cmd_list, cmd_scenario
-from .hints import unknown_command
+from .hints import unknown_command, unknown_option
 from .output import err
 
 __all__ = ["build_parser", "main"]
@@ -219,14 +219,30 @@ def _run(args: argparse.Namespace) -> int:
     return trio.run(ASYNC_COMMANDS[args.command], args)
 
 
-def _commands(parser: argparse.ArgumentParser) -> list[str]:
-    """The subcommands, in the order ``--help`` lists them."""
-    return [
-        name
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands and their parsers, in the order ``--help`` lists them."""
+    return {
+        name: sub
         for action in parser._actions
         if isinstance(action, argparse._SubParsersAction)
-        for name in action.choices
-    ]
+        for name, sub in action.choices.items()
+    }
+
+
+def _long_options(sub: argparse.ArgumentParser) -> list[str]:
+    return [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
+
+
+def _unknown_long_option(options: Sequence[str], args: Sequence[str]) -> str | None:
+    """The first ``--option`` in ``args`` that is none of ``options`` (nor abbreviates one),
+    else None."""
+    for arg in args:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        if name.startswith("--") and not any(o.startswith(name) for o in options):
+            return name
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -234,9 +250,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     commands = _commands(parser)
-    # The command comes first (there are no options before it): a typo gets "did you mean".
+    # The command comes first (there are no options before it): a typo gets "did you mean",
+    # in the command or in one of its long options.
     if argv and not argv[0].startswith("-") and argv[0] not in commands:
-        parser.error(unknown_command(argv[0], commands))
+        parser.error(unknown_command(argv[0], list(commands)))
+    if argv and argv[0] in commands:
+        sub = commands[argv[0]]
+        options = _long_options(sub)
+        option = _unknown_long_option(options, argv[1:])
+        if option is not None:
+            sub.error(unknown_option(option, options))
     args = parser.parse_args(argv)
     try:
         return _run(args)

@@ -18,6 +18,7 @@ import argparse
 import functools
 import json
 import signal
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import trio
@@ -96,10 +97,11 @@ def _live_state(rec: NodeRecord) -> str:
     return st
 
 
-async def _converge_live(cluster: LocalCluster) -> tuple[int, float]:
-    """Wait until every live node lists every live node alive: (how many, seconds)."""
+async def _converge_live(cluster: LocalCluster, started: float) -> tuple[int, float]:
+    """Wait until every live node lists every live node alive: (how many, seconds since
+    ``started``, the ``time.monotonic()`` at which the command began)."""
     expect = {n.node_id for n in cluster.live_nodes()}
-    return len(expect), await cluster.wait_converged(expect, 60.0)
+    return len(expect), await cluster.wait_converged(expect, 60.0, started=started)
 
 
 def _strays(cluster: LocalCluster) -> list[Member]:
@@ -290,11 +292,12 @@ async def cmd_node(args: argparse.Namespace) -> int:
         cluster.resume(nid)
         msg = f"node {nid} resumed (SIGCONT)"
     else:
+        began = time.monotonic()
         rec = await cluster.restart(nid, hard=args.kill)
         msg = f"node {nid} restarted: pid {rec.pid}"
         if not args.no_wait:
-            _, took = await _converge_live(cluster)
-            msg += f"; converged in {took:.1f}s"
+            _, took = await _converge_live(cluster, began)
+            msg += f"; every live node lists it alive {took:.1f}s after the restart began"
     out(msg)
     return 0
 
@@ -317,11 +320,12 @@ def _check_node_command(cluster: LocalCluster, command: str, rec: NodeRecord) ->
 
 async def cmd_add(args: argparse.Namespace) -> int:
     cluster = _open(args.name)
+    began = time.monotonic()
     rec = await cluster.add(induct=args.induct)
     msg = f"node {rec.node_id} added: pid {rec.pid}, dashboard {rec.dashboard or '-'}"
     if not args.no_wait:
-        count, took = await _converge_live(cluster)
-        msg += f"; {count} nodes converged in {took:.1f}s"
+        count, took = await _converge_live(cluster, began)
+        msg += f"; {count} nodes converged {took:.1f}s after the start"
     out(msg)
     return 0
 

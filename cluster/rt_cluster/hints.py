@@ -71,6 +71,15 @@ def unknown_command(word: str, commands: Sequence[str]) -> str:
     return f"unknown command {shown(word)} (commands: {', '.join(commands)})"
 
 
+def unknown_option(option: str, options: Sequence[str]) -> str:
+    """``unknown option '--forground'; did you mean '--foreground'?`` or the options there
+    are."""
+    close = did_you_mean(option, options)
+    if close is not None:
+        return f"unknown option {shown(option)}; did you mean {close!r}?"
+    return f"unknown option {shown(option)} (options: {', '.join(options)})"
+
+
 def unknown_cluster(name: str, known: Sequence[str], home: Path) -> str:
     """No cluster ``name``: the clusters there are and how to pick one (``--name NAME``), or
     how to start one when there is none."""

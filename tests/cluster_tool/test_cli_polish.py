@@ -77,6 +77,13 @@ def _record(name: str, n: int = 3, pids: dict[int, int] | None = None) -> Cluste
         (["resme", "1"], "unknown command 'resme'; did you mean 'resume'?"),
         (["frobnicate"], "unknown command 'frobnicate' (commands: up, status, down, list, kill"),
         (["x" * 500], "unknown command '" + "x" * 40 + "'... (commands"),
+        (
+            ["up", "-n", "2", "--forground"],
+            "rt_cluster up: unknown option '--forground'; did you mean '--foreground'?",
+        ),
+        (["status", "--jsn"], "rt_cluster status: unknown option '--jsn'; did you mean '--json'?"),
+        (["scenario", "kill_one", "--seeed=4"], "unknown option '--seeed'; did you mean '--seed'?"),
+        (["status", "--zzzzzz"], "unknown option '--zzzzzz' (options: --help, --name, --json)"),
     ],
 )
 def test_a_mistyped_command_gets_a_did_you_mean(
@@ -86,6 +93,14 @@ def test_a_mistyped_command_gets_a_did_you_mean(
     assert code == 2
     assert out == ""
     assert message in one_line(err)
+
+
+@pytest.mark.parametrize("argv", [["up", "--fore"], ["status", "--js", "--", "--x"]])
+def test_abbreviations_and_words_after_a_double_dash_are_not_unknown_options(
+    cluster_home: Path, argv: list[str]
+) -> None:
+    _, _, err = run(*argv)
+    assert "unknown option" not in err
 
 
 def test_no_such_cluster_names_the_ones_there_are_and_the_flag(cluster_home: Path) -> None:
