@@ -299,6 +299,31 @@ def test_compose_editor_from_the_pools_page(cluster3: LocalNodes, page: Any) -> 
     expect(page.locator("#compose-title")).to_have_text(re.compile(r"^Compose a \w+ pool$"))
 
 
+def test_compose_opened_before_the_module_list_came_offers_the_modules(
+    cluster3: LocalNodes, page: Any
+) -> None:
+    held: list[Any] = []
+    released = False
+
+    def hold(route: Any) -> None:  # the list is held back until released
+        if released:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(re.compile(r".*/api/chimods$"), hold)
+    page.goto(f"{cluster3.url(0)}/viz/rt_admin/pools.html")
+    wait_for("the page to ask for the modules", lambda: len(held), until=bool, timeout=20)
+    page.get_by_role("button", name="Compose from YAML…").click()
+    expect(page.locator("#compose-title")).to_have_text("Loading the modules…")
+    released = True
+    for route in held:
+        route.continue_()
+    form = page.locator("#add-form form")
+    expect(form.get_by_label("Module (mod_name)")).to_have_value("rt_bdev", timeout=TIMEOUT_MS)
+    expect(page.locator("#compose-title")).to_have_text("Compose a rt_bdev pool")
+
+
 # ---- module pages --------------------------------------------------------------------------------
 
 

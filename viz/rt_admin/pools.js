@@ -333,6 +333,12 @@ window.addEventListener('hashchange', () => {
   if (location.hash === '#compose' && chimods.length) openCompose(selectedMod);
 });
 $('#compose-open').addEventListener('click', () => {
+  if (!chimods.length) { // the module list is not here yet: setChimods opens the editor then
+    activeForm = null;
+    history.replaceState(null, '', '#compose');
+    fill($('#add-form'), h('p', { class: 'muted', id: 'compose-title' }, 'Loading the modules…'));
+    return;
+  }
   openCompose(selectedMod);
   $('#compose-title').scrollIntoView({ block: 'nearest' });
   $('#add-form select[name="mod_name"]').focus();
