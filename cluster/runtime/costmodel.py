@@ -8,9 +8,11 @@ are the task's size here). Both coefficients start at 1.0. After each task, with
 Units: costs are microseconds; sizes whatever unit the module chooses (KiB for I/O); ``mape``
 and ``wall_mape`` are PERCENT everywhere (here, in the API, on the pages: 12.5 means 12.5 %).
 A method is trained once it has learned from a task (``samples`` > 0); before that its MAPE
-is no figure at all (``to_json`` says ``trained: false``), not a perfect 0 %. A MAPE can be far
-above 100 % when real costs are tiny beside the first predictions (the coefficients start at
-1 µs per unit and the average forgets slowly).
+is no figure at all (``to_json`` says ``trained: false``), not a perfect 0 %. Likewise a MAPE
+that no task with a positive real cost fed (``mape_samples`` or ``wall_mape_samples`` 0: a
+method whose own CPU time is nil because it only waits for its subtasks) is no figure.
+A MAPE can be far above 100 % when real costs are tiny beside the first predictions (the
+coefficients start at 1 µs per unit and the average forgets slowly).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class MethodModel:
     wall_coefficient: float = 1.0  # µs of wall time per (size + 1)
     wall_mape: float = 0.0  # percent
     samples: int = 0  # tasks learned from
+    mape_samples: int = 0  # of them, tasks with a positive CPU cost (the ones the MAPE saw)
+    wall_mape_samples: int = 0  # tasks with a positive wall time
 
     def predict_cpu(self, size: float) -> float:
         return self.coefficient * (size + 1)
@@ -45,6 +49,8 @@ class MethodModel:
             "wall_coefficient": self.wall_coefficient,
             "wall_mape": self.wall_mape,
             "samples": self.samples,
+            "mape_samples": self.mape_samples,
+            "wall_mape_samples": self.wall_mape_samples,
             "trained": self.samples > 0,
         }
 
@@ -77,6 +83,8 @@ class CostModel:
         m.coefficient, m.mape = _learn(m.coefficient, m.mape, lr, size, cpu_us)
         m.wall_coefficient, m.wall_mape = _learn(m.wall_coefficient, m.wall_mape, lr, size, wall_us)
         m.samples += 1
+        m.mape_samples += cpu_us > 0
+        m.wall_mape_samples += wall_us > 0
 
     def to_json(self) -> list[dict[str, object]]:
         return [m.to_json() for m in sorted(self.methods.values(), key=lambda m: m.id)]

@@ -11,7 +11,8 @@ def test_an_untrained_method_says_it_is_untrained() -> None:
     (row,) = CostModel(("read",)).to_json()
     assert row == {
         "id": 0, "name": "read", "coefficient": 1.0, "mape": 0.0, "wall_coefficient": 1.0,
-        "wall_mape": 0.0, "samples": 0, "trained": False,
+        "wall_mape": 0.0, "samples": 0, "mape_samples": 0, "wall_mape_samples": 0,
+        "trained": False,
     }  # fmt: skip
 
 
@@ -29,3 +30,15 @@ def test_a_trained_method_can_have_a_zero_mape() -> None:
     model.observe("read", size=0, cpu_us=1.0, wall_us=1.0)  # predicted exactly
     (row,) = model.to_json()
     assert (row["mape"], row["trained"]) == (0.0, True)
+
+
+def test_a_mape_no_positive_cost_fed_says_so() -> None:
+    """A method that only waits for its subtasks has no CPU time of its own: its CPU MAPE
+    stays 0 because nothing fed it, and ``mape_samples`` 0 tells that from a perfect guess."""
+    model = CostModel(("scrub",))
+    for _ in range(3):
+        model.observe("scrub", size=4, cpu_us=0.0, wall_us=900.0)
+    (row,) = model.to_json()
+    assert (row["samples"], row["mape_samples"], row["wall_mape_samples"]) == (3, 0, 3)
+    assert row["mape"] == 0.0
+    assert row["wall_mape"] > 0

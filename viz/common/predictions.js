@@ -19,6 +19,13 @@ export function isTrained(m) {
   return (isNum(m.mape) && m.mape > 0) || (isNum(m.wall_mape) && m.wall_mape > 0);
 }
 
+/** A trained method's MAPE, or why there is none: no task had a positive cost of that kind
+ *  (a method that only waits for its subtasks uses no CPU of its own). */
+function mapeCell(mape, fed, kind) {
+  if (fed === 0) return h('span', { class: 'muted', title: `no task of this method had a measurable ${kind} cost` }, `no ${kind} cost`);
+  return fmtMape(mape);
+}
+
 /** Tasks after which the starting guess weighs under 10 % of a moving average at rate `lr`. */
 export function settledAfter(lr) {
   const rate = isNum(lr) && lr > 0 && lr < 1 ? lr : 0.2;
@@ -51,9 +58,9 @@ export function renderPredictions(el, body, { poolId = null } = {}) {
         h('td', {}, `${c.pool_name} (${c.pool_id})`),
         h('td', {}, h('code', {}, m.name)),
         h('td', { class: 'num' }, trained ? fmtNum(m.coefficient, 3) : '—'),
-        h('td', { class: 'num mape' }, trained ? fmtMape(m.mape) : untrained),
+        h('td', { class: 'num mape' }, trained ? mapeCell(m.mape, m.mape_samples, 'CPU') : untrained),
         h('td', { class: 'num' }, trained ? fmtNum(m.wall_coefficient, 3) : '—'),
-        h('td', { class: 'num mape' }, trained ? fmtMape(m.wall_mape) : untrained.cloneNode(true)),
+        h('td', { class: 'num mape' }, trained ? mapeCell(m.wall_mape, m.wall_mape_samples, 'wall') : untrained.cloneNode(true)),
         h('td', { class: 'num' }, isNum(m.samples) ? String(m.samples) : '—'),
         h('td', {}, modelBadge(trained, m.samples, settle))));
     }
