@@ -14,11 +14,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 from cluster.rt_cluster.cli import main
 from tests.support import wait_for
 
-__all__ = ["NO_WORKLOAD", "holders_of", "rt_cluster", "run_main", "wait_nothing_holds"]
+__all__ = [
+    "NO_WORKLOAD",
+    "holders_of",
+    "read_until",
+    "rt_cluster",
+    "run_main",
+    "wait_nothing_holds",
+]
 
 NO_WORKLOAD = "workload: {enabled: false}\n"
 
@@ -77,3 +85,13 @@ def run_main(*argv: str) -> tuple[int, str, str]:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
     return code, out.getvalue(), err.getvalue()
+
+
+def read_until(stream: IO[str], marker: str) -> list[str]:
+    """Lines of ``stream`` up to the one containing ``marker`` (the process's own pace)."""
+    lines = []
+    for line in stream:
+        lines.append(line)
+        if marker in line:
+            return lines
+    raise AssertionError(f"{marker!r} never came; output: {''.join(lines)}")

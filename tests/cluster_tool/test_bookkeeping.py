@@ -16,14 +16,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from cluster.local import load_record, process_state
 from tests.support import wait_for
 
-from .helpers import NO_WORKLOAD, rt_cluster, wait_nothing_holds
+from .helpers import NO_WORKLOAD, read_until, rt_cluster, wait_nothing_holds
 
 pytestmark = pytest.mark.slow
 
@@ -57,16 +57,6 @@ def _foreground(name: str, n: int, cfg: Path) -> subprocess.Popen[str]:
             text=True,
             env=os.environ.copy(),
         )  # fmt: skip
-
-
-def _read_until(stream: IO[str], marker: str) -> list[str]:
-    """Lines of ``stream`` up to the one containing ``marker`` (the process's own pace)."""
-    lines = []
-    for line in stream:
-        lines.append(line)
-        if marker in line:
-            return lines
-    raise AssertionError(f"{marker!r} never came; output: {''.join(lines)}")
 
 
 def _ignores_sigpipe(pid: int) -> bool:
@@ -148,7 +138,7 @@ def test_ctrl_c_of_foreground_stops_restarted_and_added_nodes(
     fg = _foreground("f", 2, cfg)
     try:
         assert fg.stdout is not None
-        _read_until(fg.stdout, "changes, one line each")
+        read_until(fg.stdout, "changes, one line each")
         first = {n["node_id"]: n["pid"] for n in _status("f")["nodes"]}
         res = rt_cluster("restart", "1", "--name", "f")
         assert res.returncode == 0, res.stderr
@@ -176,7 +166,7 @@ def test_closed_stdout_then_ctrl_c_leaves_nothing(cluster_home: Path, tmp_path: 
     fg = _foreground("h", 2, _config(tmp_path))
     try:
         assert fg.stdout is not None
-        _read_until(fg.stdout, "changes, one line each")
+        read_until(fg.stdout, "changes, one line each")
         fg.stdout.close()  # the reader is gone; the next line, on a change, meets a broken pipe
         assert rt_cluster("pause", "1", "--name", "h").returncode == 0
         wait_for(

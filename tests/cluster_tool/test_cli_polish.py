@@ -11,7 +11,6 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import IO
 
 import pytest
 
@@ -31,7 +30,7 @@ from cluster.rt_cluster.watch import (
 from cluster.runtime import faults_json
 from tests.support import wait_for
 
-from .helpers import NO_WORKLOAD, rt_cluster, wait_nothing_holds
+from .helpers import NO_WORKLOAD, read_until, rt_cluster, wait_nothing_holds
 from .helpers import run_main as run
 
 
@@ -385,16 +384,6 @@ def test_status_of_a_sleeping_stand_in_shows_unknown_faults(
 STAMPED = re.compile(r"\d\d:\d\d:\d\d  (node \d+|leader): ")
 
 
-def _read_until(stream: IO[str], marker: str) -> list[str]:
-    """Lines of ``stream`` up to the one containing ``marker`` (the process's own pace)."""
-    lines = []
-    for line in stream:
-        lines.append(line)
-        if marker in line:
-            return lines
-    raise AssertionError(f"{marker!r} never came; output: {''.join(lines)}")
-
-
 @pytest.mark.slow
 def test_foreground_shows_the_urls_once_then_a_line_per_change(
     cluster_home: Path, tmp_path: Path
@@ -412,7 +401,7 @@ def test_foreground_shows_the_urls_once_then_a_line_per_change(
 
     try:
         assert fg.stdout is not None
-        head = "".join(_read_until(fg.stdout, "changes, one line each"))
+        head = "".join(read_until(fg.stdout, "changes, one line each"))
         nodes = json.loads(rt("status", "--json").stdout)["nodes"]
         for n in nodes:  # one line per node: id, pid, runtime port, dashboard URL
             row = rf"^{n['node_id']}\s+{n['pid']}\s+{n['runtime_port']}\s+{n['dashboard']}\s"
@@ -421,19 +410,19 @@ def test_foreground_shows_the_urls_once_then_a_line_per_change(
         assert "; Ctrl-C stops all" in head
         body = []
         assert rt("pause", "2").returncode == 0
-        body += _read_until(fg.stdout, "node 2: process paused")
+        body += read_until(fg.stdout, "node 2: process paused")
         again = rt("pause", "2")
         assert (again.returncode, again.stdout) == (2, "")
         assert "node 2 is already paused" in again.stderr
-        body += _read_until(fg.stdout, "node 2: alive -> suspect, as seen by")
+        body += read_until(fg.stdout, "node 2: alive -> suspect, as seen by")
         assert rt("resume", "2").returncode == 0
-        body += _read_until(fg.stdout, "node 2: process resumed")
+        body += read_until(fg.stdout, "node 2: process resumed")
         assert rt("loss", "1", "10", "--peer", "0").returncode == 0
-        body += _read_until(fg.stdout, "node 1: faults: loss 10% to 0")
+        body += read_until(fg.stdout, "node 1: faults: loss 10% to 0")
         table = rt("status").stdout
         assert re.search(r"^1 .* loss 10% to 0 ", table, re.MULTILINE), table
         assert rt("heal").returncode == 0
-        body += _read_until(fg.stdout, "node 1: faults: none")
+        body += read_until(fg.stdout, "node 1: faults: none")
         again = rt("resume", "2")
         assert (again.returncode, again.stdout) == (2, "")
         assert "node 2 is not paused (it is running); nothing to resume" in again.stderr
