@@ -114,7 +114,8 @@ def test_banner_names_the_disagreement_after_a_partition(
     nodes.block(2, [0, 1])
     nodes.block(0, [2])
     nodes.block(1, [2])
-    for observer, subject in ((2, 0), (0, 2), (1, 2)):
+    # every cross pair: node 2 leads alone only once it holds both 0 and 1 dead
+    for observer, subject in ((2, 0), (2, 1), (0, 2), (1, 2)):
         wait_for(
             f"node {observer} to see node {subject} dead",
             lambda o=observer, s=subject: nodes.state_seen_by(o, s),
