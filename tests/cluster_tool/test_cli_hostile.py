@@ -64,8 +64,9 @@ def assert_one_line(err: str) -> None:
         (["scenario", "x", "-n", "0"], "-n: 0 is out of range"),
         (["up", "-n", "1", "--config", "/nonexistent/x.yaml"], "no such file"),
         (["up", "-n", "1", "--config", "x" * 5000], "cannot be read (File name too long)"),
-        (["up", "-n", "1", "--frob"], "unrecognized arguments: --frob"),
-        (["up", "-n", "1", "--frob\x1b[2J"], "unrecognized arguments: --frob\\x1b[2J"),
+        (["up", "-n", "1", "--frob"], "unknown option '--frob' (options: --help, --name,"),
+        (["up", "-n", "1", "--frob\x1b[2J"], "unknown option '--frob\\x1b[2J' (options:"),
+        (["up", "-n", "1", "-x"], "unrecognized arguments: -x"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(
