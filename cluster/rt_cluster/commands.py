@@ -297,7 +297,7 @@ async def cmd_node(args: argparse.Namespace) -> int:
         msg = f"node {nid} restarted: pid {rec.pid}"
         if not args.no_wait:
             _, took = await _converge_live(cluster, began)
-            msg += f"; every live node lists it alive {took:.1f}s after the restart began"
+            msg += f"; converged {took:.1f}s after the restart began"
     out(msg)
     return 0
 
