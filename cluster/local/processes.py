@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import signal
+import site
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,12 +62,25 @@ class Proc:
     log: str
 
 
+def _installed() -> bool:
+    """Whether our packages sit in one of the interpreter's own site folders (an installed
+    copy, found by a child without help) rather than in a source checkout."""
+    sites = [*site.getsitepackages(), site.getusersitepackages()]
+    return any(Path(s).resolve() == PROJECT_ROOT for s in sites)
+
+
 def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: our environment) with the project on PYTHONPATH, output unbuffered."""
+    """``base`` (default: our environment) for a child that must import the code we run: a
+    checkout first on PYTHONPATH (an installed copy is found as it is, and its site folder on
+    PYTHONPATH would come before the standard library), the working directory never put first
+    on the path (PYTHONSAFEPATH, so no ``cluster/`` folder where it was started shadows ours),
+    output unbuffered."""
     env = dict(os.environ if base is None else base)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
-    )
+    if not _installed():
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
+        )
+    env["PYTHONSAFEPATH"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
