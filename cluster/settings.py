@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
@@ -54,6 +55,8 @@ MAX_TEXT = 4096  # characters of one string setting (a path, a host name)
 MAX_ITEMS = 64  # entries of one list setting (modules, asset paths)
 MAX_THREADS = 1024  # workers, dashboard request slots
 _YAML_LIMITS = Limits(max_bytes=MAX_CONFIG_BYTES)
+_HOST_NAME = re.compile(r"(?:[0-9a-f.]*(?::[0-9a-f.]*){2,8}|(?!-)[a-z0-9-]{1,63}(?<!-)"  # IPv6, or
+                        r"(?:\.(?!-)[a-z0-9-]{1,63}(?<!-)){0,126}\.?)\Z", re.I)  # fmt: skip
 
 
 def _int(default: int, low: int, high: int) -> Any:
@@ -70,9 +73,13 @@ class NetworkingSettings:
     port: int = _int(9413, 0, PORT_MAX)  # 0: any free port (tests)
     hostfile: str = ""
     node_id: int = _int(-1, -1, MAX_NODE_ID)  # -1: this node's line offset in the hostfile
+    advertise: str = ""  # the address peers are told; "": host (a wildcard host needs one)
 
     def __post_init__(self) -> None:
         _check_section(self, "networking")
+        if self.advertise and not _HOST_NAME.match(self.advertise):
+            raise SettingsError(f"networking.advertise: expected an address or host name, "
+                                f"got {shown(self.advertise)}")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,9 +381,9 @@ def load_settings(
     """Resolve the node's settings with the precedence in the module docstring.
 
     ``flags`` holds command-line values that were given (keys ``viz``, ``viz_port``,
-    ``viz_bind``, ``port``, ``hostfile``, ``node_id``, ``host``, ``events``, ``log_file``,
-    ``data_dir``, ``keyring``); absent keys change nothing. A flag out of range is a
-    SettingsError naming the setting.
+    ``viz_bind``, ``port``, ``hostfile``, ``node_id``, ``host``, ``advertise``, ``events``,
+    ``log_file``, ``data_dir``, ``keyring``); absent keys change nothing. A flag out of range
+    is a SettingsError naming the setting.
     """
     env = os.environ if env is None else env
     flags = flags or {}
@@ -392,7 +399,7 @@ def load_settings(
         origins["viz.enabled"] = f"default ({mode})"
     viz = _viz_flags(_viz_env(viz, env, origins), flags, origins)
     net = settings.networking
-    for key in ("port", "hostfile", "node_id", "host"):
+    for key in ("port", "hostfile", "node_id", "host", "advertise"):
         if flags.get(key) is not None:
             net = replace(net, **{key: flags[key]})
             origins[f"networking.{key}"] = _FLAG_ORIGIN[key]
@@ -413,8 +420,8 @@ def load_settings(
 
 
 _FLAG_ORIGIN = {  # a flags key -> how the origin names it
-    key: "flag --" + key.replace("_", "-")
-    for key in ("port", "hostfile", "node_id", "host", "data_dir", "events", "log_file")
+    k: "flag --" + k.replace("_", "-")
+    for k in ("port", "hostfile", "node_id", "host", "advertise", "data_dir", "events", "log_file")
 } | {"keyring": "flag --keyring", "viz": "flag --viz/--no-viz", "viz_port": "flag --viz-port",
      "viz_bind": "flag --viz-bind"}  # fmt: skip
 

@@ -5,9 +5,11 @@ loopback. That still leaves two browser attacks on a loopback dashboard, which t
 
 1. DNS rebinding: a page on ``evil.example`` whose name re-resolves to 127.0.0.1 can read this
    API as same-origin. Refused by the Host check: the ``Host`` header must name an address or
-   name this node serves (its bind address; localhost, 127.0.0.1 and [::1] when bound to
-   loopback; any address literal and the machine's own names when bound to a wildcard; plus
-   ``viz.allowed_hosts``) and, when it carries a port, the bound port. Else 403.
+   name this node serves (its bind address, and the addresses a bind name resolves to;
+   localhost, 127.0.0.1 and [::1] when bound to loopback; any address literal and the
+   machine's own names when bound to a wildcard; plus ``viz.allowed_hosts``) and, when it
+   carries a port, the bound port. Else 403. Another address of the machine is not one this
+   dashboard serves: it is refused like any other name.
 2. Cross-site request forgery: any page can make a browser POST a form here (destroying a
    pool). Refused for every method but GET/HEAD/OPTIONS when the browser marks the request
    ``Sec-Fetch-Site: cross-site`` or ``same-site``, or sends an ``Origin`` that is not this
@@ -79,6 +81,14 @@ def _is_ip(name: str) -> bool:
     return True
 
 
+def _addresses(name: str) -> set[str]:
+    try:
+        infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):  # unresolvable: the bind itself fails
+        return set()
+    return {str(info[4][0]).partition("%")[0].lower() for info in infos}
+
+
 def _is_loopback(name: str) -> bool:
     if name == "localhost":
         return True
@@ -108,6 +118,8 @@ class SitePolicy:
             names.update(LOOPBACK_NAMES)
         if wildcard:
             names.update(n.lower() for n in (socket.gethostname(), socket.getfqdn()) if n)
+        elif not _is_ip(bind):  # a name: the socket is bound to what it resolves to
+            names.update(_addresses(bind))
         extra: set[tuple[str, int | None]] = set()
         check = True
         for entry in allowed_hosts:

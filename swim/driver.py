@@ -390,8 +390,12 @@ async def open_swim(
     event_log: str | os.PathLike[str] | None = None,
     rng: random.Random | None = None,
     induct: bool = False,
+    advertise: str = "",
 ) -> AsyncIterator[SwimHandle]:
     """Run one SWIM member on UDP ``host:port`` (0 picks a free port) until the block exits.
+
+    Peers are told ``advertise`` as this member's address ("": ``host``), for a member bound
+    to a wildcard or behind an address translation.
 
     ``seeds`` are ``(host, port)`` pairs or ``"host:port"`` strings of members to join through
     (TCP push/pull on the same port numbers). ``node_id=None`` with ``induct=True`` asks the
@@ -404,10 +408,11 @@ async def open_swim(
         bound_port = int(sock.getsockname()[1])
         node_id = await _resolve_node_id(node_id, induct, seed_addrs, config)
         now = trio.current_time()
-        machine = SwimMachine(config, node_id, host, bound_port, rng=rng, now=now, seeds=seed_addrs)
+        me = advertise or host
+        machine = SwimMachine(config, node_id, me, bound_port, rng=rng, now=now, seeds=seed_addrs)
         async with _open_event_log(event_log) as events, trio.open_nursery() as nursery:
             handle = SwimHandle(machine, sock, nursery, events, rng)
             handle._start()
-            log.info("node %s: swim bound on %s:%s", node_id, host, bound_port)
+            log.info("node %s: swim bound on %s:%s, told as %s", node_id, host, bound_port, me)
             yield handle
             nursery.cancel_scope.cancel()

@@ -67,7 +67,12 @@ def _add_node_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", type=Path, help="configuration file (else $RT_SERVER_CONF, ~/.rt/rt.yaml)"
     )
-    p.add_argument("--host", help="runtime address to bind and advertise (default 127.0.0.1)")
+    p.add_argument("--host", help="runtime address to bind (default 127.0.0.1)")
+    p.add_argument(
+        "--advertise",
+        metavar="ADDR",
+        help="address peers reach this node at (default: --host; needed with --host 0.0.0.0)",
+    )
     p.add_argument("--port", type=_PORT, help="runtime port: UDP gossip and TCP RPC (default 9413)")
     p.add_argument("--hostfile", help="one host[:port] per line; a node's id is its line offset")
     p.add_argument("--node-id", type=_NODE_ID, dest="node_id", help="override the hostfile offset")
@@ -111,6 +116,7 @@ def _settings(args: argparse.Namespace, mode: str = "daemon") -> Settings:
             "hostfile",
             "node_id",
             "host",
+            "advertise",
             "events",
             "log_file",
             "data_dir",

@@ -3,22 +3,28 @@
 Rules:
 1. A hostfile has one entry ``host[:port]`` per line; blank lines and ``#`` comments are not
    entries. A node's id is the offset of its own entry, unless ``--node-id`` overrides it.
-2. A node's own entry is the one with its port on the same host (names resolved); every
+2. A node's own entry is the one with its port on its advertised host (names resolved); every
    other entry is a seed to join through.
 3. A node with no entry starts only with ``--induct``, and then asks the cluster for its id.
    Every problem is a ``SettingsError`` naming the file (and line).
+4. The advertised host, the address peers are told, is ``networking.advertise``, else the bound
+   ``networking.host``. A wildcard (``0.0.0.0``, ``::``) is no address a peer can use: a node
+   bound to one needs ``advertise``, and a wildcard is never advertised. (Placement by an
+   mpirun/srun rank, which can set both, is ``ranks``.)
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import socket
 from pathlib import Path
 
 from cluster.errors import SettingsError
-from cluster.parse import ParseError, parse_port
-from cluster.settings import Settings
+from cluster.parse import ParseError, parse_port, shown
+from cluster.settings import NetworkingSettings, Settings
 
-__all__ = ["parse_hostfile", "resolve_identity"]
+__all__ = ["advertised_host", "is_wildcard", "parse_hostfile", "resolve_identity"]
 
 MAX_HOSTFILE_BYTES = 1 << 20
 
@@ -63,13 +69,52 @@ def _same_host(a: str, b: str) -> bool:
         return False
 
 
+def is_wildcard(host: str) -> bool:
+    """Whether binding ``host`` binds every address (``""``, ``0.0.0.0``, ``::``)."""
+    try:
+        return not host or ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+_DOTTED = re.compile(r"[0-9.]+\Z")  # all digits and dots: meant as an IPv4 address
+
+
+def advertised_host(net: NetworkingSettings) -> str:
+    """The address peers are told (rule 4); SettingsError for a wildcard with nothing else."""
+    if not net.advertise:
+        if is_wildcard(net.host):
+            raise SettingsError(
+                f"networking.host {net.host!r} binds every address, which peers cannot "
+                "use: set networking.advertise (--advertise ADDR) to the address they reach "
+                "this node at"
+            )
+        return net.host
+    literal = net.advertise
+    try:
+        if ":" in literal:
+            ipaddress.IPv6Address(literal)
+        elif _DOTTED.match(literal):
+            ipaddress.IPv4Address(literal)
+    except ValueError:
+        raise SettingsError(
+            f"networking.advertise: {shown(literal)} is not a valid IP address"
+        ) from None
+    if is_wildcard(literal):
+        raise SettingsError(
+            f"networking.advertise: {literal} is a wildcard, no address a peer can reach"
+        )
+    return literal
+
+
 def resolve_identity(settings: Settings, induct: bool) -> tuple[int | None, list[tuple[str, int]]]:
     """This node's id (None: ask the cluster) and the seeds to join, from the hostfile."""
     net = settings.networking
     if not net.hostfile:
         return (max(net.node_id, 0), [])
     entries = parse_hostfile(net.hostfile, net.port)
-    own = [i for i, (h, p) in enumerate(entries) if p == net.port and _same_host(h, net.host)]
+    me = net.advertise or net.host
+    own = [i for i, (h, p) in enumerate(entries) if p == net.port and _same_host(h, me)]
     seeds = [e for i, e in enumerate(entries) if i not in own]
     if net.node_id >= 0:
         return net.node_id, seeds
@@ -78,6 +123,6 @@ def resolve_identity(settings: Settings, induct: bool) -> tuple[int | None, list
     if induct:
         return None, seeds
     raise SettingsError(
-        f"hostfile {net.hostfile} has no entry for {net.host}:{net.port}; add one, or start "
+        f"hostfile {net.hostfile} has no entry for {me}:{net.port}; add one, or start "
         "with --induct to join and take the next free id"
     )

@@ -3,9 +3,10 @@
 Rules:
 1. A node is ready when its sockets are bound (RPC/TCP and SWIM/UDP on the runtime port, the
    dashboard when enabled); ``open_node`` yields only then.
-2. This module only composes: who the node is comes from ``hostfile``, what it answers over
-   the RPC from ``control``, how its runtime reaches peers from ``peers``. The RPC's handler
-   table is built once, when the SWIM handle exists, before the server answers anything.
+2. This module only composes: who the node is comes from ``hostfile`` (and, under mpirun or
+   srun, ``ranks``), what it answers over the RPC from ``control``, how its runtime reaches
+   peers from ``peers``. The RPC's handler table is built once, when the SWIM handle exists,
+   before the server answers anything.
 3. The dashboard is imported lazily: a missing HTTP library or a taken port is a logged warning
    and the node runs on without it.
 4. Every task runs in the node's nursery; stopping the node (signal, ``rt_run stop``, leaving
@@ -22,7 +23,7 @@ import random
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,9 +37,10 @@ from swim import SwimConfig, SwimHandle, open_swim
 
 from .control import Control
 from .frames import Swim
-from .hostfile import resolve_identity
+from .hostfile import advertised_host, resolve_identity
 from .logs import configure_logging, set_node_id
 from .peers import RpcPeers
+from .ranks import place_node
 from .rpc import Handler, RpcServerStats, bound_port, open_rpc_listeners, serve_rpc
 
 __all__ = ["Node", "open_node", "preload", "run_node", "serve_node"]
@@ -115,15 +117,22 @@ async def _start_dashboard(node: Node, nursery: trio.Nursery) -> None:
 
 @asynccontextmanager
 async def open_node(
-    settings: Settings, *, induct: bool = False, seed: int | None = None
+    settings: Settings,
+    *,
+    induct: bool = False,
+    seed: int | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Node]:
     """Run a node inside the caller's trio run (the embedded API); yield it once ready.
 
     An embedded runtime serves no dashboard unless ``settings.viz.enabled`` (load settings
-    with ``load_settings("embedded")``, where ``RT_VIZ_ENABLE=1`` turns it on).
+    with ``load_settings("embedded")``, where ``RT_VIZ_ENABLE=1`` turns it on). Under mpirun
+    or srun the rank in ``env`` (default ``os.environ``) may place the node (``ranks``).
     """
+    settings = place_node(settings, os.environ if env is None else env)
     node_id, seeds = resolve_identity(settings, induct)
     net = settings.networking
+    advertise = advertised_host(net)
     runtime = Runtime(settings, node_id if node_id is not None else -1)
     async with open_rpc_listeners(net.host, net.port) as listeners:
         port = bound_port(listeners)  # SWIM binds the same number over UDP
@@ -133,6 +142,7 @@ async def open_node(
             host=net.host,
             port=port,
             seeds=seeds,
+            advertise=advertise,
             event_log=settings.logging.events or None,
             rng=random.Random(seed),
             induct=induct,
@@ -168,6 +178,7 @@ def _assemble(settings: Settings, runtime: Runtime, handle: SwimHandle, port: in
     """The node around ``runtime`` once its membership exists (sync: no one sees it half made)."""
     peers = RpcPeers(handle.faults)
     runtime.node_id = handle.node_id  # an inducted node learns its id only now
+    runtime.ip_address = handle.host  # the address peers are told, never a wildcard bind
     runtime.membership = handle
     runtime.peers = peers
     set_node_id(handle.node_id)
@@ -184,11 +195,14 @@ async def serve_node(
     """Run a node until SIGINT/SIGTERM or a stop request, then shut it down cleanly."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_node(settings, induct=induct, seed=seed) as node:
+            host = node.settings.networking.host
+            told = "" if node.swim.host == host else f", advertised as {node.swim.host}"
             log.info(
-                "node %d up: runtime %s:%d (pid %d)",
+                "node %d up: runtime %s:%d%s (pid %d)",
                 node.node_id,
-                settings.networking.host,
+                host,
                 node.rpc_port,
+                told,
                 os.getpid(),
             )
             task_status.started(node)
@@ -214,6 +228,7 @@ def run_node(settings: Settings, *, induct: bool = False, seed: int | None = Non
         print(f"rt_run: {exc}", file=sys.stderr)
         return 2
     try:
+        settings = place_node(settings, os.environ)  # before start, so a failure names its port
         trio.run(lambda: serve_node(settings, induct=induct, seed=seed))
     except BaseException as exc:
         leaf = _known_leaf(exc)
