@@ -1,9 +1,11 @@
 """scenarios: timed fault scenarios (YAML files here) and their runner.
 
-A scenario runs on real node processes (a throwaway local cluster, ``cluster.local``) or on
-swim's simulated network in virtual time; either way the run becomes a ``Trace`` (events,
-actions, HTTP answers on one clock) judged by one analysis into ``results.json`` and a
-self-contained ``report.html``. See docs/rt_cluster.md for the file format.
+A scenario runs on real node processes (a throwaway local cluster, ``cluster.local``, or a
+running cluster named by its hostfile, ``attach``; either way every node's events are read over
+HTTP, ``collect``) or on swim's simulated network in virtual time; either way the run becomes a
+``Trace`` (events, actions, HTTP answers on one clock) judged by one analysis into
+``results.json`` and a self-contained ``report.html``. See docs/rt_cluster.md for the file
+format.
 
 Public surface: ``load_scenario``, ``parse_scenario``, ``Scenario``, ``ScenarioError``,
 ``run_scenario``, ``run_many``, ``run_scenario_cli``, ``write_outputs``, ``library``,

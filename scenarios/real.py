@@ -1,19 +1,23 @@
-"""Run a scenario on real node processes: a throwaway local cluster on free ports.
+"""Run a scenario on real node processes: a throwaway local cluster on free ports (``run_real``),
+or any running cluster (``play``, which ``attach`` uses for ``--hostfile``).
 
 Rules:
-1. The cluster lives in ``<out>/cluster`` (logs and event logs stay there for inspection); every
-   process is ended in a ``finally``, whatever happened.
+1. The throwaway cluster lives in ``<out>/cluster`` (logs and event logs stay there for
+   inspection); every process is ended in a ``finally``, whatever happened.
 2. Actions are stamped with ``time.monotonic()`` just before they take effect: the same clock
-   the nodes stamp their event logs with, so one timeline holds both.
+   the nodes stamp their events with, so one timeline holds both.
 3. Steps run in order at their times; an HTTP step runs beside the timeline (it may wait
    seconds for its answer) and a ``pause`` with ``for`` schedules its own resume.
+4. Events are read from every node over HTTP (``collect``), never from files: in the
+   background all along, once more just before a step pauses, stops, kills or restarts a
+   node (so its events up to then are kept), and once more at the end.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +26,16 @@ import yaml
 
 from cluster.local import ClusterError, LocalCluster, launch, plan_cluster, save_record
 
+from .collect import EventCollector, open_collector
+from .nodes import ClusterNodes, Nodes
 from .spec import Scenario, Step
 from .trace import Action, HttpResult, Trace
 
-__all__ = ["http_request", "run_real"]
+__all__ = ["OnAction", "Played", "Say", "http_request", "play", "run_real"]
 
 HTTP_TIMEOUT = 15.0
+OnAction = Callable[[Action, float], None]
+Say = Callable[[str], None]
 
 
 async def http_request(
@@ -61,16 +69,6 @@ async def http_request(
     return int(parts[1]), elapsed, ""
 
 
-def read_events(path: str) -> list[str]:
-    try:
-        return Path(path).read_text(errors="replace").splitlines()
-    except OSError:
-        return []
-
-
-OnAction = Callable[[Action, float], None]
-
-
 class _Actions(list[Action]):
     """The actions of a run; each one is told to ``on_action`` as it is recorded."""
 
@@ -87,40 +85,26 @@ class _Actions(list[Action]):
 
 class _RealRun:
     def __init__(
-        self, scenario: Scenario, cluster: LocalCluster, on_action: OnAction | None = None
+        self,
+        scenario: Scenario,
+        nodes: Nodes,
+        collector: EventCollector,
+        on_action: OnAction | None = None,
     ) -> None:
         self.scenario = scenario
-        self.cluster = cluster
+        self.nodes = nodes
+        self.collector = collector
         self.actions = _Actions(on_action)
         self.http: list[HttpResult] = []
-        self.lines: dict[str, list[str]] = {}  # event log path -> lines kept across restarts
 
-    def keep_events(self, node_id: int) -> None:
-        """Copy a node's event log before it restarts (in case the new process truncates it)."""
-        path = self.cluster.record.node(node_id).events
-        kept = self.lines.setdefault(path, [])
-        seen = set(kept)
-        kept.extend(line for line in read_events(path) if line not in seen)
-
-    def events(self) -> list[dict[str, Any]]:
-        out = []
-        for rec in self.cluster.record.nodes:
-            self.keep_events(rec.node_id)
-        for lines in self.lines.values():
-            for line in lines:
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(ev, dict) and {"mono", "observer", "subject", "new"} <= set(ev):
-                    out.append(ev)
-        return out
+    def live(self) -> list[int]:
+        return [i for i in self.nodes.ids() if self.nodes.state(i) != "gone"]
 
     async def leader(self) -> int:
-        for rec in self.cluster.live_nodes():
-            if self.cluster.state_of(rec) != "running":
+        for i in self.live():
+            if self.nodes.state(i) == "paused":
                 continue
-            body = await self.cluster.topology(rec, timeout=2.0)
+            body = await self.nodes.topology(i)
             if body is not None and body.get("leader_node_id") is not None:
                 return int(body["leader_node_id"])
         raise ClusterError("no running node answered with a leader")
@@ -132,70 +116,96 @@ class _RealRun:
         return step.target
 
     async def apply(self, step: Step, nursery: trio.Nursery) -> None:
-        c, kind, name = self.cluster, step.kind, step.name
+        kind = step.kind
         if kind in ("kill", "stop", "pause", "resume"):
-            i = await self.target(step)
-            t = time.monotonic()
-            if kind == "kill":
-                await c.kill(i)
-            elif kind == "stop":
-                await c.stop(i)
-            elif kind == "pause":
-                c.pause(i)
-                if step.duration is not None:
-                    nursery.start_soon(self.resume_later, i, t + step.duration, name)
-            else:
-                c.resume(i)
-            self.actions.append(Action(t, kind, name, (i,)))
+            await self.signal(step, nursery)
         elif kind == "restart":
-            i = await self.target(step)
-            if c.state_of(c.record.node(i)) != "gone":
-                self.actions.append(Action(time.monotonic(), "stop", f"{name}:stop", (i,)))
-                await c.stop(i)
-            self.keep_events(i)
-            t = time.monotonic()
-            await c.start_node(i)
-            self.actions.append(Action(t, kind, name, (i,)))
+            await self.restart(step)
         elif kind == "add":
-            ids = []
+            await self.add(step)
+        elif kind in ("partition", "heal", "loss", "delay"):
+            await self.fault(step)
+        else:
+            assert isinstance(step.target, int)
+            self.actions.append(Action(time.monotonic(), "http", step.name, (step.target,)))
+            nursery.start_soon(self.request, step)
+
+    async def signal(self, step: Step, nursery: trio.Nursery) -> None:
+        """kill, stop, pause or resume one node; its events are read first (rule 4)."""
+        nodes, kind = self.nodes, step.kind
+        i = await self.target(step)
+        if kind != "resume":
+            await self.catch_up(i)
+            self.collector.rest(i)  # no background read of a process that is going away
+        t = time.monotonic()
+        if kind == "kill":
+            await nodes.kill(i)
+        elif kind == "stop":
+            await nodes.stop(i)
+        elif kind == "pause":
+            nodes.pause(i)
+            if step.duration is not None:
+                nursery.start_soon(self.resume_later, i, t + step.duration, step.name)
+        else:
+            nodes.resume(i)
+            self.collector.follow(i, nodes.dashboard(i))
+        self.actions.append(Action(t, kind, step.name, (i,)))
+
+    async def catch_up(self, node: int) -> None:
+        """Read the node's events before a step stops it; a paused node's were read before
+        its pause (and it would not answer)."""
+        if self.nodes.state(node) != "paused":
+            await self.collector.catch_up(node)
+
+    async def restart(self, step: Step) -> None:
+        i = await self.target(step)
+        if self.nodes.state(i) != "gone":
+            await self.catch_up(i)
+            self.collector.rest(i)
+            self.actions.append(Action(time.monotonic(), "stop", f"{step.name}:stop", (i,)))
+            await self.nodes.stop(i)
+        t = time.monotonic()
+        await self.nodes.start(i)
+        self.actions.append(Action(t, "restart", step.name, (i,)))
+        self.collector.follow(i, self.nodes.dashboard(i))
+
+    async def add(self, step: Step) -> None:
+        ids = []
+        t = time.monotonic()
+        for _ in range(step.count):
+            i = await self.nodes.add(step.induct)
+            self.collector.follow(i, self.nodes.dashboard(i))
+            ids.append(i)
+        self.actions.append(Action(t, "add", step.name, tuple(ids)))
+
+    async def fault(self, step: Step) -> None:
+        nodes, kind, name = self.nodes, step.kind, step.name
+        if kind == "partition":
+            groups = step.partition_groups(nodes.ids())
             t = time.monotonic()
-            for _ in range(step.count):
-                rec = await c.add(induct=step.induct)
-                ids.append(rec.node_id)
-            self.actions.append(Action(t, kind, name, tuple(ids)))
-        elif kind == "partition":
-            groups = step.partition_groups([n.node_id for n in c.record.nodes])
-            t = time.monotonic()
-            await c.partition(groups)
+            await nodes.partition(groups)
             self.actions.append(Action(t, kind, name, groups=groups))
         elif kind == "heal":
             t = time.monotonic()
-            await c.heal()
+            await nodes.heal()
             self.actions.append(Action(t, kind, name))
-        elif kind in ("loss", "delay"):
-            if isinstance(step.target, int):
-                ids = [step.target]
-            else:
-                ids = [n.node_id for n in c.live_nodes()]
+        else:
+            ids = [step.target] if isinstance(step.target, int) else self.live()
             t = time.monotonic()
             for i in ids:
-                await c.faults(c.record.node(i), kind, value=step.value)
+                await nodes.fault(i, kind, step.value)
             self.actions.append(Action(t, kind, name, tuple(ids), value=step.value))
-        else:
-            assert isinstance(step.target, int)
-            self.actions.append(Action(time.monotonic(), "http", name, (step.target,)))
-            nursery.start_soon(self.request, step)
 
     async def resume_later(self, node: int, when: float, name: str) -> None:
         await trio.sleep(max(0.0, when - time.monotonic()))
         t = time.monotonic()
-        self.cluster.resume(node)
+        self.nodes.resume(node)
+        self.collector.follow(node, self.nodes.dashboard(node))
         self.actions.append(Action(t, "resume", f"{name}:resume", (node,)))
 
     async def request(self, step: Step) -> None:
         assert isinstance(step.target, int)
-        rec = self.cluster.record.node(step.target)
-        url = rec.dashboard
+        url = self.nodes.dashboard(step.target)
         t = time.monotonic()
         if not url:
             self.http.append(
@@ -220,6 +230,61 @@ class _RealRun:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Played:
+    """What ``play`` saw: the start and end (``time.monotonic()``), the actions, the HTTP
+    answers, the events read and how they were read (``collect``'s summary)."""
+
+    t0: float
+    end: float
+    actions: tuple[Action, ...]
+    http: tuple[HttpResult, ...]
+    events: list[dict[str, Any]]
+    collection: dict[str, Any]
+
+    def trace(self, scenario: Scenario, initial: tuple[int, ...], launched: float) -> Trace:
+        return Trace(
+            mode="real",
+            t0=self.t0,
+            end=self.end,
+            initial=initial,
+            events=self.events,
+            actions=list(self.actions),
+            http=list(self.http),
+            launched=launched,
+            probe_interval=float(scenario.swim.get("probe_interval", 1.0)),
+            collection=self.collection,
+        )
+
+
+async def play(
+    scenario: Scenario, nodes: Nodes, *, on_action: OnAction | None = None, say: Say | None = None
+) -> Played:
+    """Play the steps of ``scenario`` on ``nodes`` from now on (the start), reading every
+    node's events over HTTP (rule 4). ``ClusterError`` when a node serves no dashboard."""
+    for i in nodes.ids():
+        if nodes.state(i) != "gone" and not nodes.dashboard(i):
+            raise ClusterError(f"node {i} serves no dashboard: its events cannot be read")
+    async with open_collector() as collector:
+        run = _RealRun(scenario, nodes, collector, on_action)
+        for i in run.live():
+            collector.follow(i, nodes.dashboard(i))
+        t0 = run.actions.t0 = time.monotonic()
+        async with trio.open_nursery() as nursery:
+            for step in scenario.steps:
+                await trio.sleep_until(_trio_time(t0 + step.at))
+                await run.apply(step, nursery)
+            if say is not None:
+                say(f"steps done; watching until +{scenario.duration:g} s")
+            await trio.sleep_until(_trio_time(t0 + scenario.duration))
+            nursery.cancel_scope.cancel()
+        end = time.monotonic()
+        await collector.finish()
+    return Played(
+        t0, end, tuple(run.actions), tuple(run.http), collector.events(), collector.summary(t0)
+    )
+
+
 def write_node_config(scenario: Scenario, out: Path) -> Path:
     """The node configuration file of a real run: the scenario's settings sections."""
     config = out / "node.yaml"
@@ -235,7 +300,7 @@ async def run_real(
     *,
     seed: int | None = None,
     on_action: OnAction | None = None,
-    say: Callable[[str], None] | None = None,
+    say: Say | None = None,
 ) -> Trace:
     """Play ``scenario`` on node processes under ``out/cluster``; the trace of the run.
 
@@ -251,8 +316,6 @@ async def run_real(
         config=str(config),
     )
     cluster = LocalCluster(record)
-    run = _RealRun(scenario, cluster, on_action)
-    swim_cfg = scenario.swim
     try:
         launched = time.monotonic()
         if say is not None:
@@ -260,18 +323,9 @@ async def run_real(
         await launch(
             cluster, wait=True, timeout=60.0 + 2.0 * scenario.nodes, on_spawned=save_record
         )
-        t0 = run.actions.t0 = time.monotonic()
         if say is not None:
-            say(f"converged after {t0 - launched:.1f} s; steps start now")
-        async with trio.open_nursery() as nursery:
-            for step in scenario.steps:
-                await trio.sleep_until(_trio_time(t0 + step.at))
-                await run.apply(step, nursery)
-            if say is not None:
-                say(f"steps done; watching until +{scenario.duration:g} s")
-            await trio.sleep_until(_trio_time(t0 + scenario.duration))
-            nursery.cancel_scope.cancel()
-        end = time.monotonic()
+            say(f"converged after {time.monotonic() - launched:.1f} s; steps start now")
+        played = await play(scenario, ClusterNodes(cluster), on_action=on_action, say=say)
         if say is not None:
             say("stopping the cluster")
     finally:
@@ -280,17 +334,7 @@ async def run_real(
                 await cluster.down(grace=5.0)
             finally:
                 save_record(cluster.record)
-    return Trace(
-        mode="real",
-        t0=t0,
-        end=end,
-        initial=tuple(range(scenario.nodes)),
-        events=run.events(),
-        actions=list(run.actions),
-        http=run.http,
-        launched=launched,
-        probe_interval=float(swim_cfg.get("probe_interval", 1.0)),
-    )
+    return played.trace(scenario, tuple(range(scenario.nodes)), launched)
 
 
 def _trio_time(mono: float) -> float:

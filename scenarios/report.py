@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .charts import DASH, action_label, figure, percent
+from .summary import collection_notes
 from .timeline import legend, timeline
 from .trace import Trace
 
@@ -157,6 +158,10 @@ def _header(results: dict[str, Any]) -> list[str]:
     parts = page_top(results, "", f"seed <b>{seed}</b> · duration <b>{duration}</b>")
     if results.get("error"):
         parts.append(f"<p class='error'>error: {esc(results['error'])}</p>")
+    if results.get("hostfile"):
+        parts.append(f"<p>on the running cluster of <code>{esc(results['hostfile'])}</code></p>")
+    for problem, text in collection_notes(results.get("collection")):
+        parts.append(f"<p class='{'error' if problem else 'muted'}'>{esc(text)}</p>")
     return parts
 
 

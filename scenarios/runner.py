@@ -10,6 +10,9 @@ Rules:
    cluster, results and report); one ``results.json`` holds every run and the aggregate
    (``aggregate``), and the report shows the distributions and the timeline of one run (the
    first that failed, else the first).
+4. ``--hostfile H`` plays on the running cluster H names (``attach``): the scenario is read at
+   H's size, and a step that cannot be carried out there is refused before any node is
+   contacted (exit status 2, one line); ``--sim`` and ``-n`` do not go with it.
 """
 
 from __future__ import annotations
@@ -26,11 +29,14 @@ from typing import Any
 
 import trio
 
+from cluster.local import ClusterError
+
 from .aggregate import aggregate, run_line
 from .analysis import analyse
 from .report import action_text, render_report
 from .runs_page import render_runs
 from .spec import Scenario, ScenarioError, load_scenario
+from .summary import summary, summary_many
 from .trace import Action, Trace
 
 __all__ = [
@@ -77,7 +83,9 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[str, Any]:
+def results_of(
+    scenario: Scenario, trace: Trace, mode: str, seed: int, hostfile: str | None = None
+) -> dict[str, Any]:
     an = analyse(trace, scenario)
     results: dict[str, Any] = _clean(
         {
@@ -85,6 +93,7 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
             "description": scenario.description,
             "source": scenario.source,
             "mode": mode,
+            "hostfile": hostfile,
             "seed": seed,
             "nodes": len(trace.initial),
             "duration": round(trace.end - trace.t0, 3),
@@ -120,6 +129,7 @@ def results_of(scenario: Scenario, trace: Trace, mode: str, seed: int) -> dict[s
                 for h in trace.http
             ],
             "events": len(trace.events),
+            "collection": trace.collection,
         }
     )
     return results
@@ -143,13 +153,19 @@ def _listed(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def error_results(
-    scenario: Scenario | None, source: str, mode: str, seed: int | None, error: str
+    scenario: Scenario | None,
+    source: str,
+    mode: str,
+    seed: int | None,
+    error: str,
+    hostfile: str | None = None,
 ) -> dict[str, Any]:
     return {
         "scenario": scenario.name if scenario else Path(source).stem,
         "description": scenario.description if scenario else "",
         "source": source,
         "mode": mode,
+        "hostfile": hostfile,
         "seed": seed,
         "nodes": scenario.nodes if scenario else None,
         "duration": None,
@@ -166,6 +182,7 @@ def error_results(
         "steps": [],
         "http": [],
         "events": 0,
+        "collection": None,
     }
 
 
@@ -176,11 +193,12 @@ def run_scenario(
     seed: int | None = None,
     out: Path | None = None,
     progress: Progress | None = None,
+    hostfile: str | None = None,
 ) -> tuple[dict[str, Any], Trace | None]:
     """Run and judge; results (verdict ``error`` when the run itself failed) and the trace.
 
     ``progress`` gets a line per step as it is carried out (and, on real processes, the
-    launch)."""
+    launch). With ``hostfile`` the run plays on that running cluster (rule 4)."""
     mode = "sim" if sim else "real"
     seed = scenario.seed if seed is None else seed
     trace: Trace | None = None
@@ -190,6 +208,12 @@ def run_scenario(
             from .sim import run_sim
 
             trace = run_sim(scenario, seed=seed, on_action=on_action)
+        elif hostfile is not None:
+            from .attach import run_attached
+
+            trace = trio.run(
+                lambda: run_attached(scenario, hostfile, on_action=on_action, say=progress)
+            )
         else:
             from .real import run_real
 
@@ -199,8 +223,8 @@ def run_scenario(
             )
     except Exception as exc:  # the run failed: an error verdict, not a crash
         detail = "; ".join(_leaves(exc))
-        return error_results(scenario, scenario.source, mode, seed, detail), None
-    return results_of(scenario, trace, mode, seed), trace
+        return error_results(scenario, scenario.source, mode, seed, detail, hostfile), None
+    return results_of(scenario, trace, mode, seed, hostfile), trace
 
 
 def _step_lines(progress: Progress) -> Callable[[Action, float], None]:
@@ -220,6 +244,7 @@ def run_many(
     seed: int | None = None,
     out: Path | None = None,
     progress: Progress | None = None,
+    hostfile: str | None = None,
 ) -> tuple[dict[str, Any], Trace | None, int | None]:
     """Rule 3: ``runs`` runs; (results with the aggregate, the trace shown, its seed)."""
     first = scenario.seed if seed is None else seed
@@ -227,7 +252,9 @@ def run_many(
     shown: tuple[Trace | None, int | None] = (None, None)
     for i in range(runs):
         run_out = out / f"run-{i:03d}" if out is not None and not sim else None
-        results, trace = run_scenario(scenario, sim=sim, seed=first + i, out=run_out)
+        results, trace = run_scenario(
+            scenario, sim=sim, seed=first + i, out=run_out, hostfile=hostfile
+        )
         if run_out is not None:
             write_outputs(run_out, results, trace)
             results["out"] = run_out.name
@@ -239,7 +266,7 @@ def run_many(
     summed = aggregate(each, scenario.pass_rate)
     top = {
         key: each[0].get(key) if each else None
-        for key in ("scenario", "description", "source", "mode", "nodes", "settings")
+        for key in ("scenario", "description", "source", "mode", "hostfile", "nodes", "settings")
     }
     results = {
         **top,
@@ -296,13 +323,13 @@ def run_scenario_cli(
     out: str | None = None,
     n: int | None = None,
     runs: int = 1,
+    hostfile: str | None = None,
 ) -> int:
     """``rt_cluster scenario``: say what happens, write the outputs, return the exit status."""
     mode = "sim" if sim else "real"
     try:
-        path = find_scenario(file)
-        scenario = load_scenario(path, nodes=n, sim=sim)
-    except ScenarioError as exc:
+        path, scenario = _prepare(file, sim=sim, n=n, hostfile=hostfile)
+    except (ScenarioError, ClusterError) as exc:
         print(f"rt_cluster scenario: {exc}", file=sys.stderr)
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -311,81 +338,51 @@ def run_scenario_cli(
     )
     first = scenario.seed if seed is None else seed
     seeds = f"seed {first}" if runs == 1 else f"{runs} runs, seeds {first}..{first + runs - 1}"
+    where = f"{mode}, the running cluster of {hostfile}, " if hostfile else f"{mode}, "
     print(
-        f"scenario {scenario.name!r} ({mode}, {scenario.nodes} nodes, {seeds}, "
+        f"scenario {scenario.name!r} ({where}{scenario.nodes} nodes, {seeds}, "
         f"{scenario.duration:g} s each) -> {out_dir}",
         flush=True,
     )
+    if hostfile and scenario.settings:
+        print(
+            f"  note: the scenario's settings ({', '.join(map(str, scenario.settings))}) are not "
+            "applied to a running cluster; its bounds assume them"
+        )
     for e in scenario.expectations:
         if e.derived is not None:
             print(f"  bound of {e.label()}: {e.within:g} s derived ({e.derived.formula})")
-    say = _say
+    kw: dict[str, Any] = {"sim": sim, "seed": seed, "out": out_dir, "hostfile": hostfile}
     if runs == 1:
-        results, trace = run_scenario(scenario, sim=sim, seed=seed, out=out_dir, progress=say)
+        results, trace = run_scenario(scenario, progress=_say, **kw)
         write_outputs(out_dir, results, trace)
         print(summary(results), flush=True)
     else:
-        results, trace, shown = run_many(
-            scenario, runs, sim=sim, seed=seed, out=out_dir, progress=say
-        )
+        results, trace, shown = run_many(scenario, runs, progress=_say, **kw)
         write_outputs(out_dir, results, trace, shown)
         print(summary_many(results), flush=True)
     print(f"report: {out_dir / 'report.html'}", flush=True)
     return EXIT[results["verdict"]]
 
 
+def _prepare(file: str, *, sim: bool, n: int | None, hostfile: str | None) -> tuple[Path, Scenario]:
+    """The scenario file and the scenario as it will run; with ``hostfile``, read at the
+    hostfile's size and checked against where its nodes run (rule 4), no node contacted."""
+    if hostfile is None:
+        path = find_scenario(file)
+        return path, load_scenario(path, nodes=n, sim=sim)
+    if sim:
+        raise ScenarioError("--hostfile plays on a running cluster's processes, not with --sim")
+    if n is not None:
+        raise ScenarioError("-n does not go with --hostfile: the hostfile says how many nodes")
+    from .attach import refuse_steps, target_of
+
+    path = find_scenario(file)
+    target = target_of(hostfile)
+    scenario = load_scenario(path, nodes=len(target.nodes))
+    refuse_steps(scenario, target)
+    return path, scenario
+
+
 def _say(line: str) -> None:
     print(line, flush=True)
-
-
-def summary(results: dict[str, Any]) -> str:
-    lines = []
-    for e in results["expectations"]:
-        m = e.get("measured")
-        unit = " s" if e.get("unit", "s") == "s" else ""
-        meas = f" (measured {m:.3g}{unit})" if isinstance(m, int | float) else ""
-        lines.append(f"  {e['status']:<14} {e['description']}{meas}")
-    for d in results["detection"]:
-        sus, first, full = (
-            "-" if d[k] is None else f"{d[k]:.2f} s"
-            for k in ("first_suspect", "first_dead", "full_dead")
-        )
-        lines.append(
-            f"  detection of {d['subject']} after {d['kind']}: first suspect {sus}, "
-            f"first dead {first}, full dead {full}"
-        )
-    lines.append(
-        f"  false suspicions {results['false_suspicions']['count']}, false deaths "
-        f"{results['false_deaths']['count']} (expected: "
-        f"{results.get('expected_suspicions', {}).get('count', 0)} suspicions, "
-        f"{results.get('expected_deaths', {}).get('count', 0)} deaths)"
-    )
-    if results.get("error"):
-        lines.append(f"  error: {results['error']}")
-    lines.append(f"verdict: {results['verdict'].upper()}")
-    return "\n".join(lines)
-
-
-def summary_many(results: dict[str, Any]) -> str:
-    """The end of a ``--runs`` run: pass rates and percentiles, then the verdict."""
-    agg = results["aggregate"]
-    lines = []
-    for e in agg["expectations"]:
-        m = e["measured"]
-        rate = "n/a" if e["pass_rate"] is None else f"{e['passed']}/{e['applicable']}"
-        unit = " s" if m["unit"] == "s" else ""
-        figures = ", ".join(
-            f"{k} {'never' if m[k] is None else f'{m[k]:.3g}{unit}'}"
-            for k in ("p50", "p90", "p99", "max")
-        )
-        lines.append(f"  {rate:>9}  {e['description']} ({figures})")
-    fs, fd = agg["false_suspicions"], agg["false_deaths"]
-    lines.append(
-        f"  false suspicions per run: p50 {fs['p50']:g}, max {fs['max']:g}; "
-        f"false deaths per run: max {fd['max']:g}"
-    )
-    lines.append(
-        f"runs passed: {agg['passed']}/{agg['runs']} (required {results['pass_rate_required']:.1%})"
-        f"; verdict: {results['verdict'].upper()}"
-    )
-    return "\n".join(lines)

@@ -60,6 +60,7 @@ class Trace:
     http: list[HttpResult] = field(default_factory=list)
     launched: float = 0.0  # when the first node was started
     probe_interval: float = 1.0
+    collection: dict[str, Any] | None = None  # real runs: how the events were read (collect)
 
     def rel(self, t: float | None) -> float | None:
         return None if t is None else round(t - self.t0, 4)

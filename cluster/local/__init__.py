@@ -1,6 +1,7 @@
 """Local clusters: the cluster directory and record, free ports and who holds a taken one, the
 processes of this host (started detached or forked under a watcher, recorded before they run,
-signalled, ended with proof) and the launcher that runs node processes on them.
+signalled, ended with proof) and the launcher that runs node processes on them, on this
+host's loopback or each in a network namespace of its own (``netns``).
 ``rt_cluster``, the scenario runner and the tests' process harness stand on top of it; it
 reaches nodes only through their RPC.
 """
@@ -9,6 +10,7 @@ from .bookkeeping import TrackedCluster
 from .holders import describe_holders, port_holders, port_trouble
 from .launcher import LocalCluster, NodeFailed, Progress
 from .ledger import Member, live_members, members, procs_dir
+from .netns import DEFAULT_SUBNET, bridge_present, cut_addresses, cut_nodes, leftovers
 from .plan import KEYRING_BY_DEFAULT, MAX_NODES, plan_cluster, write_keyring
 from .ports import check_port_free, free_port, pick_free_ports
 from .processes import PROJECT_ROOT, Proc, Processes, Watched, Zygote, child_env, log_tail
@@ -17,6 +19,7 @@ from .record import (
     ClusterError,
     ClusterRecord,
     Ending,
+    Network,
     NodeRecord,
     cluster_dir,
     clusters_home,
@@ -31,6 +34,7 @@ from .record import (
 from .startup import launch
 
 __all__ = [
+    "DEFAULT_SUBNET",
     "KEYRING_BY_DEFAULT",
     "MAX_NODES",
     "PROJECT_ROOT",
@@ -40,6 +44,7 @@ __all__ = [
     "Ending",
     "LocalCluster",
     "Member",
+    "Network",
     "NodeFailed",
     "NodeRecord",
     "Proc",
@@ -48,13 +53,17 @@ __all__ = [
     "TrackedCluster",
     "Watched",
     "Zygote",
+    "bridge_present",
     "check_port_free",
     "child_env",
     "cluster_dir",
     "clusters_home",
+    "cut_addresses",
+    "cut_nodes",
     "describe_holders",
     "free_port",
     "launch",
+    "leftovers",
     "live_members",
     "load_record",
     "log_tail",

@@ -11,6 +11,12 @@ Rules:
    SIGCONT+SIGTERM to SIGKILL, and reports any that survived (``Processes.terminate``).
 4. Every change to the record is written through at once (``TrackedCluster``); callers need
    not save it.
+5. A node is reached at its own address (``ClusterRecord.host_of``). When the nodes live in
+   namespaces of their own (``netns``), nothing is sent to them unless the cluster's bridge
+   exists (``netns.require_bridge``, checked before every RPC); each node process is forked by
+   a zygote started inside its namespace; partitions are real (routes in the namespaces)
+   while loss and delay stay simulated in the processes; ``down`` removes the namespaces and
+   the bridge once the processes are gone.
 
 Errors: ``ClusterError`` (from ``record``) for everything the user should read;
 ``NodeFailed(ClusterError)`` names the node and its log.
@@ -19,9 +25,10 @@ Errors: ``ClusterError`` (from ``record``) for everything the user should read;
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,15 +38,18 @@ import trio
 from cluster.errors import ApiError, PeerUnreachable
 from cluster.node import Call, Faults, Identity, Monitor, PeerTimeout, Stop, rpc_call
 
+from . import netns
 from .bookkeeping import TrackedCluster
 from .holders import port_trouble
+from .ledger import Member, procs_dir
 from .plan import append_entry, hostfile_entries, plan_node
-from .processes import log_tail
+from .processes import Zygote, child_env, log_tail
 from .record import ClusterError, ClusterRecord, NodeRecord
 
 __all__ = ["LocalCluster", "NodeFailed", "Progress"]
 
 RPC_TIMEOUT = 2.0
+ZYGOTES_AHEAD = 4  # zygotes warming up at once when each node needs its own (namespaces)
 Progress = Callable[[int, int, int, float], None]  # ready, converged, total, elapsed seconds
 
 
@@ -67,10 +77,20 @@ class LocalCluster(TrackedCluster):
 
     # ---- RPC -----------------------------------------------------------------------------
 
+    def require_network(self) -> None:
+        """ClusterError when the nodes live in namespaces and the bridge is gone (rule 5)."""
+        netns.require_bridge(self.record)
+
+    def address(self, rec: NodeRecord) -> str:
+        """The node's address, once it is safe to send to it (rule 5); else ClusterError."""
+        self.require_network()
+        return self.record.host_of(rec)
+
     async def call(self, rec: NodeRecord, request: Call, timeout: float = RPC_TIMEOUT) -> Any:
         """One RPC to a node; ClusterError with the node's id when it fails."""
+        host = self.address(rec)
         try:
-            return await rpc_call(self.record.host, rec.runtime_port, request, timeout)
+            return await rpc_call(host, rec.runtime_port, request, timeout)
         except PeerTimeout:
             hint = " (it is paused)" if self.state_of(rec) == "paused" else ""
             raise ClusterError(
@@ -83,8 +103,9 @@ class LocalCluster(TrackedCluster):
 
     async def topology(self, rec: NodeRecord, timeout: float = 1.0) -> dict[str, Any] | None:
         """The node's topology body, or None when it does not answer."""
+        host = self.address(rec)
         try:
-            body = await rpc_call(self.record.host, rec.runtime_port, Monitor("topology"), timeout)
+            body = await rpc_call(host, rec.runtime_port, Monitor("topology"), timeout)
         except ApiError:  # unreachable, silent, or refused
             return None
         return body if isinstance(body, dict) else None
@@ -92,8 +113,9 @@ class LocalCluster(TrackedCluster):
     async def read_faults(self, rec: NodeRecord, timeout: float = 1.0) -> dict[str, Any] | None:
         """The faults in force at the node (``monitor faults``, the body of its ``GET
         /api/faults``), or None when it does not answer."""
+        host = self.address(rec)
         try:
-            body = await rpc_call(self.record.host, rec.runtime_port, Monitor("faults"), timeout)
+            body = await rpc_call(host, rec.runtime_port, Monitor("faults"), timeout)
         except ApiError:  # unreachable, silent, or an older node without that query
             return None
         return body if isinstance(body, dict) else None
@@ -105,8 +127,9 @@ class LocalCluster(TrackedCluster):
         while True:
             if self.state_of(rec) == "gone":
                 raise await self._failed(rec, "exited during start-up")
+            host = self.address(rec)
             try:
-                ident = await rpc_call(self.record.host, rec.runtime_port, Identity(), 1.0)
+                ident = await rpc_call(host, rec.runtime_port, Identity(), 1.0)
             except ApiError:  # not listening yet, or not answering yet
                 ident = None
             if isinstance(ident, dict) and ident.get("pid") == rec.pid:
@@ -147,7 +170,10 @@ class LocalCluster(TrackedCluster):
             self.refresh_states()
             ended = self.record.node(rec.node_id).ended
             how = f" ({ended.describe()})" if ended is not None else ""
-            if (trouble := port_trouble(self.record.host, rec.runtime_port)) is not None:
+            trouble = (
+                None if rec.netns else port_trouble(self.record.host_of(rec), rec.runtime_port)
+            )
+            if trouble is not None:
                 how += f"; its runtime port is not free: {trouble}"
         return NodeFailed(
             f"node {rec.node_id} (pid {rec.pid}) {what}{how}; its log {rec.log}:\n"
@@ -203,6 +229,73 @@ class LocalCluster(TrackedCluster):
     async def faults(self, rec: NodeRecord, action: str, **kw: Any) -> Any:
         request = Faults(action, kw.get("peer"), kw.get("value", 0), tuple(kw.get("peers", ())))
         return await self.call(rec, request)
+
+    # ---- starting in namespaces and ending (rule 5) ---------------------------------------
+
+    def make_network(self) -> None:
+        """The cluster's bridge and namespaces, when its nodes have addresses of their own
+        (the record names them already: ``down`` removes them whatever happens next)."""
+        if self.record.network is not None:
+            netns.make_network(self.directory, self.record.network, self.record.nodes)
+
+    @contextlib.contextmanager
+    def _zygote_for(self, rec: NodeRecord) -> Iterator[Zygote]:
+        """A zygote whose forks run where ``rec`` runs: inside its namespace, if it has one."""
+        if not rec.netns:
+            with self.open_zygote() as zygote:
+                yield zygote
+            return
+        procs_dir(self.directory).mkdir(parents=True, exist_ok=True)
+        argv = netns.enter_argv(rec.netns, [self.python, "-m", "cluster.node.zygote"])
+        errors = self.directory / "zygote.log"
+        with self.processes.open_zygote(argv, child_env(), errors) as zygote:
+            yield zygote
+
+    @contextlib.contextmanager
+    def open_forker(self) -> Iterator[Callable[[NodeRecord], NodeRecord]]:
+        """``fork(rec)`` for the ``with`` block: each node of the record forked from one zygote,
+        or, in namespaces, each from a zygote of its own, the next ``ZYGOTES_AHEAD`` warming
+        up (importing) meanwhile. On leaving, every fork made is recorded."""
+        if self.record.network is None:
+            with self.open_zygote() as zygote:
+                yield functools.partial(self.fork, zygote)
+            return
+        order = [n.node_id for n in self.record.nodes]
+        warm: dict[int, tuple[contextlib.ExitStack, Zygote]] = {}
+
+        def fork(rec: NodeRecord) -> NodeRecord:
+            at = order.index(rec.node_id) if rec.node_id in order else len(order)
+            for nid in [rec.node_id, *order[at + 1 : at + ZYGOTES_AHEAD]]:
+                if nid not in warm:
+                    stack = contextlib.ExitStack()
+                    warm[nid] = (
+                        stack,
+                        stack.enter_context(self._zygote_for(self.record.node(nid))),
+                    )
+            stack, zygote = warm.pop(rec.node_id)
+            with stack:
+                return self.fork(zygote, rec)
+
+        try:
+            yield fork
+        finally:
+            for stack, _ in warm.values():
+                stack.close()
+
+    def spawn(self, rec: NodeRecord) -> NodeRecord:
+        """Start the process of one node, from a zygote of its own (in its namespace)."""
+        with self._zygote_for(rec) as zygote:
+            return self.fork(zygote, rec)
+
+    async def down(self, grace: float = 10.0) -> list[Member]:
+        """End every process of the cluster, then remove its namespaces, veth pairs and
+        bridge (also those a crashed ``up`` left unrecorded; the unreachable route stays)."""
+        running = await super().down(grace)
+        key = self.record.network.key if self.record.network else netns.network_key(self.directory)
+        if netns.leftovers(key):
+            netns.require_privileges(f"removing the network of cluster {self.record.name!r}")
+            netns.remove_network(key)
+        return running
 
     # ---- operations ----------------------------------------------------------------------
 
@@ -262,17 +355,23 @@ class LocalCluster(TrackedCluster):
             return r.with_node(rec)
 
         self._commit(planned)
+        if self.record.network is not None:
+            self.require_network()
+            netns.make_node(self.record.network, rec)
         self.spawn(rec)
         new = await self.wait_ready(rec.node_id, timeout)
         hostfile = Path(self.record.hostfile)
         if induct and len(hostfile_entries(hostfile)) == new.node_id:
             # Keep line offset == id, so a later appended node or a restart finds its id.
-            append_entry(hostfile, self.record.host, rec.runtime_port)
+            append_entry(hostfile, self.record.host_of(rec), rec.runtime_port)
             self._update_node(new, induct=False)
         return self.record.node(new.node_id)
 
     async def partition(self, groups: Sequence[Sequence[int]]) -> list[str]:
-        """Each node blocks every node of the other groups; notes about skipped nodes."""
+        """Each node blocks every node of the other groups; notes about skipped nodes. In
+        namespaces the cut is real and replaces any earlier one (``netns.cut``)."""
+        if self.record.network is not None:
+            return self._cut(groups)
         notes = []
         for g, members in enumerate(groups):
             others = [i for h, grp in enumerate(groups) if h != g for i in grp]
@@ -284,8 +383,23 @@ class LocalCluster(TrackedCluster):
                 await self.faults(rec, "block", peers=others)
         return notes
 
+    def _cut(self, groups: Sequence[Sequence[int]]) -> list[str]:
+        self.require_network()
+        for g, members in enumerate(groups):
+            others = [i for h, grp in enumerate(groups) if h != g for i in grp]
+            away = [self.record.host_of(self.record.node(i)) for i in others]
+            for nid in members:
+                netns.cut(self.record.node(nid), away)
+        return []
+
     async def heal(self) -> list[str]:
+        """Remove every partition (real ones too), loss and delay; notes about nodes that
+        could not be healed."""
         notes = []
+        if self.record.network is not None:
+            self.require_network()
+            for rec in self.record.nodes:
+                netns.restore(rec)
         for rec in self.record.nodes:
             if self.state_of(rec) == "gone":
                 continue

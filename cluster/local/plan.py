@@ -10,6 +10,11 @@ Rules:
 4. Gossip is keyed by default (``KEYRING_BY_DEFAULT``): ``<dir>/keyring``, mode 0600, one
    base64 line of 32 random bytes, handed to every node as ``--keyring``.
 5. Nothing here starts, signals or asks a process.
+6. With a subnet (``up --netns``) each node gets its own address and namespace (``netns``):
+   node i is ``subnet + i + 1`` in ``rtn<key>-<i+1>``, on the same ports as without (every
+   port of a fresh namespace is free, so none is checked on this host), and binds its runtime
+   port and dashboard there. The privileges and the subnet are checked before anything is
+   written.
 """
 
 from __future__ import annotations
@@ -23,8 +28,16 @@ from pathlib import Path
 
 from .holders import port_trouble
 from .ledger import live_members, procs_dir
+from .netns import (
+    max_slot,
+    namespace_name,
+    node_address,
+    plan_network,
+    require_privileges,
+    slot_of,
+)
 from .ports import check_port_free, pick_free_ports
-from .record import BadInput, ClusterError, ClusterRecord, NodeRecord, read_record
+from .record import BadInput, ClusterError, ClusterRecord, Network, NodeRecord, read_record
 
 __all__ = [
     "KEYRING_BY_DEFAULT",
@@ -34,6 +47,7 @@ __all__ = [
     "node_command",
     "plan_cluster",
     "plan_node",
+    "write_entries",
     "write_hostfile",
     "write_keyring",
 ]
@@ -42,6 +56,7 @@ __all__ = [
 # rt_run that accepts --keyring (issue 12); set it False to launch nodes that do not.
 KEYRING_BY_DEFAULT = True
 MAX_NODES = 1024  # nodes in one local cluster
+DEFAULT_RUNTIME_PORT, DEFAULT_VIZ_PORT = 9413, 8080  # base ports when 0 asks for free ones
 
 
 def node_command(record: ClusterRecord, rec: NodeRecord, *, python: str, viz: bool) -> list[str]:
@@ -53,7 +68,7 @@ def node_command(record: ClusterRecord, rec: NodeRecord, *, python: str, viz: bo
         "cluster.node.cli",
         "start",
         "--host",
-        record.host,
+        record.host_of(rec),
         "--port",
         str(rec.runtime_port),
         "--hostfile",
@@ -67,6 +82,8 @@ def node_command(record: ClusterRecord, rec: NodeRecord, *, python: str, viz: bo
     ]
     if viz and rec.dashboard_port >= 0:
         cmd += ["--viz-port", str(rec.dashboard_port)]
+        if rec.netns:  # reachable from the host through the bridge (rule 6)
+            cmd += ["--viz-bind", record.host_of(rec)]
     else:
         cmd += ["--no-viz"]
     if record.config:
@@ -89,13 +106,19 @@ def plan_cluster(
     host: str = "127.0.0.1",
     viz: bool = True,
     keyring: bool | None = None,
+    subnet: str = "",
 ) -> ClusterRecord:
     """Check the ports, prepare ``directory`` (hostfile, fresh logs, the gossip keyring unless
     ``keyring`` is False; None means ``KEYRING_BY_DEFAULT``) and return the record.
 
     A base port of 0 picks free ports. Nothing is started; ClusterError names the node whose
-    port is taken and the process holding it.
+    port is taken and the process holding it. With ``subnet`` each node gets an address and
+    a namespace of its own (rule 6; nothing of the network is made here).
     """
+    if subnet:
+        return _plan_in_namespaces(
+            directory, name, n, subnet, (base_port, runtime_base_port), config, viz, keyring
+        )
     if not 1 <= n <= MAX_NODES:
         raise BadInput(f"-n {n}: a cluster has 1 to {MAX_NODES} nodes")
     for label, base in (("--base-port", base_port), ("--runtime-base-port", runtime_base_port)):
@@ -123,18 +146,70 @@ def plan_cluster(
         _check_port(i, "runtime", host, rt_ports[i], udp=True)
         if viz_ports[i] > 0:
             _check_port(i, "dashboard", host, viz_ports[i], udp=False)
+    nodes = tuple(
+        _node_record(directory, i, rt_ports[i], viz_ports[i], induct=False, host=host)
+        for i in range(n)
+    )
+    return _prepare(directory, name, nodes, config, keyring, host=host)
+
+
+def _plan_in_namespaces(
+    directory: Path,
+    name: str,
+    n: int,
+    subnet: str,
+    bases: tuple[int, int],
+    config: str,
+    viz: bool,
+    keyring: bool | None,
+) -> ClusterRecord:
+    """``plan_cluster`` for nodes with addresses and namespaces of their own (rule 6)."""
+    require_privileges("--netns")
+    if not 1 <= n <= MAX_NODES:
+        raise BadInput(f"-n {n}: a cluster has 1 to {MAX_NODES} nodes")
+    base_port = bases[0] or DEFAULT_VIZ_PORT
+    runtime_base_port = bases[1] or DEFAULT_RUNTIME_PORT
+    for label, base in (("--base-port", base_port), ("--runtime-base-port", runtime_base_port)):
+        if base + n - 1 > 65535:
+            raise BadInput(f"{label} {base}: ports {base}..{base + n - 1} are not all valid")
+    if viz and max(base_port, runtime_base_port) < min(base_port, runtime_base_port) + n:
+        raise BadInput("dashboard and runtime ports overlap; choose other base ports")
+    if config:
+        _check_config(config)
+    network = plan_network(directory, subnet, n)
+    _refuse_earlier_run(directory, name)
+    nodes = []
+    for i in range(n):
+        address, ns = node_address(network, i + 1), namespace_name(network, i + 1)
+        viz_port = base_port + i if viz else -1
+        nodes.append(
+            _node_record(
+                directory, i, runtime_base_port + i, viz_port, induct=False, host=address, netns=ns
+            )
+        )
+    return _prepare(directory, name, tuple(nodes), config, keyring, network=network)
+
+
+def _prepare(
+    directory: Path,
+    name: str,
+    nodes: tuple[NodeRecord, ...],
+    config: str,
+    keyring: bool | None,
+    *,
+    host: str = "127.0.0.1",
+    network: Network | None = None,
+) -> ClusterRecord:
+    """The directory made ready for ``nodes`` (fresh logs, hostfile, keyring); the record."""
     directory.mkdir(parents=True, exist_ok=True)
     old_files = [*directory.glob("node-*.log"), *directory.glob("node-*.events")]
     for old in [*old_files, *procs_dir(directory).glob("*.json")]:
         old.unlink()
     hostfile = directory / "hostfile"
-    write_hostfile(hostfile, host, rt_ports)
+    write_entries(hostfile, [(n.host, n.runtime_port) for n in nodes])
     use_keyring = KEYRING_BY_DEFAULT if keyring is None else keyring
     if use_keyring:
         write_keyring(directory / "keyring")
-    nodes = tuple(
-        _node_record(directory, i, rt_ports[i], viz_ports[i], induct=False) for i in range(n)
-    )
     return ClusterRecord(
         name=name,
         directory=str(directory),
@@ -144,6 +219,7 @@ def plan_cluster(
         created=time.time(),
         nodes=nodes,
         keyring=str(directory / "keyring") if use_keyring else "",
+        network=network,
     )
 
 
@@ -194,12 +270,22 @@ def write_keyring(path: Path) -> None:
 def plan_node(record: ClusterRecord, *, induct: bool, viz: bool) -> NodeRecord:
     """The record of one more node of ``record``: the next id, free ports next to the used
     ones. Unless ``induct``, its hostfile line is appended now (ClusterError when the
-    hostfile's lines do not end just before that id)."""
-    host = record.host
+    hostfile's lines do not end just before that id). In a cluster with a network (rule 6)
+    it takes the next address and namespace, and the ports after the highest."""
+    host, netns = record.host, ""
     used_rt = {n.runtime_port for n in record.nodes}
     used_viz = {n.dashboard_port for n in record.nodes}
-    rt_port = _next_port(host, used_rt, udp=True)
-    viz_port = _next_port(host, used_viz | used_rt | {rt_port}, udp=False) if viz else -1
+    if record.network is not None:
+        host, netns = _next_address(record, record.network)
+        # a namespace of its own: only its two ports must differ
+        rt_port = max(used_rt) + 1
+        viz_port = max(used_viz) + 1 if viz else -1
+        viz_port += viz_port == rt_port
+        if max(rt_port, viz_port) > 65535:
+            raise ClusterError("no port is left above the cluster's highest one")
+    else:
+        rt_port = _next_port(host, used_rt, udp=True)
+        viz_port = _next_port(host, used_viz | used_rt | {rt_port}, udp=False) if viz else -1
     next_id = max((n.node_id for n in record.nodes), default=-1) + 1
     hostfile = Path(record.hostfile)
     if not induct:
@@ -210,11 +296,29 @@ def plan_node(record: ClusterRecord, *, induct: bool, viz: bool) -> NodeRecord:
                 f"{next_id}; add this node with --induct"
             )
         append_entry(hostfile, host, rt_port)
-    return _node_record(Path(record.directory), next_id, rt_port, viz_port, induct=induct)
+    return _node_record(
+        Path(record.directory), next_id, rt_port, viz_port, induct=induct, host=host, netns=netns
+    )
+
+
+def _next_address(record: ClusterRecord, network: Network) -> tuple[str, str]:
+    """The address and namespace of one more node: the slot after the highest taken."""
+    slots = [slot_of(network, n.host) for n in record.nodes if n.host]
+    slot = max(slots, default=0) + 1
+    if slot > max_slot(network):
+        raise ClusterError(f"the subnet {network.subnet} has no address left for a node")
+    return node_address(network, slot), namespace_name(network, slot)
 
 
 def _node_record(
-    directory: Path, node_id: int, rt_port: int, viz_port: int, *, induct: bool
+    directory: Path,
+    node_id: int,
+    rt_port: int,
+    viz_port: int,
+    *,
+    induct: bool,
+    host: str,
+    netns: str = "",
 ) -> NodeRecord:
     return NodeRecord(
         node_id=node_id,
@@ -226,6 +330,8 @@ def _node_record(
         events=str(directory / f"node-{node_id}.events"),
         state="starting",
         induct=induct,
+        host=host,
+        netns=netns,
     )
 
 
@@ -252,4 +358,9 @@ def append_entry(path: Path, host: str, port: int) -> None:
 
 
 def write_hostfile(path: Path, host: str, ports: Sequence[int]) -> None:
-    path.write_text("".join(f"{host}:{p}\n" for p in ports))
+    write_entries(path, [(host, p) for p in ports])
+
+
+def write_entries(path: Path, entries: Sequence[tuple[str, int]]) -> None:
+    """A hostfile of ``host:port`` lines, in order (line offset = node id)."""
+    path.write_text("".join(f"{host}:{port}\n" for host, port in entries))

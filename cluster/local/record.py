@@ -9,6 +9,10 @@ Rules:
    ``<dir>/.lock``, re-read, changed, written to a temporary file and renamed. Readers never
    see a half-written record and no writer overwrites another's change with a stale copy.
    ``save_record`` merges: per node, the record of the newest process wins.
+4. A cluster whose nodes have addresses of their own (``rt_cluster up --netns``) records its
+   network (``Network``: subnet, bridge, the names of its namespaces and links) before any of
+   it is made, and each node its address and namespace (``NodeRecord.host``, ``.netns``), so
+   ``down`` finds all of it whoever made it and however that ended.
 3. A process is known by its pid *and* its start marker: its start time in clock ticks since
    boot (``/proc/<pid>/stat`` field 22). A pid whose start time differs is not ours; a zombie
    counts as gone.
@@ -31,6 +35,7 @@ __all__ = [
     "ClusterError",
     "ClusterRecord",
     "Ending",
+    "Network",
     "NodeRecord",
     "cluster_dir",
     "clusters_home",
@@ -104,13 +109,17 @@ class NodeRecord:
     started: int = 0  # start marker: clock ticks since boot (rule 3), 0 when unknown
     induct: bool = False
     ended: Ending | None = None  # how the process ``pid`` ended, once it has
+    host: str = ""  # the node's own address; "" means the cluster's (``ClusterRecord.host_of``)
+    netns: str = ""  # the network namespace it runs in; "" for the host's
 
     def to_status(self, state: str | None = None) -> dict[str, Any]:
-        """The ``status --json`` shape of this node."""
+        """The ``status --json`` shape of this node (``host`` as recorded; ``status`` fills in
+        the cluster's for older records)."""
         return {
             "node_id": self.node_id,
             "pid": self.pid,
             "state": state or self.state,
+            "host": self.host,
             "runtime_port": self.runtime_port,
             "dashboard": self.dashboard,
             "log": self.log,
@@ -132,6 +141,27 @@ class NodeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Network:
+    """The network of a cluster whose nodes live in namespaces of their own (rule 4): every
+    name in it is derived from ``key`` (``cluster.local.netns``), so leftovers are found by
+    name even when the record lost track of them."""
+
+    subnet: str  # e.g. "10.77.0.0/24"; node addresses are taken from it in order
+    key: str  # 6 hex digits from the cluster directory: unique per cluster on this host
+    bridge: str  # the host's bridge, <= 15 characters
+    gateway: str  # the host's own address on the bridge (the subnet's last usable one)
+
+    def to_status(self) -> dict[str, Any]:
+        """The ``status --json`` shape: where the nodes are, and which faults are real."""
+        return {"subnet": self.subnet, "bridge": self.bridge, "gateway": self.gateway,
+                "real": ["partition"], "simulated": ["loss", "delay"]}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Network:
+        return cls(**{f.name: str(d.get(f.name) or "") for f in fields(cls)})
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterRecord:
     """A cluster: its name, directory, launch options and nodes (sorted by node id)."""
 
@@ -143,6 +173,11 @@ class ClusterRecord:
     created: float = 0.0
     nodes: tuple[NodeRecord, ...] = field(default_factory=tuple)
     keyring: str = ""  # the gossip keyring file handed to every node, "" for none
+    network: Network | None = None  # nodes in namespaces of their own (rule 4); None: on host
+
+    def host_of(self, node: NodeRecord) -> str:
+        """The address the node is reached at: its own, else the cluster's."""
+        return node.host or self.host
 
     def node(self, node_id: int) -> NodeRecord:
         for n in self.nodes:
@@ -164,7 +199,10 @@ class ClusterRecord:
     def from_json(cls, d: Mapping[str, Any]) -> ClusterRecord:
         known = {f.name for f in fields(cls)}
         nodes = tuple(NodeRecord.from_json(n) for n in d.get("nodes", ()))
-        return cls(**{**{k: v for k, v in d.items() if k in known}, "nodes": nodes})
+        net = d.get("network")
+        network = Network.from_json(net) if isinstance(net, Mapping) else None
+        values = {k: v for k, v in d.items() if k in known}
+        return cls(**{**values, "nodes": nodes, "network": network})
 
 
 def clusters_home(env: Mapping[str, str] | None = None) -> Path:

@@ -9,7 +9,9 @@ Rules:
    attempt, instead of waiting for a push/pull to repair a failed join.
 3. On any failure or cancellation every process of the cluster is ended (shielded) before the
    error propagates, after the zygote has finished the fork in flight: a failed start leaves
-   nothing running.
+   nothing running (and, for nodes in namespaces, no namespace or bridge).
+4. Nodes in namespaces of their own: the network is made after the record names it and
+   before the first fork; each node is forked by a zygote inside its namespace.
 """
 
 from __future__ import annotations
@@ -45,14 +47,15 @@ async def launch(
     deadline = t0 + timeout
     try:
         cluster.create()  # rule 1
-        with cluster.open_zygote() as zygote:  # left (and the zygote done) before any down
+        cluster.make_network()  # rule 4
+        with cluster.open_forker() as fork:  # left (and the zygotes done) before any down
             first, *rest = cluster.record.nodes
-            cluster.fork(zygote, first)  # rule 2
+            fork(first)  # rule 2
             if on_spawned is not None:
                 on_spawned(cluster.record)
             await cluster.wait_ready(first.node_id, timeout)
             for rec in rest:
-                cluster.fork(zygote, rec)
+                fork(rec)
                 await trio.lowlevel.checkpoint()  # a cancellation ends the launch between forks
             if on_spawned is not None:
                 on_spawned(cluster.record)

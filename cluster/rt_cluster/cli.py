@@ -41,6 +41,7 @@ __all__ = ["build_parser", "main"]
 
 INTEGER = re.compile(r"-?[0-9]{1,12}")
 DECIMAL = re.compile(r"-?[0-9]{1,12}(\.[0-9]{1,12})?")
+SUBNET = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}")
 MAX_SECONDS = 24 * 3600.0  # the longest wait or grace period one may ask for
 
 
@@ -85,6 +86,14 @@ def _name(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"bad cluster name {shown(text)}: use letters, digits, '.', '_' or '-' (at most 64)"
         ) from None
+
+
+def _subnet(text: str) -> str:
+    if not SUBNET.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"--subnet: not an IPv4 network like 10.77.0.0/24: {shown(text)}"
+        )
+    return text
 
 
 def _groups(text: str) -> list[int]:
@@ -136,6 +145,14 @@ def _add_cluster_commands(sub: _Sub) -> None:
     )
     p.add_argument(
         "--no-keyring", action="store_true", help="gossip without a shared key (not advised)"
+    )
+    p.add_argument(
+        "--netns",
+        action="store_true",
+        help="each node in a network namespace of its own, at its own address (needs root)",
+    )
+    p.add_argument(
+        "--subnet", type=_subnet, help="the --netns nodes' subnet (default 10.77.0.0/24)"
     )
     timeout = _number(0.1, MAX_SECONDS, "--timeout")
     p.add_argument("--timeout", type=timeout, default=120.0, help="seconds to wait (default 120)")
@@ -195,6 +212,11 @@ def _add_scenario_command(sub: _Sub) -> None:
     )
     p.add_argument("--out", help="directory for results.json and report.html")
     p.add_argument("-n", type=_integer(1, MAX_NODES, "-n"), help="override the cluster size")
+    p.add_argument(
+        "--hostfile",
+        metavar="H",
+        help="play on the running cluster H names (host:port lines; node id = line offset)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,6 +10,8 @@ Rules:
    ``--foreground``, ends every process of the cluster before ``up`` exits.
 4. Clusters are reached only through ``cluster.local``; ``scenarios`` is imported only by the
    ``scenario`` command.
+5. A cluster whose nodes live in namespaces (``up --netns``) is refused by every command but
+   ``down`` once its bridge is gone, before anything is sent (``LocalCluster.require_network``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import trio
 
 from cluster.local import (
+    DEFAULT_SUBNET,
     BadInput,
     ClusterError,
     LocalCluster,
@@ -32,6 +35,7 @@ from cluster.local import (
     NodeRecord,
     cluster_dir,
     clusters_home,
+    cut_nodes,
     launch,
     live_members,
     load_record,
@@ -41,7 +45,16 @@ from cluster.local import (
 )
 
 from .hints import unknown_cluster, unknown_node
-from .output import err, next_step, out, print_nodes, progress, status_lines, table
+from .output import (
+    err,
+    next_step,
+    out,
+    print_nodes,
+    progress,
+    real_and_simulated,
+    status_lines,
+    table,
+)
 from .watch import look, serve_watch
 
 __all__ = ["ASYNC_COMMANDS", "UsageError", "cluster_names", "cmd_list", "cmd_scenario"]
@@ -57,11 +70,15 @@ def cluster_names() -> list[str]:
     return sorted(d.parent.name for d in home.glob("*/cluster.json")) if home.is_dir() else []
 
 
-def _open(name: str) -> LocalCluster:
+def _open(name: str, *, reach: bool = True) -> LocalCluster:
+    """The cluster named ``name``, its states refreshed; unless ``reach`` is False, refused
+    when its nodes' addresses are out of reach (rule 5)."""
     if read_record(cluster_dir(name)) is None:
         raise UsageError(unknown_cluster(name, cluster_names(), clusters_home()))
     cluster = LocalCluster(load_record(name))
     cluster.refresh_states()
+    if reach:
+        cluster.require_network()
     return cluster
 
 
@@ -116,6 +133,8 @@ def _strays(cluster: LocalCluster) -> list[Member]:
 async def cmd_up(args: argparse.Namespace) -> int:
     name = args.name
     directory = cluster_dir(name)
+    if args.subnet and not args.netns:
+        raise UsageError("--subnet is the subnet of --netns; add --netns")
     record = plan_cluster(
         directory,
         name,
@@ -125,6 +144,7 @@ async def cmd_up(args: argparse.Namespace) -> int:
         config=args.config or "",
         viz=not args.no_viz,
         keyring=False if args.no_keyring else None,
+        subnet=(args.subnet or DEFAULT_SUBNET) if args.netns else "",
     )
     cluster = LocalCluster(record, viz=not args.no_viz)
     out(f"starting cluster {name!r}: {args.n} nodes (files in {directory})")
@@ -212,13 +232,17 @@ async def cmd_status(args: argparse.Namespace) -> int:
     rec = cluster.record
     strays = _strays(cluster)
     seen = await look(cluster)
+    cuts = cut_nodes(rec)
     if args.json:
         nodes = []
         for n in rec.nodes:
             faults = getattr(seen.get(n.node_id), "faults", None)
-            nodes.append({**n.to_status(_live_state(n)), "faults": faults})
+            nodes.append({**n.to_status(_live_state(n)), "host": rec.host_of(n),
+                          "faults": faults, "cut_from": cuts.get(n.node_id)})  # fmt: skip
         strays_json = [{"pid": m.pid, "node_id": m.node_id} for m in strays]
-        out(json.dumps({"name": rec.name, "nodes": nodes, "strays": strays_json}, indent=2))
+        network = None if rec.network is None else rec.network.to_status()
+        body = {"name": rec.name, "nodes": nodes, "strays": strays_json, "network": network}
+        out(json.dumps(body, indent=2))
         return 0
     rows = []
     for n in rec.nodes:
@@ -227,12 +251,16 @@ async def cmd_status(args: argparse.Namespace) -> int:
         state = _live_state(n)
         over = n.ended is not None and state not in ("running", "paused")
         ended = n.ended.describe() if over and n.ended is not None else "-"
+        faults = "-" if node is None else node.faults_cell()
+        if rec.network is not None:
+            faults = real_and_simulated(cuts.get(n.node_id), faults)
         rows.append(
-            (n.node_id, n.pid, state, ended, n.runtime_port, "-" if alive is None else alive,
-             "-" if node is None else node.faults_cell(), n.dashboard or "-")
+            (n.node_id, n.pid, state, ended, rec.host_of(n), n.runtime_port,
+             "-" if alive is None else alive, faults, n.dashboard or "-")
         )  # fmt: skip
     out(f"cluster {rec.name!r} ({rec.directory})")
-    header = ("node", "pid", "state", "ended", "runtime", "sees alive", "faults", "dashboard")
+    header = ("node", "pid", "state", "ended", "host", "runtime", "sees alive", "faults",
+              "dashboard")  # fmt: skip
     out(table(rows, header))
     for line in status_lines(rec, strays):
         out(line)
@@ -240,7 +268,7 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 
 async def cmd_down(args: argparse.Namespace) -> int:
-    cluster = _open(args.name)
+    cluster = _open(args.name, reach=False)
     ended = await cluster.down(grace=args.grace)
     # A node another command started while we stopped the others: once more, then refuse.
     if cluster.running():
@@ -350,7 +378,8 @@ async def cmd_partition(args: argparse.Namespace) -> int:
         raise UsageError(f"node(s) {', '.join(map(str, missing))} are in no group; list every node")
     for note in await cluster.partition(groups):
         out(f"note: {note}")
-    out("partitioned: " + " | ".join(",".join(map(str, g)) for g in groups))
+    real = " (real: unreachable routes in the namespaces)" if cluster.record.network else ""
+    out(f"partitioned{real}: " + " | ".join(",".join(map(str, g)) for g in groups))
     return 0
 
 
@@ -385,7 +414,13 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
     return int(
         run_scenario_cli(
-            args.file, sim=args.sim, seed=args.seed, out=args.out, n=args.n, runs=args.runs
+            args.file,
+            sim=args.sim,
+            seed=args.seed,
+            out=args.out,
+            n=args.n,
+            runs=args.runs,
+            hostfile=args.hostfile,
         )
     )
 

@@ -19,7 +19,18 @@ from typing import Any, TextIO
 
 from cluster.local import ClusterRecord, Member
 
-__all__ = ["err", "next_step", "out", "print_nodes", "progress", "status_lines", "table"]
+from .hints import id_list
+
+__all__ = [
+    "err",
+    "next_step",
+    "out",
+    "print_nodes",
+    "progress",
+    "real_and_simulated",
+    "status_lines",
+    "table",
+]
 
 Progress = Callable[[int, int, int, float], None]
 
@@ -79,11 +90,12 @@ def progress(quiet: bool) -> Progress:
 
 
 def print_nodes(rec: ClusterRecord) -> None:
-    """The table of a cluster's nodes: id, pid, ports and log file."""
+    """The table of a cluster's nodes: id, pid, address, ports and log file."""
     rows = [
-        (n.node_id, n.pid, n.runtime_port, n.dashboard or "-", Path(n.log).name) for n in rec.nodes
+        (n.node_id, n.pid, rec.host_of(n), n.runtime_port, n.dashboard or "-", Path(n.log).name)
+        for n in rec.nodes
     ]
-    out(table(rows, ("node", "pid", "runtime", "dashboard", "log")))
+    out(table(rows, ("node", "pid", "host", "runtime", "dashboard", "log")))
 
 
 def next_step(rec: ClusterRecord, *, foreground: bool) -> list[str]:
@@ -101,10 +113,27 @@ def next_step(rec: ClusterRecord, *, foreground: bool) -> list[str]:
     return [f"{watch}; status: rt_cluster status{name}; stop: rt_cluster down{name}"]
 
 
+def real_and_simulated(cut: Sequence[int] | None, simulated: str) -> str:
+    """The faults cell of a node in a namespace: the real cut (routes; None: not known), then
+    what its process simulates (``-`` none, ``?`` not known)."""
+    parts = ["cut ?" if cut is None else f"cut from {id_list(cut)} (real)" if cut else ""]
+    if simulated not in ("-", ""):
+        parts.append(simulated if simulated == "?" else f"{simulated} (simulated)")
+    return "; ".join(p for p in parts if p) or "-"
+
+
 def status_lines(rec: ClusterRecord, strays: Sequence[Member]) -> list[str]:
-    """What ``status`` adds below its table: the last log line of each node that ended on its
-    own, and processes of the cluster that are no node's current one."""
+    """What ``status`` adds below its table: the network of nodes in namespaces, the last log
+    line of each node that ended on its own, and processes of the cluster that are no node's
+    current one."""
     lines = []
+    if rec.network is not None:
+        net = rec.network
+        lines.append(
+            f"network: {net.subnet} on bridge {net.bridge} (this host {net.gateway}); "
+            "partitions are real (unreachable routes inside the namespaces), loss and delay "
+            "simulated inside the node processes"
+        )
     for n in rec.nodes:
         if n.ended is not None and n.state in ("exited", "failed") and n.ended.last_line:
             lines.append(

@@ -109,18 +109,22 @@ def test_status_json_shape(cluster_home: Path, capsys: pytest.CaptureFixture[str
     _record(cluster_home)
     _code, out, _ = run(capsys, "status", "--json", "--name", "c1")
     body = json.loads(out)
-    assert list(body) == ["name", "nodes", "strays"]
+    assert list(body) == ["name", "nodes", "strays", "network"]
+    assert body["network"] is None  # no namespaces (up --netns)
     assert list(body["nodes"][0]) == [
         "node_id",
         "pid",
         "state",
+        "host",
         "runtime_port",
         "dashboard",
         "log",
         "events",
         "ended",
         "faults",
+        "cut_from",
     ]
+    assert body["nodes"][0]["host"] == "127.0.0.1"
 
 
 def test_process_state_sees_reused_pids_and_zombies() -> None:

@@ -225,9 +225,10 @@ def test_status_has_a_faults_column_and_json_a_faults_field(cluster_home: Path) 
     code, out, _ = run("status", "--name", "c1")
     assert code == 0
     header = out.splitlines()[1].split()
-    assert header == ["node", "pid", "state", "ended", "runtime", "sees", "alive", "faults",
-                      "dashboard"]  # fmt: skip
-    assert out.splitlines()[2].split()[7] == "-"  # a stopped node has none
+    assert header == ["node", "pid", "state", "ended", "host", "runtime", "sees", "alive",
+                      "faults", "dashboard"]  # fmt: skip
+    assert out.splitlines()[2].split()[4] == "127.0.0.1"
+    assert out.splitlines()[2].split()[7] == "-"  # faults: a stopped node has none
 
 
 # ---- --foreground: the next step, then a line per change --------------------------------------
@@ -376,7 +377,7 @@ def test_status_of_a_sleeping_stand_in_shows_unknown_faults(
     assert code == 0
     row = out.splitlines()[2].split()
     assert row[:3] == ["0", str(sleeper.pid), "running"]
-    assert row[6] == "?"
+    assert row[7] == "?"  # node pid state ended host runtime alive FAULTS dashboard
 
 
 # ---- on a real cluster ------------------------------------------------------------------------
@@ -403,8 +404,9 @@ def test_foreground_shows_the_urls_once_then_a_line_per_change(
         assert fg.stdout is not None
         head = "".join(read_until(fg.stdout, "changes, one line each"))
         nodes = json.loads(rt("status", "--json").stdout)["nodes"]
-        for n in nodes:  # one line per node: id, pid, runtime port, dashboard URL
-            row = rf"^{n['node_id']}\s+{n['pid']}\s+{n['runtime_port']}\s+{n['dashboard']}\s"
+        for n in nodes:  # one line per node: id, pid, host, runtime port, dashboard URL
+            row = rf"^{n['node_id']}\s+{n['pid']}\s+{n['host']}\s+{n['runtime_port']}\s+"
+            row += rf"{n['dashboard']}\s"
             assert re.search(row, head, re.MULTILINE), head
         assert f"open {nodes[0]['dashboard']}/ to watch" in head
         assert "; Ctrl-C stops all" in head

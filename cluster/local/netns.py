@@ -1,0 +1,395 @@
+"""Nodes with addresses of their own (``rt_cluster up --netns``): a cluster's network
+namespaces, veth pairs and bridge on this host, and the routes that cut and restore the paths
+between its nodes.
+
+Rules:
+1. Every name derives from the cluster directory (``network_key``, 6 hex digits): the bridge
+   ``rtb<key>``, per node the namespace ``rtn<key>-<slot>`` and the host end of its veth pair
+   ``rtv<key>-<slot>`` (the end inside is ``eth0``). A node's slot is its address's offset in
+   the subnet (node i of ``up``: slot i+1). Two clusters never share a name, and what a crash
+   left behind is found by name even when no record lists it.
+2. Nothing is made before the cluster record names it (``record`` rule 4). Making is
+   idempotent: leftovers of the same name are removed first. ``remove_network`` removes every
+   namespace, link and the bridge named after the key.
+3. Traffic for the subnet never leaves the machine. No namespace has a default route (only
+   loopback and the subnet's connected route). The host holds an ``unreachable`` route for
+   the whole subnet (metric ``UNREACHABLE_METRIC``, above the bridge's connected route, 0)
+   that stays after ``remove_network``: while the bridge is up its route wins; once it is
+   gone nothing for the subnet goes to the default gateway. And no command sends anything to
+   a node's address unless its cluster's bridge exists (``require_bridge``, before every RPC).
+4. One subnet, one bridge: a subnet overlapping an address or a route of this host (another
+   cluster's bridge, a real network) is refused before anything is made, naming what holds
+   it and a free subnet to use instead.
+5. A partition is real: ``unreachable`` routes (protocol ``ROUTE_PROTO``) inside each
+   namespace for the addresses of the other side; ``heal`` removes them. ``unreachable``
+   rather than ``blackhole`` or ``prohibit``: for a local sender all three fail at once
+   (none is silent), and EHOSTUNREACH is what a real network answers for a host it cannot
+   reach, while blackhole's EINVAL and prohibit's EACCES read as bugs or permission problems
+   in the nodes' counters (``send_error_113``) and logs.
+6. It needs CAP_NET_ADMIN and CAP_SYS_ADMIN (root): ``require_privileges`` says so in one
+   line before anything is planned.
+
+Errors: ``BadInput`` for a request that cannot be (no privileges, a bad or taken subnet);
+``ClusterError`` for a failed operation (netlink's own words).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .record import BadInput, ClusterError, ClusterRecord, Network, NodeRecord
+
+__all__ = [
+    "DEFAULT_SUBNET",
+    "ROUTE_PROTO",
+    "UNREACHABLE_METRIC",
+    "bridge_present",
+    "cut",
+    "cut_addresses",
+    "cut_nodes",
+    "enter_argv",
+    "leftovers",
+    "make_network",
+    "make_node",
+    "max_slot",
+    "namespace_name",
+    "network_key",
+    "node_address",
+    "plan_network",
+    "privileged",
+    "remove_network",
+    "require_bridge",
+    "require_privileges",
+    "restore",
+    "slot_of",
+]
+
+DEFAULT_SUBNET = "10.77.0.0/24"
+UNREACHABLE_METRIC = 7700  # the host's unreachable route for a subnet (rule 3)
+ROUTE_PROTO = 77  # rtnetlink protocol of the partition routes inside namespaces (rule 5)
+NETNS_DIR = Path("/var/run/netns")  # where ip-netns(8) and pyroute2 name namespaces
+INNER_LINK = "eth0"
+CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
+PRIVATE = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+RTN_UNREACHABLE = 7
+NSEXEC = Path(__file__).with_name("nsexec.py")
+
+
+def _pyroute2() -> Any:
+    """pyroute2, imported when first needed: 0.1 s that commands on clusters without
+    namespaces never pay."""
+    import pyroute2  # type: ignore[import-untyped]
+
+    return pyroute2
+
+
+# ---- names and addresses (rule 1) ---------------------------------------------------------
+
+
+def network_key(directory: str | Path) -> str:
+    """6 hex digits naming the network of the cluster in ``directory`` (rule 1)."""
+    return hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:6]
+
+
+def namespace_name(network: Network, slot: int) -> str:
+    return f"rtn{network.key}-{slot}"
+
+
+def _link_name(key: str, slot: int) -> str:
+    return f"rtv{key}-{slot}"  # at most 3 + 6 + 1 + 5 = 15 characters (IFNAMSIZ - 1)
+
+
+def node_address(network: Network, slot: int) -> str:
+    return str(ipaddress.IPv4Network(network.subnet)[slot])
+
+
+def slot_of(network: Network, address: str) -> int:
+    """The offset of ``address`` in the subnet (ValueError when it is not in it)."""
+    net = ipaddress.IPv4Network(network.subnet)
+    addr = ipaddress.IPv4Address(address)
+    if addr not in net:
+        raise ValueError(f"{address} is not in {network.subnet}")
+    return int(addr) - int(net.network_address)
+
+
+def max_slot(network: Network) -> int:
+    """The highest slot a node may take (the one above it is the host's, ``gateway``)."""
+    return ipaddress.IPv4Network(network.subnet).num_addresses - 3
+
+
+def enter_argv(namespace: str, argv: Sequence[str]) -> list[str]:
+    """``argv`` (a Python command line) run inside ``namespace``: the same interpreter runs
+    ``nsexec.py``, which enters the namespace and execs ``argv`` (the same pid)."""
+    return [argv[0], "-I", str(NSEXEC), str(NETNS_DIR / namespace), *argv]
+
+
+# ---- privileges (rule 6) ------------------------------------------------------------------
+
+
+def privileged(status: str | None = None) -> bool:
+    """Whether this process holds CAP_NET_ADMIN and CAP_SYS_ADMIN (``status``: the text of
+    /proc/self/status, read when None)."""
+    if status is None:
+        try:
+            status = Path("/proc/self/status").read_text()
+        except OSError:
+            return os.geteuid() == 0
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            caps = int(line.split()[1], 16)
+            return all(caps >> bit & 1 for bit in (CAP_NET_ADMIN, CAP_SYS_ADMIN))
+    return False
+
+
+def require_privileges(what: str) -> None:
+    if not privileged():
+        raise BadInput(
+            f"{what} needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN, for network namespaces, "
+            "veth pairs and routes); run it as root, e.g. with sudo"
+        )
+
+
+# ---- planning (rule 4) --------------------------------------------------------------------
+
+
+def plan_network(directory: str | Path, subnet: str, n: int) -> Network:
+    """The network of a cluster of ``n`` nodes in ``subnet``; BadInput when the subnet is not
+    a private IPv4 network with room for them, or this host already uses part of it."""
+    try:
+        net = ipaddress.IPv4Network(subnet, strict=True)
+    except ValueError:
+        raise BadInput(
+            f"--subnet {subnet[:40]!r}: not an IPv4 network like {DEFAULT_SUBNET}"
+        ) from None
+    if not any(net.subnet_of(p) for p in PRIVATE) or not 16 <= net.prefixlen <= 29:
+        raise BadInput(
+            f"--subnet {net}: use a private network (10/8, 172.16/12 or 192.168/16) of /16 to /29"
+        )
+    key = network_key(directory)
+    network = Network(str(net), key, f"rtb{key}", str(net[-2]))
+    if n > max_slot(network):
+        raise BadInput(f"--subnet {net} has room for {max_slot(network)} nodes, not {n}")
+    trouble = _subnet_trouble(net, network.bridge)
+    if trouble:
+        free = _free_subnet(network.bridge)
+        hint = f"; use another, e.g. --subnet {free}" if free else ""
+        raise BadInput(f"--subnet {net} is in use on this host: {trouble}{hint}")
+    return network
+
+
+def _subnet_trouble(net: ipaddress.IPv4Network, bridge: str) -> str:
+    """What on this host already uses part of ``net`` ("" when nothing does), besides the
+    cluster's own bridge and the unreachable routes rule 3 leaves behind."""
+    with _pyroute2().IPRoute() as ipr:
+        links = ipr.get_links()
+        names = {link["index"]: link.get("IFLA_IFNAME") for link in links}
+        aliases = {link["index"]: link.get("IFLA_IFALIAS") for link in links}
+        for a in ipr.get_addr(family=socket.AF_INET):
+            iface = ipaddress.IPv4Interface(f"{a.get('IFA_ADDRESS')}/{a['prefixlen']}")
+            name = names.get(a["index"], "?")
+            if iface.network.overlaps(net) and name != bridge:
+                owner = f" ({aliases[a['index']]})" if aliases.get(a["index"]) else ""
+                return f"address {iface} on {name}{owner}"
+        for r in ipr.route("dump", family=socket.AF_INET, table=254):
+            dst = ipaddress.IPv4Network(f"{r.get('RTA_DST') or '0.0.0.0'}/{r['dst_len']}")
+            if r["dst_len"] < net.prefixlen or not dst.overlaps(net):
+                continue  # a wider route: the subnet's own routes are more specific
+            ours = names.get(r.get("RTA_OIF")) == bridge or (
+                r["type"] == RTN_UNREACHABLE and r.get("RTA_PRIORITY") == UNREACHABLE_METRIC
+            )
+            if not ours:
+                return f"a route for {dst} (type {r['type']}, {names.get(r.get('RTA_OIF'), '-')})"
+    return ""
+
+
+def _free_subnet(bridge: str) -> str:
+    """A /24 of 10.77.0.0/16 nothing on this host uses; "" when there is none."""
+    for candidate in ipaddress.IPv4Network("10.77.0.0/16").subnets(new_prefix=24):
+        if not _subnet_trouble(candidate, bridge):
+            return str(candidate)
+    return ""
+
+
+# ---- making and removing (rules 2 and 3) --------------------------------------------------
+
+
+@contextmanager
+def _netlink(namespace: str | None = None) -> Iterator[Any]:
+    """An rtnetlink socket on the host (or inside ``namespace``); netlink errors become
+    ClusterError. A namespace that does not exist is never created (``flags=0``)."""
+    pyroute2 = _pyroute2()
+    try:
+        with pyroute2.IPRoute(netns=namespace, flags=0) if namespace else pyroute2.IPRoute() as ipr:
+            yield ipr
+    except pyroute2.NetlinkError as exc:
+        where = f" in namespace {namespace}" if namespace else ""
+        raise ClusterError(f"netlink{where}: {os.strerror(exc.code)}") from None
+    except FileNotFoundError:
+        raise ClusterError(f"network namespace {namespace} is gone") from None
+
+
+def _index(ipr: Any, name: str) -> int | None:
+    found = ipr.link_lookup(ifname=name)
+    return found[0] if found else None
+
+
+def make_network(directory: str | Path, network: Network, nodes: Sequence[NodeRecord]) -> None:
+    """The bridge, the host's address on it, the unreachable route for the subnet, and each
+    node's namespace (rule 2: leftovers of the same names are removed first)."""
+    remove_network(network.key)
+    net = ipaddress.IPv4Network(network.subnet)
+    with _netlink() as ipr:
+        try:
+            ipr.route("add", dst=str(net), type="unreachable", priority=UNREACHABLE_METRIC)
+        except _pyroute2().NetlinkError as exc:
+            if exc.code != errno.EEXIST:  # left by an earlier cluster on this subnet: ours too
+                raise
+        ipr.link("add", ifname=network.bridge, kind="bridge")
+        bridge = _index(ipr, network.bridge)
+        ipr.link("set", index=bridge, ifalias=f"rtsim cluster {directory}"[:250])
+        ipr.addr("add", index=bridge, address=network.gateway, prefixlen=net.prefixlen)
+        ipr.link("set", index=bridge, state="up")
+    for node in nodes:
+        make_node(network, node)
+
+
+def make_node(network: Network, node: NodeRecord) -> None:
+    """The node's namespace (loopback up, no default route) and its veth pair: ``eth0`` with
+    the node's address inside, the other end on the bridge."""
+    slot = slot_of(network, node.host)
+    link = _link_name(network.key, slot)
+    _remove_namespace(node.netns)
+    with _netlink() as ipr:
+        if (old := _index(ipr, link)) is not None:
+            ipr.link("del", index=old)
+        bridge = _index(ipr, network.bridge)
+        if bridge is None:
+            raise ClusterError(f"the bridge {network.bridge} is gone")
+        _pyroute2().netns.create(node.netns)
+        ipr.link("add", ifname=link, kind="veth", peer={"ifname": INNER_LINK,
+                                                       "net_ns_fd": node.netns})  # fmt: skip
+        ipr.link("set", index=_index(ipr, link), master=bridge, state="up")
+    prefixlen = ipaddress.IPv4Network(network.subnet).prefixlen
+    with _netlink(node.netns) as inner:
+        eth = _index(inner, INNER_LINK)
+        inner.addr("add", index=eth, address=node.host, prefixlen=prefixlen)
+        inner.link("set", index=eth, state="up")
+        inner.link("set", index=_index(inner, "lo"), state="up")
+
+
+def leftovers(key: str) -> list[str]:
+    """The namespaces and links on this host named after ``key`` (rule 1)."""
+    try:
+        found = [n for n in os.listdir(NETNS_DIR) if n.startswith(f"rtn{key}-")]
+    except FileNotFoundError:
+        found = []
+    found += [n for _, n in socket.if_nameindex() if n.startswith((f"rtv{key}-", f"rtb{key}"))]
+    return sorted(found)
+
+
+def _remove_namespace(name: str) -> None:
+    try:
+        _pyroute2().netns.remove(name)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise ClusterError(f"cannot remove network namespace {name}: {exc.strerror}") from None
+
+
+def remove_network(key: str) -> list[str]:
+    """Remove every namespace, veth pair and the bridge named after ``key``; what was
+    removed. The host's unreachable route for the subnet stays (rule 3)."""
+    gone = leftovers(key)
+    with _netlink() as ipr:
+        for name in gone:
+            if name.startswith(("rtv", "rtb")) and (index := _index(ipr, name)) is not None:
+                ipr.link("del", index=index)  # one end of a pair takes the other with it
+    for name in gone:
+        if name.startswith("rtn"):
+            _remove_namespace(name)
+    return gone
+
+
+# ---- the safety of every command (rule 3) -------------------------------------------------
+
+
+def bridge_present(network: Network) -> bool:
+    try:
+        socket.if_nametoindex(network.bridge)
+    except OSError:
+        return False
+    return True
+
+
+def require_bridge(record: ClusterRecord) -> None:
+    """ClusterError, before anything is sent, when the cluster's nodes have addresses of
+    their own and its bridge is gone (rule 3)."""
+    network = record.network
+    if network is not None and not bridge_present(network):
+        raise ClusterError(
+            f"cluster {record.name!r}: its bridge {network.bridge} is gone, so its nodes' "
+            f"addresses ({network.subnet}) are out of reach and nothing was sent to them; "
+            f"remove what is left with: rt_cluster down --name {record.name}"
+        )
+
+
+# ---- partitions (rule 5) ------------------------------------------------------------------
+
+
+def cut(node: NodeRecord, addresses: Sequence[str]) -> None:
+    """Inside the node's namespace, make ``addresses`` unreachable (replacing earlier cuts)."""
+    restore(node)
+    with _netlink(node.netns) as inner:
+        for address in addresses:
+            inner.route("add", dst=f"{address}/32", type="unreachable", proto=ROUTE_PROTO)
+
+
+def restore(node: NodeRecord) -> None:
+    """Remove every partition route inside the node's namespace."""
+    with _netlink(node.netns) as inner:
+        for r in _cut_routes(inner):
+            inner.route("del", dst=f"{r.get('RTA_DST')}/32", type="unreachable",
+                        proto=ROUTE_PROTO)  # fmt: skip
+
+
+def _cut_routes(inner: Any) -> list[Any]:
+    return [
+        r
+        for r in inner.route("dump", family=socket.AF_INET, table=254)
+        if r["type"] == RTN_UNREACHABLE and r["proto"] == ROUTE_PROTO
+    ]
+
+
+def cut_nodes(record: ClusterRecord) -> dict[int, list[int] | None]:
+    """Per node, the ids of the nodes its namespace's routes cut it off from (None: not
+    known); {} for a cluster without namespaces."""
+    if record.network is None:
+        return {}
+    by_address = {record.host_of(n): n.node_id for n in record.nodes}
+    cuts: dict[int, list[int] | None] = {}
+    for n in record.nodes:
+        addresses = cut_addresses(n)
+        cuts[n.node_id] = None if addresses is None else sorted(
+            by_address[a] for a in addresses if a in by_address
+        )  # fmt: skip
+    return cuts
+
+
+def cut_addresses(node: NodeRecord) -> list[str] | None:
+    """The addresses cut off inside the node's namespace; None when that cannot be read (no
+    privileges, or the namespace is gone)."""
+    if not node.netns or not privileged():
+        return None
+    try:
+        with _netlink(node.netns) as inner:
+            return sorted(str(r.get("RTA_DST")) for r in _cut_routes(inner))
+    except ClusterError:
+        return None
