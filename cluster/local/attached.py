@@ -46,6 +46,7 @@ from cluster.node import (
     rpc_call,
 )
 
+from .netns import stranded_addresses
 from .record import BadInput, ClusterError, ClusterRecord, process_state, read_record, start_marker
 
 __all__ = [
@@ -161,6 +162,13 @@ class AttachedCluster:
     def __init__(self, nodes: Sequence[AttachedNode], hostfile: str = "") -> None:
         self.hostfile = hostfile
         self.nodes = {n.node_id: n for n in nodes}
+        stranded = stranded_addresses([n.host for n in nodes])
+        if stranded:  # netns rule 3: a namespaced cluster's bridge is gone
+            raise ClusterError(
+                f"hostfile {hostfile} names {', '.join(stranded)}, addresses of a namespaced "
+                "cluster whose bridge is gone (only rtsim's unreachable route covers them); "
+                "nothing was sent"
+            )
 
     def node(self, node_id: int) -> AttachedNode:
         try:

@@ -70,6 +70,7 @@ __all__ = [
     "require_privileges",
     "restore",
     "slot_of",
+    "stranded_addresses",
 ]
 
 DEFAULT_SUBNET = "10.77.0.0/24"
@@ -339,6 +340,37 @@ def require_bridge(record: ClusterRecord) -> None:
             f"addresses ({network.subnet}) are out of reach and nothing was sent to them; "
             f"remove what is left with: rt_cluster down --name {record.name}"
         )
+
+
+def stranded_addresses(hosts: Sequence[str]) -> list[str]:
+    """The ``hosts`` (IPv4 addresses) that only a left-behind ``unreachable`` route of ours
+    covers: a namespaced cluster's address whose bridge is gone, named by a hostfile that is no
+    cluster record (a copy, say). Rule 3 holds for them too: nothing is sent. Names and
+    loopback are never ours, and cost no netlink look."""
+    ours: list[ipaddress.IPv4Address] = []
+    for host in hosts:
+        try:
+            address = ipaddress.IPv4Address(host)
+        except ValueError:
+            continue
+        if address.is_private and not address.is_loopback:
+            ours.append(address)
+    if not ours:
+        return []
+    unreachable: list[ipaddress.IPv4Network] = []
+    linked: list[ipaddress.IPv4Network] = []
+    with _netlink() as ipr:
+        for r in ipr.route("dump", family=socket.AF_INET, table=254):
+            dst = ipaddress.IPv4Network(f"{r.get('RTA_DST') or '0.0.0.0'}/{r['dst_len']}")
+            if r["type"] == RTN_UNREACHABLE and r.get("RTA_PRIORITY") == UNREACHABLE_METRIC:
+                unreachable.append(dst)
+            elif r.get("RTA_OIF") is not None and r["dst_len"] > 0:
+                linked.append(dst)
+    return [
+        str(a)
+        for a in ours
+        if any(a in net for net in unreachable) and not any(a in net for net in linked)
+    ]
 
 
 # ---- partitions (rule 5) ------------------------------------------------------------------

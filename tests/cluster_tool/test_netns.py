@@ -26,7 +26,8 @@ import httpx
 import pytest
 import trio
 
-from cluster.local import Member, Processes, live_members, read_record
+from cluster.local import ClusterError, Member, Processes, live_members, read_record
+from cluster.local.attached import AttachedCluster, read_hostfile
 from cluster.local.netns import (
     NETNS_DIR,
     UNREACHABLE_METRIC,
@@ -34,6 +35,7 @@ from cluster.local.netns import (
     network_key,
     privileged,
     remove_network,
+    stranded_addresses,
 )
 from tests.support import open_harness, wait_for
 
@@ -264,6 +266,12 @@ def test_without_the_bridge_nothing_is_sent_and_down_removes_the_rest(cluster: N
         assert f"its bridge {bridge} is gone" in res.stderr
         assert "nothing was sent to them" in res.stderr
     assert all(Path(f"/proc/{pid}").exists() for pid in pids)  # kill refused: all still run
+    # a hostfile naming those addresses that is no cluster's record (a copy) is refused too
+    assert stranded_addresses([*ADDRESSES, "127.0.0.1", "node.example"]) == list(ADDRESSES)
+    copy = cluster.directory.parent / "hostfile-copy"
+    copy.write_text((cluster.directory / "hostfile").read_text())
+    with pytest.raises(ClusterError, match=r"bridge is gone.*nothing was sent"):
+        AttachedCluster(read_hostfile(copy), str(copy))
 
     res = cluster.rt("down")
     assert res.returncode == 0, res.stderr
