@@ -16,6 +16,16 @@ Rules:
    503 when that runs out before its answer is ready. No forward waits past the bound.
 5. Classifying a request looks at its path and query string only, parsed as the handler
    parses them (``dashboard.params.parse_pairs``; the ASGI path is percent-decoded).
+6. ``GET /api/health`` (liveness, answered from memory) takes one of ``HEALTH_SLOTS`` slots of
+   its own, never a request slot: however many requests queue for the ``max_threads`` slots,
+   a liveness check does not wait behind them (500 busy clients made it wait as long as
+   they did, over 1 s); a flood of health checks queues for its own slots only.
+7. The last message of every answer is sent shielded from cancellation. quart-trio cancels
+   the request's tasks when hypercorn reports the exchange over, which hypercorn does inside
+   that very send, before it closes a connection that must close (``Connection: close``, or
+   its ``keep_alive_max_requests``): unshielded, the close was cancelled and the connection
+   stayed open until the client left or ``read_timeout`` passed. Writes are shielded by
+   hypercorn already, so this adds no wait of its own.
 """
 
 from __future__ import annotations
@@ -33,10 +43,32 @@ from .errors import send_error
 from .intake import Intake, Refusal, replay
 from .params import parse_pairs
 
-__all__ = ["Admission", "is_forward"]
+__all__ = ["HEALTH_PATH", "HEALTH_SLOTS", "Admission", "is_forward"]
 
 Scope = Any  # an ASGI scope mapping
 Asgi = Callable[..., Any]
+HEALTH_PATH = "/api/health"
+HEALTH_SLOTS = 2  # health checks answered at once (rule 6), beside the request slots
+
+
+def is_health(scope: Scope) -> bool:
+    """Whether the request is the liveness check of rule 6 (a GET or HEAD of the path, a
+    trailing slash ignored as the app ignores it)."""
+    path = scope.get("path", "")
+    return scope.get("method") in ("GET", "HEAD") and path.rstrip("/") == HEALTH_PATH
+
+
+def shielded_end(send: Any) -> Any:
+    """``send`` with rule 7: an answer's last message goes out shielded."""
+
+    async def send_end_shielded(message: Any) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            with trio.CancelScope(shield=True):
+                await send(message)
+        else:
+            await send(message)
+
+    return send_end_shielded
 
 
 def is_forward(path: str, query: bytes, own_id: int) -> bool:
@@ -80,6 +112,7 @@ class Admission:
         self.requests = trio.Semaphore(self.max_threads, max_value=self.max_threads)
         self.forward_slots = max(1, self.max_threads - reserve)
         self.forwards = trio.Semaphore(self.forward_slots, max_value=self.forward_slots)
+        self.health = trio.Semaphore(HEALTH_SLOTS, max_value=HEALTH_SLOTS)
         self.intake = intake or Intake()
         self._own_id = own_id
         self._forward_bound = forward_bound
@@ -88,6 +121,7 @@ class Admission:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = shielded_end(send)
         body = await self.intake.receive_body(scope, receive)
         if isinstance(body, Refusal):
             await send_error(send, body.status, body.message)
@@ -98,6 +132,9 @@ class Admission:
             receive = replay(body, receive)
             if is_forward(scope.get("path", ""), scope.get("query_string", b""), self._own_id()):
                 await self._forward(scope, receive, send)
+            elif is_health(scope):
+                async with self.health:
+                    await self.app(scope, receive, send)
             else:
                 async with self.requests:
                     await self.app(scope, receive, send)
