@@ -1,5 +1,5 @@
-"""The rt_admin blueprint: node-local, per-node, cluster and per-pool routes, ``/metrics`` and
-the pages (``/``, ``/views``).
+"""The rt_admin blueprint: node-local, per-node, cluster and per-pool routes, ``/metrics``, the
+API document (``/openapi.json``) and the pages (``/``, ``/views``, ``/api/docs``).
 
 Rules:
 1. Handlers are thin: read parameters, call one ``RuntimeView`` method, return its dict. Errors
@@ -9,11 +9,12 @@ Rules:
    timed into ``/metrics``. ``PER_NODE`` names each query and the parameters it passes on;
    the runtime parses them strictly (a 400 before any forward).
 3. Nothing here shuts a node down or deletes data; POST routes stay node-local.
+4. Every route is registered with its declaration for the API document (``declare``, the
+   specs in ``dashboard.adminapi``); a route without one is flagged in the document.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,15 +23,17 @@ from quart import Blueprint, Response, current_app
 
 from cluster.runtime import FormField, FormSpec, RuntimeView
 
+from . import adminapi as api
 from .assets import asset_response, mounts
 from .metrics import CONTENT_TYPE, DashboardMetrics
 from .modules import add_module_routes
+from .openapi import build_document
 from .params import request_params
+from .routes import ADMIN, ASSET_ENDPOINTS, app_routes, declare
 
-__all__ = ["ASSET_ENDPOINTS", "admin_blueprint", "route_table"]
+__all__ = ["ADMIN", "ASSET_ENDPOINTS", "admin_blueprint", "route_table"]
 
 JSON = dict[str, Any]
-ADMIN = "rt_admin"
 PER_NODE: dict[str, tuple[str, ...]] = {  # query -> the request parameters it passes on
     "workers": (),
     "system_stats": ("min_event_id",),
@@ -40,31 +43,12 @@ PER_NODE: dict[str, tuple[str, ...]] = {  # query -> the request parameters it p
     "faults": (),
     "process": (),
 }
-ASSET_ENDPOINTS = frozenset({f"{ADMIN}.asset", f"{ADMIN}.asset_root"})
-_CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-
-
-def pattern(rule: str) -> str:
-    """``/api/nodes/<node>/workers`` -> ``/api/nodes/{node}/workers``."""
-    return _CONVERTER.sub(r"{\1}", rule)
 
 
 def route_table(runtime: RuntimeView) -> JSON:
     """Every route of the running app with its registering module, and every asset mount."""
-    routes = []
-    for rule in current_app.url_map.iter_rules():
-        bp, _, _ = rule.endpoint.rpartition(".")
-        if bp not in runtime.modules or rule.endpoint in ASSET_ENDPOINTS:
-            continue  # retired stubs and asset mounts are not routes
-        doc = (current_app.view_functions[rule.endpoint].__doc__ or "").strip()
-        doc = doc.splitlines()[0] if doc else ""
-        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
-            routes.append(
-                {"method": method, "path": pattern(rule.rule), "mod_name": bp, "doc": doc}
-            )
-    routes.sort(key=lambda r: (r["path"], r["method"]))
     return {
-        "routes": routes,
+        "routes": [r.to_json() for r in app_routes(current_app, runtime.modules)],
         "mounts": [
             {"mod_name": mod, "url_prefix": f"/viz/{mod}", "dir": folder}
             for mod, folder in sorted(mounts(runtime).items())
@@ -101,7 +85,7 @@ def admin_blueprint(runtime: RuntimeView, metrics: DashboardMetrics) -> Blueprin
         bp.add_url_rule(
             f"/api/nodes/<node>/{query}",
             f"node_{query}",
-            _per_node_view(runtime, metrics, query),
+            declare(api.per_node(query))(_per_node_view(runtime, metrics, query)),
             methods=["GET"],
         )
     _pool_routes(bp, runtime)
@@ -117,36 +101,43 @@ def _node_routes(bp: Blueprint, runtime: RuntimeView) -> None:
     route = bp.route
 
     @route("/api/health", methods=["GET"])
+    @declare(api.HEALTH)
     async def health() -> JSON:
         """liveness and this node's identity"""
         return runtime.health()
 
     @route("/api/topology", methods=["GET"])
+    @declare(api.TOPOLOGY)
     async def topology() -> JSON:
         """cluster membership and SWIM state from the local host table"""
         return runtime.topology()
 
     @route("/api/pools", methods=["GET"])
+    @declare(api.POOLS)
     async def pools() -> JSON:
         """pools composed on this node"""
         return runtime.pools_json()
 
     @route("/api/config", methods=["GET"])
+    @declare(api.CONFIG)
     async def config() -> JSON:
         """settings the node came up with"""
         return runtime.config_json()
 
     @route("/api/routes", methods=["GET"])
+    @declare(api.ROUTES)
     async def routes() -> JSON:
         """every route and asset mount, per module"""
         return route_table(runtime)
 
     @route("/api/chimods", methods=["GET"])
+    @declare(api.CHIMODS)
     async def chimods() -> JSON:
         """loaded modules, with create form and pages flags"""
         return runtime.chimods()
 
     @route("/api/events", methods=["GET"])
+    @declare(api.EVENTS)
     async def events() -> JSON:
         """this node's membership changes, oldest first (after=SEQ, limit=N)"""
         return await runtime.node_monitor(
@@ -154,11 +145,13 @@ def _node_routes(bp: Blueprint, runtime: RuntimeView) -> None:
         )
 
     @route("/api/faults", methods=["GET"])
+    @declare(api.FAULTS)
     async def faults() -> JSON:
         """the faults injected at this node: blocked peers, loss, delay"""
         return await runtime.node_monitor("local", "faults", {})
 
     @route("/api/cluster/views", methods=["GET"])
+    @declare(api.VIEWS)
     async def cluster_views() -> JSON:
         """every member's view of every member, asked of each (within 6 s)"""
         return await runtime.cluster_views()
@@ -194,6 +187,7 @@ def _pool_routes(bp: Blueprint, runtime: RuntimeView) -> None:
     route = bp.route
 
     @route("/api/pools/<pool>/monitor", methods=["GET"])
+    @declare(api.POOL_MONITOR)
     async def pool_monitor(pool: str) -> JSON:
         """a pool's monitor answer (query=..., routing=local|broadcast|...)"""
         params = await request_params()
@@ -203,17 +197,20 @@ def _pool_routes(bp: Blueprint, runtime: RuntimeView) -> None:
         )
 
     @route("/api/pools/<pool>/destroy", methods=["POST"])
+    @declare(api.DESTROY)
     async def destroy(pool: str) -> JSON:
         """shut a pool down (refused for the admin pool)"""
         return await runtime.destroy(pool)
 
     @route("/api/pools/compose", methods=["GET"])
+    @declare(api.COMPOSE_FORM)
     async def compose_form() -> JSON:
         """the generic compose form spec, with a free pool id suggested"""
         params = await request_params()
         return _compose_form(runtime, params.get("mod_name", ""))
 
     @route("/api/pools/compose", methods=["POST"])
+    @declare(api.compose(runtime.modules))
     async def compose() -> JSON:
         """compose a pool from mod_name, pool_name, pool_id, pool_query, config (YAML)"""
         p = await request_params()
@@ -236,19 +233,34 @@ def _page_routes(bp: Blueprint, runtime: RuntimeView, metrics: DashboardMetrics)
     route = bp.route
 
     @route("/metrics", methods=["GET"])
+    @declare(api.METRICS)
     async def prometheus() -> Response:
         """Prometheus text: membership, SWIM, HTTP, forwards, workers"""
         return Response(metrics.render(), content_type=CONTENT_TYPE)
 
     @route("/", methods=["GET"])
+    @declare(api.PAGE)
     async def cluster_page() -> Response:
         """the Cluster page (viz/rt_admin/index.html)"""
         return await asset_response(runtime, ADMIN, "index.html")
 
     @route("/views", methods=["GET"])
+    @declare(api.PAGE)
     async def views_page() -> Response:
         """the Views page: who sees whom as what (viz/rt_admin/views.html)"""
         return await asset_response(runtime, ADMIN, "views.html")
+
+    @route("/api/docs", methods=["GET"])
+    @declare(api.DOCS_PAGE)
+    async def docs_page() -> Response:
+        """the API page: every operation of /openapi.json (viz/rt_admin/apidocs.html)"""
+        return await asset_response(runtime, ADMIN, "apidocs.html")
+
+    @route("/openapi.json", methods=["GET"])
+    @declare(api.OPENAPI)
+    async def openapi() -> JSON:
+        """the OpenAPI 3.1 document of every route, from the running app"""
+        return build_document(current_app, runtime)
 
     @route("/viz/<mod>/", methods=["GET"], endpoint="asset_root")
     @route("/viz/<mod>/<path:rest>", methods=["GET"], endpoint="asset")

@@ -4,8 +4,9 @@ Rules:
 1. Every ``cluster.errors.ApiError`` becomes its status and ``err.body()`` (``{"error": ...}``,
    or ``{"ok": false, "errors": {...}}`` for a create/compose validation failure).
 2. Routing failures keep the reference's messages: an unknown path is 404
-   ``no route or asset for <path>``; a wrong method 405; a body over the cap 413; anything else
-   the HTTP layer rejects is 400 ``malformed request: ...``.
+   ``no route or asset for <path>``; a wrong method 405 with the ``Allow`` header RFC 9110
+   requires; a body over the cap 413; anything else the HTTP layer rejects is 400
+   ``malformed request: ...``.
 3. A handler that runs out of file descriptors or buffers (EMFILE, ENFILE, ENOBUFS, ENOMEM)
    answers 503 ``node is short of resources (...): try again``: the request may succeed later.
 4. Any other exception escaping a handler is logged with its traceback and answered 500
@@ -127,8 +128,11 @@ def install_error_handlers(app: Quart) -> None:
         return exc.body(), exc.status
 
     @app.errorhandler(HTTPException)
-    async def http_error(exc: HTTPException) -> tuple[dict[str, Any], int]:
-        return _http_error(exc)
+    async def http_error(exc: HTTPException) -> tuple[dict[str, Any], int, dict[str, str]]:
+        body, status = _http_error(exc)
+        if isinstance(exc, MethodNotAllowed) and exc.valid_methods:  # RFC 9110, 15.5.6
+            return body, status, {"Allow": ", ".join(sorted(exc.valid_methods))}
+        return body, status, {}
 
     @app.errorhandler(Exception)
     async def handler_failed(exc: Exception) -> tuple[dict[str, Any], int]:

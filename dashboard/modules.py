@@ -8,6 +8,7 @@ Rules:
    come from ``cluster.runtime.Module``); the dashboard mounts them and knows no more.
 3. A route's ``{name}`` segments match one path segment each; the handler receives a
    ``RouteCall`` with the merged parameters and the path arguments. Handlers stay thin.
+4. A route's ``ModuleRoute.api`` goes on its view for the API document (``dashboard.routes``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from quart import Blueprint
 from cluster.runtime import Module, ModuleRoute, RouteCall, RuntimeView
 
 from .params import request_params
+from .routes import declare
 
 __all__ = ["add_module_routes", "module_blueprint", "to_rule"]
 
@@ -38,7 +40,7 @@ def _view(runtime: RuntimeView, route: ModuleRoute) -> Any:
         return await route.handler(RouteCall(runtime, params, path_args))
 
     view.__doc__ = route.doc
-    return view
+    return declare(route.api)(view)  # its declaration for /openapi.json (None: flagged there)
 
 
 def add_module_routes(bp: Blueprint, runtime: RuntimeView, module: Module) -> None:

@@ -29,9 +29,11 @@ import psutil
 from cluster.errors import BadRequest, Conflict, ValidationFailed
 from cluster.parse import ParseError, int_value, size_value
 from cluster.runtime import (
+    ApiParam,
     FormField,
     FormSpec,
     Module,
+    apidoc,
     pool_id_field,
     pool_name_field,
 )
@@ -266,6 +268,10 @@ class BdevModule(Module):
     container_class = BdevContainer
     suggest_base = 800
     config_keys = ("bdev_type", "capacity")
+    api_fields = {
+        "capacity": ApiParam("capacity", apidoc.SIZE, "bytes, e.g. 16M (powers of 1024)", True),
+        "bdev_type": ApiParam("bdev_type", apidoc.one_of(*BDEV_TYPES), "the store (ram)"),
+    }
 
     def create_form(self) -> FormSpec:
         return FormSpec(

@@ -11,10 +11,13 @@ module contract and registry, and the view the dashboard and the node RPC serve.
     Module, Container, ...    the contract every module implements (``cluster.modules``)
     load_modules, BUILTIN     the registry: modules by dotted path, never imported by name here
     serve_workload            the synthetic workload
+    ApiSpec, apidoc, answers  how routes describe themselves for /openapi.json
 
 The runtime imports nothing of the node process, the dashboard or the modules.
 """
 
+from . import answers, apidoc
+from .apidoc import ApiParam, ApiSpec, Link
 from .assets import find_assets, viz_roots
 from .compose import MAX_NAME, name_error
 from .costmodel import CostModel
@@ -55,12 +58,15 @@ __all__ = [
     "BUILTIN",
     "FORWARD_TIMEOUT",
     "MAX_NAME",
+    "ApiParam",
+    "ApiSpec",
     "Container",
     "CostModel",
     "EventLike",
     "FaultsLike",
     "FormField",
     "FormSpec",
+    "Link",
     "MemberLike",
     "Membership",
     "Module",
@@ -78,6 +84,8 @@ __all__ = [
     "SingleNode",
     "StatsRing",
     "WorkerPool",
+    "answers",
+    "apidoc",
     "available_modules",
     "build_views",
     "faults_json",

@@ -13,6 +13,9 @@ Rules:
    ids through ``PoolId.parse``, numbers and sizes through ``cluster.parse``.
    Every module has the conventional ``GET pools``; one with a create form also ``GET create``
    (the form spec) and ``POST create`` (validate or create); its own ``action_routes`` follow.
+   Each route carries its ``ApiSpec`` for ``/openapi.json`` (``ModuleRoute.api``): the
+   conventional ones from ``Module`` (``POST create``'s fields are the create form's), the
+   action routes their module's; a route without one is flagged in the document.
 4. A container's periodic tasks keep retrying after the pool is destroyed (the spec's
    behaviour) for a bounded time (``cluster.runtime.workers``, rule 3): ``ensure_open``
    raises ``PoolGone`` for them.
@@ -40,6 +43,8 @@ from cluster.errors import BadRequest, Conflict, NotFound, PoolGone
 from cluster.ids import PoolId
 from cluster.parse import ParseError, parse_bool
 
+from . import answers
+from .apidoc import ACTION_PARAM, ApiParam, ApiSpec, Link, form_params
 from .costmodel import CostModel
 
 if TYPE_CHECKING:
@@ -179,6 +184,7 @@ class ModuleRoute:
     path: str  # below /api/mod/<mod_name>/, e.g. "{pool}/add_member"
     handler: Handler
     doc: str
+    api: ApiSpec | None = None  # for /openapi.json; a route without one is flagged there
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +280,9 @@ class Module:
     suggest_base: ClassVar[int] = 800  # pool-id suggestions start at this major
     # The module parameters a compose entry may hold; None: not declared, nothing refused.
     config_keys: ClassVar[tuple[str, ...] | None] = None
+    # Create-form fields as /openapi.json describes them, where the form alone does not say
+    # enough (others are text, selects enums; see ``apidoc.form_params``)
+    api_fields: ClassVar[Mapping[str, ApiParam]] = {}
 
     def __init__(self, runtime: ModuleContext) -> None:
         self.runtime = runtime
@@ -322,15 +331,53 @@ class Module:
 
     def routes(self) -> list[ModuleRoute]:
         """Every route of the module: the conventional ones, then ``action_routes``."""
-        routes = [ModuleRoute("GET", "pools", self._pools, f"this node's {self.mod_name} pools")]
+        mod = self.mod_name
+        routes = [
+            ModuleRoute(
+                "GET", "pools", self._pools, f"this node's {mod} pools",
+                ApiSpec(body=answers.MODULE_POOLS),
+            )
+        ]  # fmt: skip
         if self.has_create_form:
             routes += [
-                ModuleRoute("GET", "create", self._create_spec, f"the {self.mod_name} form spec"),
                 ModuleRoute(
-                    "POST", "create", self._create, f"validate or create a {self.mod_name} pool"
+                    "GET", "create", self._create_spec, f"the {mod} form spec",
+                    ApiSpec(body=answers.FORM_SPEC),
                 ),
-            ]
+                ModuleRoute(
+                    "POST", "create", self._create, f"validate or create a {mod} pool",
+                    self.create_api(),
+                ),
+            ]  # fmt: skip
         return [_answering_pool_gone(r) for r in [*routes, *self.action_routes()]]
+
+    def create_api(self) -> ApiSpec:
+        """``POST create``'s parameters (the create form's fields, ``action``, ``pool_query``)
+        and answers; a module whose ``form_to_compose`` reads more fields adds them here."""
+        form = self.create_form()
+        extra = (ApiParam("pool_query", doc="routing of the pool (default local)"), ACTION_PARAM)
+        return ApiSpec(
+            params=form_params(form.fields if form else (), extra, overrides=self.api_fields),
+            body=answers.COMPOSED,
+            errors={409: "the pool could not start (nothing is left behind)"},
+            fields=True,
+            links=self.create_links(),
+        )
+
+    def create_links(self) -> tuple[Link, ...]:
+        """From a created pool to the operations on it: its monitor, its destroy, and the
+        module's own ``{pool}`` routes."""
+        pool = {"pool": "$response.body#/pool_id"}
+        mod = self.mod_name
+        links = [
+            Link("monitor", "GET /api/pools/{pool}/monitor", {**pool, "query": "stats"}),
+            Link("destroy", "POST /api/pools/{pool}/destroy", pool),
+        ]
+        for route in self.action_routes():
+            if route.path.startswith("{pool}/"):
+                name = route.path.removeprefix("{pool}/")
+                links.append(Link(name, f"{route.method} /api/mod/{mod}/{route.path}", pool))
+        return tuple(links)
 
     def action_routes(self) -> list[ModuleRoute]:
         """The module's own routes, e.g. ``{pool}/add_member``."""
@@ -404,7 +451,7 @@ def _answering_pool_gone(route: ModuleRoute) -> ModuleRoute:
         except PoolGone as exc:
             raise Conflict(f"pool {exc.pool} was destroyed while the request ran") from None
 
-    return ModuleRoute(route.method, route.path, handle, route.doc)
+    return ModuleRoute(route.method, route.path, handle, route.doc, route.api)
 
 
 def pool_name_field() -> FormField:

@@ -12,10 +12,13 @@ from typing import Any
 
 from cluster.runtime import (
     MAX_NAME,
+    ApiParam,
+    ApiSpec,
     FormSpec,
     Module,
     ModuleRoute,
     RouteCall,
+    apidoc,
     name_error,
     parse_period,
     pool_id_field,
@@ -28,6 +31,38 @@ __all__ = ["MAX_TARGETS", "CteCoreModule"]
 
 JSON = dict[str, Any]
 MAX_TARGETS = 32  # targets of one core's compose entry
+
+# The documented parameters and answers of the target routes (``/openapi.json``).
+_NAME = ApiParam("name", apidoc.POOL_NAME, "the target's name (a pool name)", True)
+_FIGURE, _COUNT = apidoc.nullable(apidoc.NUMBER), apidoc.INTEGER
+_TARGET = apidoc.obj(
+    {"name": apidoc.STRING, "score": _FIGURE, "remaining_space": _COUNT,
+     "bytes_read": _COUNT, "bytes_written": _COUNT, "ops_read": _COUNT, "ops_written": _COUNT},
+    {"capacity": _COUNT, "bdev_pool_id": apidoc.POOL_ID, "attached": apidoc.BOOLEAN,
+     "draining": apidoc.BOOLEAN},
+)  # fmt: skip
+_TARGET_SPECS = {
+    "targets": ApiSpec(
+        params=(apidoc.POOL_PARAM,),
+        body=apidoc.obj({"pool_id": apidoc.POOL_ID, "targets": apidoc.array(_TARGET)}),
+        errors=apidoc.POOL_ERRORS,
+    ),
+    "register_target": ApiSpec(
+        params=(apidoc.POOL_PARAM, _NAME,
+                ApiParam("attach_pool_id", apidoc.POOL_ID, "an existing block-device-like pool"),
+                ApiParam("bdev_type", apidoc.one_of("", "ram", "file", "hbm", "pinned", "noop"),
+                         "type of a device made for the target (ram)"),
+                ApiParam("capacity", apidoc.SIZE, "size of a device made for the target")),
+        body=apidoc.obj({"ok": {"const": True}, "name": apidoc.STRING,
+                         "bdev_pool_id": apidoc.POOL_ID, "attached": apidoc.BOOLEAN}),
+        errors=apidoc.POOL_ERRORS, fields=True,
+    ),
+    "unregister_target": ApiSpec(
+        params=(apidoc.POOL_PARAM, _NAME),
+        body=apidoc.obj({"ok": {"const": True}, "name": apidoc.STRING}),
+        errors={**apidoc.POOL_ERRORS, 404: "no such pool, or no target of that name"},
+    ),
+}  # fmt: skip
 
 
 def _scalar(value: Any) -> bool:
@@ -85,6 +120,7 @@ class CteCoreModule(Module):
                 "{pool}/targets",
                 self._targets,
                 "Registered storage targets with score and capacity",
+                _TARGET_SPECS["targets"],
             ),
             ModuleRoute(
                 "POST",
@@ -92,12 +128,14 @@ class CteCoreModule(Module):
                 self._register,
                 "Register a storage target (fields: name; bdev_type and capacity, or "
                 "attach_pool_id)",
+                _TARGET_SPECS["register_target"],
             ),
             ModuleRoute(
                 "POST",
                 "{pool}/unregister_target",
                 self._unregister,
                 "Remove a target from placement (fields: name)",
+                _TARGET_SPECS["unregister_target"],
             ),
         ]
 

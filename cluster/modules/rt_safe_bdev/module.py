@@ -15,15 +15,19 @@ is refused before anything changes, never read as false.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from cluster.parse import ParseError, int_value, size_value
 from cluster.runtime import (
+    ApiParam,
+    ApiSpec,
     FormField,
     FormSpec,
     Module,
     ModuleRoute,
     RouteCall,
+    apidoc,
     parse_period,
     pool_id_field,
     pool_name_field,
@@ -41,6 +45,40 @@ JSON = dict[str, Any]
 
 MAX_FAILURES = 64
 MIN_CHUNK, MAX_CHUNK = 512, 1 << 20  # bytes
+
+# The documented parameters and answers of the member routes (``/openapi.json``).
+_OK, _TEXT = {"const": True}, apidoc.STRING
+_POOL_ID = apidoc.POOL_ID
+_FLAG = apidoc.one_of("", "true", "false", "1", "0", "yes", "no", "on", "off")  # any case
+_NEW_MEMBER = (
+    ApiParam("member_name", apidoc.POOL_NAME,
+             "an existing free rt_bdev pool, or the name of one to make", True),
+    ApiParam("capacity", apidoc.SIZE, "size of a device made for the member"),
+    ApiParam("bdev_type", apidoc.one_of("", "file", "ram"), "type of a made device (file)"),
+    ApiParam("node_id", doc="this node's id (members are made here)"),
+)  # fmt: skip
+_MEMBER_SPECS = {
+    "add_member": ApiSpec(
+        params=(apidoc.POOL_PARAM, *_NEW_MEMBER,
+                ApiParam("as_parity", _FLAG, "a parity member (else data)")),
+        body=apidoc.obj({"ok": _OK, "member_name": _TEXT, "member_pool_id": _POOL_ID,
+                         "as_parity": apidoc.BOOLEAN}),
+        errors=apidoc.POOL_ERRORS, fields=True,
+    ),
+    "replace_member": ApiSpec(
+        params=(apidoc.POOL_PARAM, ApiParam("failed_pool_id", _POOL_ID, required=True),
+                *_NEW_MEMBER),
+        body=apidoc.obj({"ok": _OK, "failed_pool_id": _TEXT, "member_name": _TEXT,
+                         "member_pool_id": _POOL_ID}),
+        errors=apidoc.POOL_ERRORS, fields=True,
+    ),
+    "remove_member": ApiSpec(
+        params=(apidoc.POOL_PARAM, ApiParam("member_pool_id", _POOL_ID, required=True),
+                ApiParam("was_faulty", _FLAG, "mark it faulty (else removed)")),
+        body=apidoc.obj({"ok": _OK, "member_pool_id": _TEXT}),
+        errors=apidoc.POOL_ERRORS,
+    ),
+}  # fmt: skip
 
 
 def _int_field(raw: Any, low: int, high: int) -> int | None:
@@ -74,6 +112,19 @@ class SafeBdevModule(Module):
     title = "Safe block device (EC array)"
     container_class = SafeBdevContainer
     suggest_base = 850
+    api_fields = {
+        "max_failures": ApiParam(
+            "max_failures",
+            {"type": "string", "pattern": "^(0|[1-9][0-9]?)$"},
+            f"member failures the array survives, 0 to {MAX_FAILURES} (1)",
+        ),
+        "members": ApiParam(
+            "members",
+            {"type": "string", "pattern": "^[^,]+(,[^,]+)*$"},
+            "comma-separated names of existing rt_bdev pools",
+            True,
+        ),
+    }
     config_keys = (
         "members",
         "parity_members",
@@ -170,6 +221,14 @@ class SafeBdevModule(Module):
             errors["max_failures"] = "needs more data members than tolerated failures"
         return errors
 
+    def create_api(self) -> ApiSpec:
+        """The form's fields, ``recover_pace_s``, and ``data_members`` in the answer."""
+        spec = super().create_api()
+        pace = ApiParam("recover_pace_s", doc="seconds per recovery step, 0 to 1 (0.05)")
+        composed = apidoc.obj({"ok": _OK}, {"pool_name": _TEXT, "pool_id": _POOL_ID,
+                                            "data_members": apidoc.INTEGER})  # fmt: skip
+        return replace(spec, params=(*spec.params, pace), body=composed)
+
     def create_result(self, body: JSON, config: Mapping[str, Any]) -> JSON:
         return {**body, "data_members": len(member_names(config.get("members")))}
 
@@ -181,6 +240,7 @@ class SafeBdevModule(Module):
                 self._add_member,
                 "Add a data or parity member bdev (fields: member_name[, capacity, bdev_type, "
                 "node_id, as_parity])",
+                _MEMBER_SPECS["add_member"],
             ),
             ModuleRoute(
                 "POST",
@@ -188,12 +248,14 @@ class SafeBdevModule(Module):
                 self._replace_member,
                 "Replace a failed member with a fresh bdev and recover onto it (fields: "
                 "failed_pool_id, member_name, capacity[, bdev_type, node_id])",
+                _MEMBER_SPECS["replace_member"],
             ),
             ModuleRoute(
                 "POST",
                 "{pool}/remove_member",
                 self._remove_member,
                 "Take a member out of service (fields: member_pool_id[, was_faulty])",
+                _MEMBER_SPECS["remove_member"],
             ),
         ]
 
