@@ -100,6 +100,7 @@ def test_navigation_reaches_views_and_module_pages(cluster3: LocalNodes, page: A
     page.goto(f"{base}/viz/rt_admin/config.html")
     nav = page.get_by_role("navigation", name="Sections")
     expect(nav.get_by_role("link", name="Views")).to_have_attribute("href", "/views")
+    expect(nav.get_by_role("link", name="API")).to_have_attribute("href", "/api/docs")
     menu = nav.get_by_role("button", name="Modules")
     expect(menu).to_have_attribute("aria-expanded", "false")
     menu.click()
@@ -120,7 +121,7 @@ def test_navigation_reaches_views_and_module_pages(cluster3: LocalNodes, page: A
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the page is {width} px wide at 390"
     nav = page.get_by_role("navigation", name="Sections")
-    for name in ("Cluster", "Views", "Pools", "Config"):
+    for name in ("Cluster", "Views", "Pools", "Config", "API"):
         expect(nav.get_by_role("link", name=name)).to_be_visible()
     page.get_by_role("button", name="Modules").click()
     expect(page.locator("#nav-modules a[data-mod='rt_cte_core']")).to_be_in_viewport()

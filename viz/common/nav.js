@@ -1,4 +1,4 @@
-// The header every page shares: brand, tabs Cluster / Views / Pools / Config, a Modules menu
+// The header every page shares: brand, tabs Cluster / Views / Pools / Config / API, a Modules menu
 // (the loaded modules that ship pages, from /api/chimods), this node's identity and whether the
 // node serving the page answers. The tabs wrap on a phone; the menu opens below its button.
 
@@ -10,6 +10,7 @@ const TABS = [
   ['views', 'Views', '/views'],
   ['pools', 'Pools', '/viz/rt_admin/pools.html'],
   ['config', 'Config', '/viz/rt_admin/config.html'],
+  ['api', 'API', '/api/docs'],
 ];
 
 /** The module whose page this is (`/viz/<mod>/...`), or null on an rt_admin page. */
