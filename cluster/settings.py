@@ -7,9 +7,9 @@ Rules:
 2. Only ``RT_`` variables are read. An unset variable is not an error; a malformed one is.
 3. An unknown key, a wrong type or a value out of range in the file is a SettingsError naming
    the key and the file. Every number has its range next to its field (``_int``/``_float``);
-   every string is bounded and has no NUL. The ranges hold for every source: the file, the
-   variables (parsed by ``cluster.parse``), flags and ``dataclasses.replace`` (each section
-   checks itself in ``__post_init__``), so no Settings out of range can exist.
+   every string is bounded and has no NUL; a path's ``~`` names a home. The ranges hold for
+   every source: the file, the variables (parsed by ``cluster.parse``), flags and ``replace``
+   (each section checks itself in ``__post_init__``), so no Settings out of range can exist.
 4. ``viz.enabled`` defaults to true for the daemon (``rt_run start``) and false for embedded
    runtimes. ``RT_VIZ_ENABLE`` is an explicit choice the daemon default does not override;
    command-line flags (``--viz``, ``--no-viz``, ``--viz-port``, ``--viz-bind``) override it.
@@ -71,7 +71,7 @@ def _float(default: float, low: float, high: float, *, low_open: bool = False) -
 class NetworkingSettings:
     host: str = "127.0.0.1"
     port: int = _int(9413, 0, PORT_MAX)  # 0: any free port (tests)
-    hostfile: str = ""
+    hostfile: str = field(default="", metadata={"path": True})
     node_id: int = _int(-1, -1, MAX_NODE_ID)  # -1: this node's line offset in the hostfile
     advertise: str = ""  # the address peers are told; "": host (a wildcard host needs one)
 
@@ -87,8 +87,8 @@ class RuntimeSettings:
     num_threads: int = _int(4, 1, MAX_THREADS)
     worker_count: int = _int(0, 0, MAX_THREADS)  # 0: as many workers as num_threads
     learning_rate: float = _float(0.2, 0.0, 1.0, low_open=True)
-    conf_dir: str = "~/.rt"
-    data_dir: str = ""  # "" : <conf_dir>/data/node-<port>
+    conf_dir: str = field(default="~/.rt", metadata={"path": True})
+    data_dir: str = field(default="", metadata={"path": True})  # "": <conf_dir>/data/node-<port>
     modules: tuple[str, ...] = DEFAULT_MODULES
 
     def __post_init__(self) -> None:
@@ -105,7 +105,7 @@ class VizSettings:
     port: int = _int(8080, 0, PORT_MAX)
     bind: str = "127.0.0.1"
     max_threads: int = _int(16, 1, MAX_THREADS)
-    path: tuple[str, ...] = ()
+    path: tuple[str, ...] = field(default=(), metadata={"path": True})
     allowed_hosts: tuple[str, ...] = ()  # extra Host names accepted besides the bind address
 
     def __post_init__(self) -> None:
@@ -115,8 +115,8 @@ class VizSettings:
 @dataclass(frozen=True, slots=True)
 class LoggingSettings:
     level: str = "info"
-    file: str = ""
-    events: str = ""  # membership event log (JSON lines); "" : none
+    file: str = field(default="", metadata={"path": True})
+    events: str = field(default="", metadata={"path": True})  # membership events (JSON lines)
 
     def __post_init__(self) -> None:
         _check_section(self, "logging")
@@ -160,6 +160,8 @@ def _check_value(value: Any, f: Field[Any], where: str) -> Any:
     for text in value if isinstance(value, tuple) else (value,):
         if isinstance(text, str) and (len(text) > MAX_TEXT or "\x00" in text):
             raise SettingsError(f"{where}: longer than {MAX_TEXT} characters or holds a NUL")
+        if f.metadata.get("path") and os.path.expanduser(str(Path(str(text))))[:1] == "~":
+            raise SettingsError(f"{where}: {shown(text)} names no user's home directory")
     if isinstance(value, tuple) and len(value) > MAX_ITEMS:
         raise SettingsError(f"{where}: more than {MAX_ITEMS} entries")
     return value
@@ -234,7 +236,7 @@ def find_config_file(env: Mapping[str, str]) -> Path | None:
     """``$RT_SERVER_CONF`` (which must exist when set), then ``~/.rt/rt.yaml``, else None."""
     explicit = env.get("RT_SERVER_CONF", "")
     if explicit:
-        path = Path(explicit).expanduser()
+        path = Path(os.path.expanduser(explicit))  # ~user of no user stays as written
         if not path.is_file():
             raise SettingsError(f"RT_SERVER_CONF names {path}, which is not a readable file")
         return path
@@ -358,8 +360,7 @@ def _compose_section(value: Any, where: str) -> tuple[Mapping[str, Any], ...]:
 
 
 def _env_int(env: Mapping[str, str], name: str, cls: type, where: str) -> int | None:
-    """The variable ``name`` parsed strictly in the range of the field ``where``
-    (``section.key`` of ``cls``)."""
+    """``name`` parsed strictly in the range of the field ``where`` (``section.key`` of ``cls``)."""
     raw = env.get(name, "")
     if raw == "":
         return None
@@ -427,8 +428,7 @@ _FLAG_ORIGIN = {  # a flags key -> how the origin names it
 
 
 def _read_config(path: Path | None) -> tuple[Settings, Mapping[str, Any]]:
-    """The file's settings (built-in defaults without a file) and its raw ``viz`` section,
-    which tells what the file set explicitly."""
+    """The file's settings (defaults without a file) and its raw ``viz`` section (what it set)."""
     if path is None:
         return Settings(), {}
     try:

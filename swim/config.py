@@ -158,9 +158,17 @@ def _check(name: str, value: Any, kind: Any) -> None:
     elif kind == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"swim setting {name!r} must be a number of seconds, not {value!r}")
-        if not math.isfinite(value) or value < 0:
+        if not _finite(value) or value < 0:
             raise ValueError(f"swim setting {name!r} must be finite and >= 0, not {value}")
     if name in {"probe_interval", "probe_timeout", "gossip_interval", "tcp_timeout"} and (
         value <= 0
     ):
         raise ValueError(f"swim setting {name!r} must be > 0, not {value}")
+
+
+def _finite(value: float) -> bool:
+    """Finite as a float: an int too large for one is not (``math.isfinite`` would raise)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

@@ -7,6 +7,9 @@ Rules:
    undecodable msgpack, a body that is not a map); ``trio`` errors of the stream pass through.
 2. ``recv_frame`` returns None on a clean end of stream between frames.
 3. No pickling, no extension types: bodies are plain msgpack values.
+4. A frame holds at most ``max_values`` msgpack values (list items, map keys and values),
+   counted while msgpack builds them: 8 MiB of nested empty lists would otherwise become
+   600 MB of Python lists and seconds of a blocked event loop (a peer's push/pull reply).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from typing import Any
 import msgpack
 import trio
 
-__all__ = ["FrameError", "recv_frame", "send_frame"]
+__all__ = ["MAX_VALUES", "FrameError", "recv_frame", "send_frame"]
 
 _LEN = struct.Struct(">I")
+MAX_VALUES = 1 << 19  # a push/pull state of 65536 members (the default max_members) is 458,753
 
 
 class FrameError(Exception):
@@ -44,7 +48,13 @@ async def _read_exactly(stream: trio.abc.ReceiveStream, n: int, *, at_start: boo
     return bytes(buf)
 
 
-async def recv_frame(stream: trio.abc.ReceiveStream, max_bytes: int) -> Any:
+class _TooManyValues(Exception):
+    pass
+
+
+async def recv_frame(
+    stream: trio.abc.ReceiveStream, max_bytes: int, max_values: int = MAX_VALUES
+) -> Any:
     """Receive one frame; None at a clean end of stream; ``FrameError`` if malformed."""
     head = await _read_exactly(stream, _LEN.size, at_start=True)
     if head is None:
@@ -54,8 +64,28 @@ async def recv_frame(stream: trio.abc.ReceiveStream, max_bytes: int) -> Any:
         raise FrameError(f"frame length {length} outside 1..{max_bytes}")
     body = await _read_exactly(stream, length, at_start=False)
     assert body is not None
+    values = 1
+
+    def count(container: Any) -> Any:  # called as each list or map is built (rule 4)
+        nonlocal values
+        values += len(container) * (2 if isinstance(container, dict) else 1)
+        if values > max_values:
+            raise _TooManyValues
+        return container
+
     try:
-        obj = msgpack.unpackb(body, raw=False, strict_map_key=True, max_ext_len=0)
+        obj = msgpack.unpackb(
+            body,
+            raw=False,
+            strict_map_key=True,
+            max_ext_len=0,
+            max_array_len=max_values,
+            max_map_len=max_values,
+            list_hook=count,
+            object_hook=count,
+        )
+    except _TooManyValues:
+        raise FrameError(f"a frame holds more than {max_values} values") from None
     except Exception as exc:  # msgpack raises many types for hostile input; one door out
         raise FrameError(f"undecodable frame body: {type(exc).__name__}") from None
     if not isinstance(obj, dict):

@@ -16,27 +16,38 @@ Rules:
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import socket
-from pathlib import Path
 
 from cluster.errors import SettingsError
 from cluster.parse import ParseError, parse_port, shown
 from cluster.settings import NetworkingSettings, Settings
 
-__all__ = ["advertised_host", "is_wildcard", "parse_hostfile", "resolve_identity"]
+__all__ = [
+    "advertised_host",
+    "is_wildcard",
+    "parse_hostfile",
+    "parse_hostfile_text",
+    "resolve_identity",
+]
 
 MAX_HOSTFILE_BYTES = 1 << 20
 
 
 def parse_hostfile(path: str, default_port: int) -> list[tuple[str, int]]:
     """Entries ``host[:port]``, one per line; blank lines and ``#`` comments are not entries."""
-    entries = []
     try:
-        with Path(path).expanduser().open("rb") as f:
+        with open(os.path.expanduser(path), "rb") as f:  # pathlib raises for ~user of no user
             data = f.read(MAX_HOSTFILE_BYTES + 1)
     except OSError as exc:
         raise SettingsError(f"hostfile {path}: cannot read: {exc.strerror or exc}") from None
+    return parse_hostfile_text(data, path, default_port)
+
+
+def parse_hostfile_text(data: bytes, path: str, default_port: int) -> list[tuple[str, int]]:
+    """``parse_hostfile`` of a hostfile's bytes; errors name ``path``."""
+    entries = []
     if len(data) > MAX_HOSTFILE_BYTES:
         raise SettingsError(f"hostfile {path}: larger than {MAX_HOSTFILE_BYTES} bytes")
     try:
