@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +58,7 @@ class Target:
 def target_of(hostfile: str) -> Target:
     """Read the hostfile (and find the record of the cluster it belongs to, if any);
     ``BadInput`` naming the file when it cannot be used."""
-    path = Path(hostfile).expanduser()
+    path = Path(os.path.expanduser(hostfile))
     if not path.is_file():
         raise BadInput(f"hostfile {hostfile}: no such file")
     nodes = read_hostfile(path)

@@ -138,12 +138,12 @@ def read_hostfile(path: str | Path) -> tuple[AttachedNode, ...]:
 def managing_record(path: str | Path, nodes: Sequence[AttachedNode]) -> ClusterRecord | None:
     """The record of the local cluster (``rt_cluster up``) whose hostfile ``path`` is, when its
     nodes are exactly the file's entries and each has a live process here; else None."""
-    hostfile = Path(path).expanduser().resolve()
+    hostfile = Path(os.path.expanduser(path)).resolve()
     try:
         record = read_record(hostfile.parent)
     except ClusterError:
         return None
-    if record is None or Path(record.hostfile).expanduser().resolve() != hostfile:
+    if record is None or Path(os.path.expanduser(record.hostfile)).resolve() != hostfile:
         return None
     by_id = {n.node_id: n for n in record.nodes}
     for node in nodes:

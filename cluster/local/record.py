@@ -208,7 +208,7 @@ class ClusterRecord:
 def clusters_home(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     raw = env.get("RT_CLUSTER_HOME", "")
-    return Path(raw).expanduser() if raw else Path.home() / ".rt" / "clusters"
+    return Path(os.path.expanduser(raw)) if raw else Path.home() / ".rt" / "clusters"
 
 
 def valid_name(name: str) -> str:

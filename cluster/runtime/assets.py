@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 import site
 import sys
 from collections.abc import Iterable
@@ -52,7 +53,7 @@ def installed_prefixes(
 def viz_roots(extra: Iterable[str] = ()) -> list[Path]:
     """Every root searched, in order (rule 1): ``extra`` (the ``RT_VIZ_PATH`` roots), the
     checkout's ``viz/``, then each installed prefix's ``share/rt/viz``."""
-    roots = [Path(p).expanduser() for p in extra]
+    roots = [Path(os.path.expanduser(p)) for p in extra]
     roots.append(_PACKAGES / "viz")
     roots.extend(prefix / INSTALLED_VIZ for prefix in installed_prefixes())
     return roots

@@ -153,3 +153,25 @@ def test_commands_on_hostile_arguments_answer_in_one_line(
     else:
         assert err == ""
     assert not any(cluster_home.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("env_home", "argv", "message"),
+    [
+        ("~nouser/c", ["status"], "no cluster named 'default' (no clusters under ~nouser/c)"),
+        (None, ["scenario", "kill_one", "--hostfile", "~nouser/h"], "hostfile ~nouser/h: no such"),
+    ],
+)
+def test_a_home_of_no_user_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    env_home: str | None,
+    argv: list[str],
+    message: str,
+) -> None:
+    """pathlib's expanduser raises for ``~nouser``; the commands say it in one line instead."""
+    monkeypatch.setenv("RT_CLUSTER_HOME", env_home or str(tmp_path))
+    code, out, err = run(*argv)
+    assert (code, out) == (2, "")
+    assert message in err
+    assert "Traceback" not in err
