@@ -21,7 +21,7 @@ Errors: ``BadMessage`` (untrusted UDP bytes), ``FrameError`` (untrusted TCP fram
 from .config import SwimConfig
 from .driver import SwimHandle, open_swim
 from .faults import Faults
-from .framing import FrameError, recv_frame, send_frame
+from .framing import FrameError, recv_frame, send_frame, unpack_body
 from .history import HISTORY_SIZE, History, HistoryEntry, HistoryPage
 from .keyring import Keyring, load_keyring, new_key_line
 from .machine import SwimMachine
@@ -56,4 +56,5 @@ __all__ = [
     "open_swim",
     "recv_frame",
     "send_frame",
+    "unpack_body",
 ]

@@ -20,7 +20,7 @@ from typing import Any
 import msgpack
 import trio
 
-__all__ = ["MAX_VALUES", "FrameError", "recv_frame", "send_frame"]
+__all__ = ["MAX_VALUES", "FrameError", "recv_frame", "send_frame", "unpack_body"]
 
 _LEN = struct.Struct(">I")
 MAX_VALUES = 1 << 19  # a push/pull state of 65536 members (the default max_members) is 458,753
@@ -64,6 +64,13 @@ async def recv_frame(
         raise FrameError(f"frame length {length} outside 1..{max_bytes}")
     body = await _read_exactly(stream, length, at_start=False)
     assert body is not None
+    return unpack_body(body, max_values)[0]
+
+
+def unpack_body(body: bytes | bytearray, max_values: int = MAX_VALUES) -> tuple[Any, int]:
+    """The msgpack map of an untrusted frame body and how many values it holds (rule 4);
+    ``FrameError`` if it is not msgpack, not a map, or holds more than ``max_values`` values.
+    The node RPC's frames are read with it too."""
     values = 1
 
     def count(container: Any) -> Any:  # called as each list or map is built (rule 4)
@@ -90,4 +97,4 @@ async def recv_frame(
         raise FrameError(f"undecodable frame body: {type(exc).__name__}") from None
     if not isinstance(obj, dict):
         raise FrameError(f"frame body is a {type(obj).__name__}, not a map")
-    return obj
+    return obj, values

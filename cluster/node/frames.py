@@ -35,6 +35,8 @@ from typing import Any, ClassVar
 
 import msgpack
 
+import swim
+
 __all__ = [
     "MAX_FRAME",
     "MAX_VALUES",
@@ -341,40 +343,14 @@ class Decoded:
     values: int
 
 
-class _TooManyValues(Exception):
-    pass
-
-
 def unpack_untrusted(body: bytes | bytearray, max_values: int = MAX_VALUES) -> tuple[Any, int]:
     """The msgpack value of a frame body from the network and how many values it holds;
-    ``BadFrame`` if it is not msgpack, not a map, or holds more than ``max_values`` values."""
-    values = 1
-
-    def count(container: Any) -> Any:  # called as each list or map is built, innermost first
-        nonlocal values
-        values += len(container) * (2 if isinstance(container, dict) else 1)
-        if values > max_values:
-            raise _TooManyValues
-        return container
-
+    ``BadFrame`` if it is not msgpack, not a map, or holds more than ``max_values`` values
+    (``swim.unpack_body``, which reads SWIM's own TCP frames)."""
     try:
-        obj = msgpack.unpackb(
-            body,
-            raw=False,
-            strict_map_key=True,
-            max_ext_len=0,
-            max_array_len=max_values,
-            max_map_len=max_values,
-            list_hook=count,
-            object_hook=count,
-        )
-    except _TooManyValues:
-        raise BadFrame(f"a frame holds more than {max_values} values") from None
-    except Exception as exc:  # msgpack raises many types for hostile input; one door out
-        raise BadFrame(f"undecodable frame body: {type(exc).__name__}") from None
-    if not isinstance(obj, dict):
-        raise BadFrame(f"frame body is a {type(obj).__name__}, not a map")
-    return obj, values
+        return swim.unpack_body(body, max_values)
+    except swim.FrameError as exc:
+        raise BadFrame(str(exc)) from None
 
 
 def decode_frame(body: bytes | bytearray, max_values: int = MAX_VALUES) -> Decoded:

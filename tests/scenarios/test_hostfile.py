@@ -5,10 +5,7 @@ down; steps it cannot carry out are refused before any node is contacted."""
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -26,20 +23,8 @@ from cluster.local import (
 )
 from cluster.node import Monitor, rpc_call
 from cluster.rt_cluster.cli import main
+from tests.cluster_tool.helpers import NO_WORKLOAD, rt_cluster
 from tests.support import HOST, Harness
-
-NO_WORKLOAD = "workload: {enabled: false}\n"
-
-
-def rt_cluster(*argv: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cluster.rt_cluster.cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-        check=False,
-    )
 
 
 @pytest.fixture
