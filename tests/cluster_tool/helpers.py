@@ -11,16 +11,22 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import IO
 
+import trio
+
+from cluster.local import ClusterError, Member, Processes, live_members, read_record
 from cluster.rt_cluster.cli import main
 from tests.support import wait_for
 
 __all__ = [
     "NO_WORKLOAD",
+    "end_everything",
     "holders_of",
     "read_until",
     "rt_cluster",
@@ -95,3 +101,24 @@ def read_until(stream: IO[str], marker: str) -> list[str]:
         if marker in line:
             return lines
     raise AssertionError(f"{marker!r} never came; output: {''.join(lines)}")
+
+
+def end_everything(home: Path) -> None:
+    """Last resort: SIGKILL every live process any cluster under ``home`` knows of (recorded in
+    cluster.json or by a watcher; a pid that now names another process is left alone), prove
+    each gone, then SIGKILL whatever still holds a file under ``home``."""
+    running: list[Member] = []
+    for directory in home.iterdir() if home.is_dir() else ():
+        try:
+            record = read_record(directory)
+        except ClusterError:
+            record = None
+        running += live_members(directory, record)
+    try:
+        trio.run(partial(Processes().terminate, running, hard=True, name=Member.label))
+    finally:
+        for pid in holders_of(home):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -22,30 +22,23 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
 from collections.abc import Iterable, Iterator, Mapping
-from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 import pytest
-import trio
 
 from cluster.local import (
-    ClusterError,
-    Member,
-    Processes,
     free_port,
-    live_members,
     process_state,
     read_record,
 )
-from tests.cluster_tool.helpers import holders_of
+from tests.cluster_tool.helpers import end_everything
 from tests.support import Harness, open_harness
 
 pytestmark = pytest.mark.slow
@@ -241,26 +234,6 @@ def test_a_node_from_the_wheel_serves_every_page_from_its_prefix(
         check_pages(base)
 
 
-def _end_clusters(home: Path) -> None:
-    """SIGKILL every process the clusters under ``home`` recorded (a reused pid is left alone)
-    and prove it gone, then SIGKILL by pid whatever still holds a file there."""
-    running: list[Member] = []
-    for directory in home.iterdir() if home.is_dir() else ():
-        try:
-            record = read_record(directory)
-        except ClusterError:
-            record = None
-        running += live_members(directory, record)
-    try:
-        trio.run(partial(Processes().terminate, running, hard=True, name=Member.label))
-    finally:
-        for pid in holders_of(home):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
 @pytest.fixture
 def cluster_home(tmp_path: Path) -> Iterator[Path]:
     home = tmp_path / "clusters"
@@ -268,7 +241,7 @@ def cluster_home(tmp_path: Path) -> Iterator[Path]:
     try:
         yield home
     finally:
-        _end_clusters(home)
+        end_everything(home)
 
 
 def test_rt_cluster_up_and_down_from_the_venv_elsewhere(

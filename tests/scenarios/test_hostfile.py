@@ -7,23 +7,17 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 
 import pytest
 import trio
 
 from cluster.local import (
-    ClusterError,
-    Member,
-    Processes,
-    live_members,
     pick_free_ports,
-    read_record,
 )
 from cluster.node import Monitor, rpc_call
 from cluster.rt_cluster.cli import main
-from tests.cluster_tool.helpers import NO_WORKLOAD, rt_cluster
+from tests.cluster_tool.helpers import NO_WORKLOAD, end_everything, rt_cluster
 from tests.support import HOST, Harness
 
 
@@ -36,14 +30,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     try:
         yield home
     finally:
-        running: list[Member] = []
-        for directory in home.iterdir():
-            try:
-                record = read_record(directory)
-            except ClusterError:
-                record = None
-            running += live_members(directory, record)
-        trio.run(partial(Processes().terminate, running, hard=True, name=Member.label))
+        end_everything(home)
 
 
 def _write(path: Path, text: str) -> str:
