@@ -26,7 +26,7 @@ import ipaddress
 import os
 import signal
 import socket
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from cluster.node import (
     Monitor,
     PeerTimeout,
     Stop,
+    interface_addresses,
     parse_hostfile,
     rpc_call,
 )
@@ -82,20 +83,11 @@ class AttachedNode:
         return f"{self.host}:{self.port}"
 
 
-def _this_machine_addresses() -> set[str]:
-    found = set()
-    for addrs in psutil.net_if_addrs().values():
-        for a in addrs:
-            if a.family in (socket.AF_INET, socket.AF_INET6):
-                found.add(a.address.split("%", 1)[0])
-    return found
-
-
-def on_this_machine(host: str, addresses: set[str] | None = None) -> bool:
+def on_this_machine(host: str, addresses: Collection[str] | None = None) -> bool:
     """Whether ``host`` (an address or a name) is this machine: loopback, or every address it
     resolves to is one of this machine's interface addresses. A name that does not resolve is
     not this machine. No packet goes to ``host`` (a name costs a resolver lookup)."""
-    mine = _this_machine_addresses() if addresses is None else addresses
+    mine = interface_addresses() if addresses is None else addresses
     try:
         candidates = [ipaddress.ip_address(host.strip("[]"))]
     except ValueError:
@@ -130,7 +122,7 @@ def read_hostfile(path: str | Path) -> tuple[AttachedNode, ...]:
         raise BadInput(str(exc)) from None
     if not entries:
         raise BadInput(f"hostfile {path}: no entries")
-    mine = _this_machine_addresses()
+    mine = interface_addresses()
     local = {host: on_this_machine(host, mine) for host in {h for h, _ in entries}}
     return tuple(AttachedNode(i, host, port, local[host]) for i, (host, port) in enumerate(entries))
 

@@ -31,6 +31,7 @@ from .frames import (
 from .hostfile import parse_hostfile, resolve_identity
 from .peers import RpcPeers
 from .process import Node, open_node, preload, run_node, serve_node
+from .ranks import interface_addresses
 from .rpc import (
     MAX_FRAME,
     PeerTimeout,
@@ -68,6 +69,7 @@ __all__ = [
     "bound_port",
     "decode_untrusted",
     "encode",
+    "interface_addresses",
     "open_node",
     "open_rpc_listeners",
     "parse_hostfile",

@@ -49,6 +49,7 @@ __all__ = [
     "Machine",
     "Placement",
     "choose_placement",
+    "interface_addresses",
     "launch_rank",
     "place_node",
 ]
@@ -90,13 +91,7 @@ class Machine:
     def here(cls) -> Machine:
         """This machine, asked of the system (names, ``psutil.net_if_addrs``, DNS)."""
         names = {n.lower().rstrip(".") for n in (socket.gethostname(), socket.getfqdn()) if n}
-        addresses = {
-            a.address.partition("%")[0]
-            for addrs in psutil.net_if_addrs().values()
-            for a in addrs
-            if a.family in (socket.AF_INET, socket.AF_INET6)
-        }
-        return cls(frozenset(names), frozenset(addresses), _resolve)
+        return cls(frozenset(names), interface_addresses(), _resolve)
 
     def has_address(self, host: str) -> bool:
         """Whether ``host`` resolves to an address of this machine (loopback included)."""
@@ -109,6 +104,17 @@ class Machine:
         shown_addresses = sorted(a for a in self.addresses if not _is_loopback(a))
         name = min(self.names, key=len) if self.names else "this host"
         return f"{name}, addresses {', '.join(shown_addresses) or 'loopback only'}"
+
+
+def interface_addresses() -> frozenset[str]:
+    """The IPv4 and IPv6 addresses of this machine's interfaces (``psutil.net_if_addrs``, an
+    IPv6 zone cut off)."""
+    return frozenset(
+        a.address.partition("%")[0]
+        for addrs in psutil.net_if_addrs().values()
+        for a in addrs
+        if a.family in (socket.AF_INET, socket.AF_INET6)
+    )
 
 
 def _resolve(host: str) -> tuple[str, ...]:
