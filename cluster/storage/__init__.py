@@ -4,7 +4,7 @@ pools or workers: the modules (``cluster.modules``) wire it to the runtime.
     Allocator, Extent, NoSpace       first-fit extents of a linear byte space
     Store, open_store, ...           where a device's bytes live (ram, file, noop)
     BlockStore                       the block interface device-like containers offer
-    Codec                            XOR / Reed-Solomon over GF(2^8)
+    Codec, Buffer                    XOR / Reed-Solomon over GF(2^8), the bytes-like it codes
     StripeArray, ArrayMember, ...    the data path of an erasure-coded array, its roster
     IoMeter, IoSnapshot              measured latency and bandwidth
     Target, BlobLoc, score, ...      blob placement on targets
@@ -25,7 +25,7 @@ from .backends import (
     open_store,
 )
 from .blockdev import BlockStore
-from .erasure import Codec
+from .erasure import Buffer, Codec
 from .iometer import IoMeter, IoSnapshot
 from .placement import BlobLoc, Target, plan_moves, score
 from .roster import ArrayMember, MemberState, RecoveryProgress
@@ -37,6 +37,7 @@ __all__ = [
     "ArrayMember",
     "BlobLoc",
     "BlockStore",
+    "Buffer",
     "Codec",
     "Extent",
     "FileStore",

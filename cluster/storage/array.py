@@ -14,6 +14,10 @@ Rules:
    rebuild and a parity check of the same slot never interleave.
 5. ``dirty`` slots are those whose redundancy is not current: written while a position was out
    of service, or found inconsistent by a check. A finished recovery leaves none.
+6. Whole stripes move in runs of up to ``RUN_BYTES`` per member: one coding pass and one I/O
+   per member for the run (the data chunks straight from the caller's buffer, ``write_rows``;
+   recovery reads into and codes in reused matrices, ``ScratchPool``). Member I/O up to
+   ``SMALL_IO`` is done in turn: the member devices do it in the caller's task anyway.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -30,8 +34,12 @@ from cluster.errors import ApiError, Conflict, PoolGone
 from cluster.ids import PoolId
 
 from .blockdev import BlockStore
-from .erasure import Codec
+from .erasure import Buffer, Codec, load_numpy
+
+if TYPE_CHECKING:
+    from .erasure import Bytes as Rows
 from .roster import ArrayMember, MemberState, RecoveryProgress
+from .scratch import ScratchPool
 from .slots import SlotLocks, slot_runs
 
 __all__ = ["StripeArray", "Unreadable"]
@@ -40,7 +48,14 @@ log = logging.getLogger(__name__)
 RunOp = Callable[[str, float, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 MEMBER_ERRORS = (ApiError, PoolGone, OSError)
 PARALLEL_SLOTS = 8
+PARALLEL_RUNS = 2  # runs rebuilt at once: one is read or written while the other is coded
 WALK_STEPS = 100  # a paced recovery walks the slots in at most this many steps
+SMALL_IO = 1 << 20  # bytes: member I/O up to this size is done in turn (see _read_positions)
+RUN_BYTES = 1 << 20  # consecutive slots are coded and moved in runs of up to this much per member
+
+
+def _nbytes(block: Buffer | Rows) -> int:
+    return len(block) if isinstance(block, bytes | bytearray | memoryview) else block.nbytes
 
 
 class Unreadable(Conflict):
@@ -69,6 +84,7 @@ class StripeArray:
         self.recovery = RecoveryProgress()
         self._locks = SlotLocks()
         self._zero = bytes(chunk)
+        self._scratch = ScratchPool(keep=PARALLEL_RUNS + 1)  # the rebuilt runs and a write
 
     # -- geometry and roster ----------------------------------------------------------------
 
@@ -83,6 +99,11 @@ class StripeArray:
     @property
     def stripe_bytes(self) -> int:
         return self.k * self.chunk
+
+    @property
+    def run_slots(self) -> int:
+        """Slots coded and moved together: ``RUN_BYTES`` per member."""
+        return max(1, RUN_BYTES // self.chunk)
 
     @property
     def capacity(self) -> int:
@@ -134,19 +155,24 @@ class StripeArray:
             self.set_state(position, MemberState.FAULTY)
 
     async def _read_one(
-        self, slot: int, position: int, out: dict[int, bytes | None], n: int = 1
+        self, slot: int, position: int, out: dict[int, Buffer | None], n: int, into: Rows | None
     ) -> None:
         member = self.member(position)
         store = self._open_member(member.pool_id)
+        offset = member.base + slot * self.chunk
         try:
             if store is None:
                 raise PoolGone(str(member.pool_id))
-            out[position] = await store.read(member.base + slot * self.chunk, n * self.chunk)
+            if into is None:
+                out[position] = await store.read(offset, n * self.chunk)
+            else:
+                await store.read_into(offset, into[position].data)
+                out[position] = into[position].data
         except MEMBER_ERRORS as exc:
             self._fail(position, exc)
             out[position] = None
 
-    async def _write_one(self, slot: int, position: int, block: bytes) -> None:
+    async def _write_one(self, slot: int, position: int, block: Buffer | Rows) -> None:
         member = self.member(position)
         if member.state not in (MemberState.ACTIVE, MemberState.RECOVERING):
             return
@@ -154,39 +180,56 @@ class StripeArray:
         try:
             if store is None:
                 raise PoolGone(str(member.pool_id))
-            await store.write(member.base + slot * self.chunk, block)
+            if isinstance(block, bytes | bytearray | memoryview):
+                await store.write(member.base + slot * self.chunk, block)
+            else:
+                await store.write_rows(member.base + slot * self.chunk, block)
         except MEMBER_ERRORS as exc:
             self._fail(position, exc)
 
     async def _read_positions(
-        self, slot: int, positions: Sequence[int], n: int = 1
-    ) -> dict[int, bytes | None]:
-        """Chunks of ``n`` consecutive slots from each position (one read per member)."""
-        out: dict[int, bytes | None] = {}
+        self, slot: int, positions: Sequence[int], n: int = 1, into: Rows | None = None
+    ) -> dict[int, Buffer | None]:
+        """Chunks of ``n`` consecutive slots from each position (one read per member; into
+        row ``p`` of ``into`` when given). Small reads go one after the other: a member device
+        does them in the caller's task, and a task each would cost more than the copy."""
+        out: dict[int, Buffer | None] = {}
+        if n * self.chunk <= SMALL_IO:
+            for p in positions:
+                await self._read_one(slot, p, out, n, into)
+            return out
         async with trio.open_nursery() as nursery:
             for p in positions:
-                nursery.start_soon(self._read_one, slot, p, out, n)
+                nursery.start_soon(self._read_one, slot, p, out, n, into)
         return out
 
-    async def _write_positions(self, slot: int, blocks: Sequence[tuple[int, bytes]]) -> None:
+    async def _write_positions(
+        self, slot: int, blocks: Sequence[tuple[int, Buffer | Rows]]
+    ) -> None:
+        if all(_nbytes(b) <= SMALL_IO for _, b in blocks):
+            for p, block in blocks:
+                await self._write_one(slot, p, block)
+            return
         async with trio.open_nursery() as nursery:
             for p, block in blocks:
                 nursery.start_soon(self._write_one, slot, p, block)
 
-    async def _gather(self, slot: int, want: int, n: int = 1) -> list[bytes | None]:
+    async def _gather(
+        self, slot: int, want: int, n: int = 1, into: Rows | None = None
+    ) -> list[Buffer | None]:
         """At least ``want`` readable blocks of ``n`` consecutive slots (data first)."""
-        blocks: list[bytes | None] = [None] * (self.k + self.m)
+        blocks: list[Buffer | None] = [None] * (self.k + self.m)
         candidates = [p for p in self.positions() if self.member(p).state == MemberState.ACTIVE]
         have = 0
         while have < want and candidates:
             batch, candidates = candidates[: want - have], candidates[want - have :]
-            for p, block in (await self._read_positions(slot, batch, n)).items():
+            for p, block in (await self._read_positions(slot, batch, n, into)).items():
                 if block is not None:
                     blocks[p] = block
                     have += 1
         return blocks
 
-    async def _stripe_data(self, slot: int, indices: Sequence[int]) -> dict[int, bytes]:
+    async def _stripe_data(self, slot: int, indices: Sequence[int]) -> dict[int, Buffer]:
         """Data chunks ``indices`` of a slot, reconstructed when a member is unusable."""
         if slot not in self.written:
             return dict.fromkeys(indices, self._zero)
@@ -204,20 +247,35 @@ class StripeArray:
 
     # -- logical I/O ------------------------------------------------------------------------
 
-    def _split(self, offset: int, size: int) -> dict[int, list[tuple[int, int, int, int]]]:
-        """Slot -> pieces ``(data index, offset in chunk, length, offset in the buffer)``."""
+    def _split(
+        self, offset: int, size: int, start: int | None = None
+    ) -> dict[int, list[tuple[int, int, int, int]]]:
+        """Slot -> pieces ``(data index, offset in chunk, length, offset in the buffer)`` of
+        ``size`` bytes at ``offset``, for a buffer that starts at ``start`` (``offset``)."""
         out: dict[int, list[tuple[int, int, int, int]]] = {}
-        pos, end = offset, offset + size
+        pos, end, base = offset, offset + size, offset if start is None else start
         while pos < end:
             slot, rest = divmod(pos, self.stripe_bytes)
             index, within = divmod(rest, self.chunk)
             n = min(self.chunk - within, end - pos)
-            out.setdefault(slot, []).append((index, within, n, pos - offset))
+            out.setdefault(slot, []).append((index, within, n, pos - base))
             pos += n
         return out
 
     async def read(self, offset: int, size: int) -> bytes:
         out = bytearray(size)
+        sb, end = self.stripe_bytes, offset + size
+        first_full, end_full = -(-offset // sb), end // sb
+        if first_full < end_full:  # whole stripes: read run by run, one read per member
+            view = memoryview(out)
+            for first in range(first_full, end_full, self.run_slots):
+                n = min(self.run_slots, end_full - first)
+                at = first * sb - offset
+                await self._read_full(first, n, view[at : at + n * sb])
+            partial = self._split(offset, first_full * sb - offset)
+            partial.update(self._split(end_full * sb, end - end_full * sb, offset))
+        else:
+            partial = self._split(offset, size)
 
         async def one(slot: int, pieces: list[tuple[int, int, int, int]]) -> None:
             async with self._locks.hold(slot):
@@ -225,16 +283,48 @@ class StripeArray:
             for index, within, n, at in pieces:
                 out[at : at + n] = chunks[index][within : within + n]
 
-        await self._per_slot(self._split(offset, size), one)
+        if partial:
+            await self._per_slot(partial, one)
         return bytes(out)
 
-    async def write(self, offset: int, data: bytes) -> None:
-        split = self._split(offset, len(data))
-        full = [s for s, pieces in split.items() if sum(p[2] for p in pieces) == self.stripe_bytes]
-        for first, n in slot_runs(full):
-            await self._write_full(first, n, data, split[first][0][3])
-        done = set(full)
-        partial = {s: pieces for s, pieces in split.items() if s not in done}
+    async def _read_full(self, first: int, n: int, dst: memoryview) -> None:
+        """Whole stripes of ``n`` consecutive slots into ``dst``: the data members' runs (or
+        enough members to rebuild them), interleaved back into stripes in one copy."""
+        k, rows, size = self.k, self.k + self.m, n * self.chunk
+        with self._scratch.take(rows, size) as buf:
+            async with self._locks.hold_run(first, n):
+                written = [s for s in range(first, first + n) if s in self.written]
+                if not written:
+                    dst[:] = bytes(len(dst))
+                    return
+                blocks = await self._gather(first, k, n, buf)
+                try:
+                    data = self.codec.rebuild(blocks, range(k))
+                except ValueError as exc:
+                    raise Unreadable(
+                        f"slots {first}..{first + n - 1} of array {self.name} are unreadable: {exc}"
+                    ) from None
+                np = load_numpy()
+                grid = np.frombuffer(dst, np.uint8).reshape(n, k, self.chunk)
+                for i, column in enumerate(data):
+                    grid[:, i, :] = np.frombuffer(column, np.uint8).reshape(n, self.chunk)
+                if len(written) < n:  # rule 3: a slot never written reads as zeros
+                    sb = self.stripe_bytes
+                    for s in set(range(first, first + n)) - set(written):
+                        dst[(s - first) * sb : (s - first + 1) * sb] = bytes(sb)
+
+    async def write(self, offset: int, data: Buffer) -> None:
+        sb, end = self.stripe_bytes, offset + len(data)
+        first_full, end_full = -(-offset // sb), end // sb
+        if first_full < end_full:  # whole stripes: coded and written run by run, no pieces
+            step = self.run_slots
+            for first in range(first_full, end_full, step):
+                n = min(step, end_full - first)
+                await self._write_full(first, n, data, first * sb - offset)
+            partial = self._split(offset, first_full * sb - offset)
+            partial.update(self._split(end_full * sb, end - end_full * sb, offset))
+        else:
+            partial = self._split(offset, len(data))
 
         async def one(slot: int, pieces: list[tuple[int, int, int, int]]) -> None:
             async with self._locks.hold(slot):
@@ -243,18 +333,16 @@ class StripeArray:
         if partial:
             await self._per_slot(partial, one)
 
-    async def _write_full(self, first: int, n: int, buf: bytes, at: int) -> None:
+    async def _write_full(self, first: int, n: int, buf: Buffer, at: int) -> None:
         """Whole stripes of ``n`` consecutive slots from ``buf[at:]``: one write per member."""
-        per_position: list[list[bytes]] = [[] for _ in self.positions()]
-        for i in range(n):
-            base = at + i * self.stripe_bytes
-            data = [buf[base + j * self.chunk : base + (j + 1) * self.chunk] for j in range(self.k)]
-            for p, block in enumerate(data + self.codec.encode(data)):
-                per_position[p].append(block)
-        async with self._locks.hold_run(first, n):
-            await self._write_positions(
-                first, [(p, b"".join(c)) for p, c in enumerate(per_position)]
-            )
+        stripes = memoryview(buf)[at : at + n * self.stripe_bytes]
+        columns = self.codec.stripe_columns(stripes, self.chunk)  # views: no copy of the data
+        with self._scratch.take(self.m, n * self.chunk) as parity:
+            self.codec.parity_into(columns, parity)
+            blocks: list[tuple[int, Buffer | Rows]] = [*enumerate(columns)]
+            blocks += [(self.k + j, row.data) for j, row in enumerate(parity)]
+            async with self._locks.hold_run(first, n):
+                await self._write_positions(first, blocks)
             self.written.update(range(first, first + n))
             if self._degraded():
                 self.dirty.update(range(first, first + n))
@@ -270,20 +358,21 @@ class StripeArray:
             async with limiter:
                 await fn(slot, pieces)
 
-        if len(split) == 1:
-            ((slot, pieces),) = split.items()
-            await fn(slot, pieces)
+        if len(split) <= 2:  # the head and tail of a write: tasks would cost more than they overlap
+            for slot, pieces in split.items():
+                await fn(slot, pieces)
             return
         async with trio.open_nursery() as nursery:
             for slot, pieces in split.items():
                 nursery.start_soon(limited, slot, pieces)
 
     async def _write_slot(
-        self, slot: int, pieces: list[tuple[int, int, int, int]], buf: bytes
+        self, slot: int, pieces: list[tuple[int, int, int, int]], buf: Buffer
     ) -> None:
         touched = {p[0] for p in pieces}
         whole = {p[0] for p in pieces if p[2] == self.chunk}
         first = slot not in self.written
+        old: dict[int, Buffer]
         if len(whole) == self.k or first:
             old = dict.fromkeys(range(self.k), self._zero)
         else:
@@ -317,7 +406,7 @@ class StripeArray:
         slots = sorted(self.written)
         rec.active, rec.total, rec.in_flight = True, self.slots, 0
         rec.completed = 0 if pace_s > 0 else self.slots - len(slots)
-        limiter = trio.CapacityLimiter(PARALLEL_SLOTS)
+        limiter = trio.CapacityLimiter(PARALLEL_RUNS)
 
         async def one(first: int, n: int) -> None:
             async with limiter:
@@ -334,7 +423,7 @@ class StripeArray:
                 await self._walk(targets, pace_s)
             else:
                 async with trio.open_nursery() as nursery:
-                    for first, n in slot_runs(slots):
+                    for first, n in slot_runs(slots, self.run_slots):
                         nursery.start_soon(one, first, n)
         finally:
             rec.active = False
@@ -358,7 +447,7 @@ class StripeArray:
             written = [s for s in range(first, first + count) if s in self.written]
             rec.in_flight = count
             try:
-                for start, n in slot_runs(written):
+                for start, n in slot_runs(written, self.run_slots):
                     rebuild = partial(self._rebuild, start, n, targets)
                     await self._run_op("recover", n * self.chunk / 1024, rebuild)
                 await trio.sleep(pace_s)
@@ -368,20 +457,17 @@ class StripeArray:
 
     async def _rebuild(self, first: int, n: int, targets: Sequence[int]) -> None:
         """Rebuild ``n`` consecutive written slots onto ``targets``: one I/O per member."""
-        c = self.chunk
-        async with self._locks.hold_run(first, n):
-            runs = await self._gather(first, self.k, n)
-            if sum(b is not None for b in runs) < self.k:
-                raise Unreadable(
-                    f"slots {first}..{first + n - 1} of array {self.name} are unreadable"
-                )
-            out: dict[int, list[bytes]] = {p: [] for p in targets}
-            for i in range(n):
-                blocks = [b[i * c : (i + 1) * c] if b is not None else None for b in runs]
-                data = self.codec.recover_data(blocks)
-                for p in targets:
-                    out[p].append(self.codec.block(data, p))
-            await self._write_positions(first, [(p, b"".join(chunks)) for p, chunks in out.items()])
+        rows, size = self.k + self.m, n * self.chunk
+        with self._scratch.take(rows + len(targets), size) as buf:
+            async with self._locks.hold_run(first, n):
+                runs = await self._gather(first, self.k, n, buf[:rows])
+                if sum(b is not None for b in runs) < self.k:
+                    raise Unreadable(
+                        f"slots {first}..{first + n - 1} of array {self.name} are unreadable"
+                    )
+                # the code is byte-wise: the whole run of every member is rebuilt in one pass
+                rebuilt = self.codec.rebuild(runs, targets, buf[rows:])
+                await self._write_positions(first, list(zip(targets, rebuilt, strict=True)))
 
     async def check_slot(self, slot: int, repair: bool = False) -> tuple[bool, bool]:
         """``(readable, consistent)`` of a written slot from every readable block; with

@@ -15,7 +15,12 @@ import mmap
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from .erasure import Buffer, load_numpy
+
+if TYPE_CHECKING:
+    from .erasure import Bytes as Rows
 
 __all__ = [
     "FileStore",
@@ -34,7 +39,9 @@ class Store(Protocol):
     capacity: int
 
     def read(self, offset: int, size: int) -> bytes: ...
-    def write(self, offset: int, data: bytes) -> None: ...
+    def read_into(self, offset: int, out: memoryview) -> None: ...
+    def write_rows(self, offset: int, rows: Rows) -> None: ...
+    def write(self, offset: int, data: Buffer) -> None: ...
     def close(self) -> None: ...
 
 
@@ -44,14 +51,25 @@ class RamStore:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._map = mmap.mmap(-1, capacity)
+        self._view = memoryview(self._map)  # released before the map is closed
 
     def read(self, offset: int, size: int) -> bytes:
         return self._map[offset : offset + size]
 
-    def write(self, offset: int, data: bytes) -> None:
+    def read_into(self, offset: int, out: memoryview) -> None:
+        out[:] = self._view[offset : offset + len(out)]
+
+    def write(self, offset: int, data: Buffer) -> None:
         self._map[offset : offset + len(data)] = data
 
+    def write_rows(self, offset: int, rows: Rows) -> None:
+        np = load_numpy()  # a view of the map for one copy from strided rows, then dropped
+        dst = np.frombuffer(self._map, np.uint8, count=rows.size, offset=offset)
+        dst.reshape(rows.shape)[:] = rows
+        del dst
+
     def close(self) -> None:
+        self._view.release()
         self._map.close()
 
 
@@ -70,7 +88,18 @@ class FileStore:
         data = os.pread(self._fd, size, offset)
         return data if len(data) == size else data.ljust(size, b"\0")
 
-    def write(self, offset: int, data: bytes) -> None:
+    def read_into(self, offset: int, out: memoryview) -> None:
+        while out:
+            n = os.preadv(self._fd, [out], offset)
+            if n == 0:  # past the end of the file: zeros
+                out[:] = bytes(len(out))
+                return
+            out, offset = out[n:], offset + n
+
+    def write_rows(self, offset: int, rows: Rows) -> None:
+        self.write(offset, rows.tobytes())
+
+    def write(self, offset: int, data: Buffer) -> None:
         view = memoryview(data)
         while view:
             n = os.pwrite(self._fd, view, offset)
@@ -91,7 +120,13 @@ class NoopStore:
     def read(self, offset: int, size: int) -> bytes:
         return bytes(size)
 
-    def write(self, offset: int, data: bytes) -> None:
+    def read_into(self, offset: int, out: memoryview) -> None:
+        out[:] = bytes(len(out))
+
+    def write(self, offset: int, data: Buffer) -> None:
+        pass
+
+    def write_rows(self, offset: int, rows: Rows) -> None:
         pass
 
     def close(self) -> None:

@@ -8,8 +8,13 @@ async because it runs as a task of the device's pool on the node's workers.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 from .alloc import Extent
+from .erasure import Buffer
+
+if TYPE_CHECKING:
+    from .erasure import Bytes as Rows
 from .iometer import IoSnapshot
 
 __all__ = ["BlockStore"]
@@ -49,6 +54,16 @@ class BlockStore(ABC):
     async def read(self, offset: int, size: int) -> bytes:
         """``size`` bytes at ``offset``."""
 
+    async def read_into(self, offset: int, out: memoryview) -> None:
+        """``len(out)`` bytes at ``offset`` into ``out`` (a writable byte view): no new buffer
+        for large reads. By default a ``read`` and a copy."""
+        out[:] = await self.read(offset, len(out))
+
+    async def write_rows(self, offset: int, rows: Rows) -> None:
+        """The rows of a byte matrix (a strided view is fine) back to back at ``offset``: data
+        chunks of an array straight from the caller's buffer. By default one joined write."""
+        await self.write(offset, rows.tobytes())
+
     @abstractmethod
-    async def write(self, offset: int, data: bytes) -> None:
-        """Store ``data`` at ``offset``."""
+    async def write(self, offset: int, data: Buffer) -> None:
+        """Store ``data`` (any bytes-like object) at ``offset``."""

@@ -1,15 +1,15 @@
 """Slots of an array: one lock per slot, and sorted slots grouped into runs for batched I/O.
 
 Rules:
-1. A slot's lock exists while a task holds or waits for it, and is dropped after, so the table
-   stays as small as the work in flight.
+1. A slot is in the table while a task holds it, and is dropped after, so the table stays as
+   small as the work in flight; a waiter waits for its holder's event, then looks again.
 2. Several slots are always locked in increasing order, so two tasks never deadlock.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 
 import trio
 
@@ -17,30 +17,34 @@ __all__ = ["SlotLocks", "slot_runs"]
 
 
 class SlotLocks:
-    """Per-slot locks: one task at a time changes a slot."""
+    """Per-slot locks: one task at a time changes a slot. A held slot maps to the event its
+    holder sets when it lets go; a waiter waits for that event, then looks again."""
 
     def __init__(self) -> None:
-        self._locks: dict[int, tuple[trio.Lock, list[int]]] = {}  # slot -> (lock, [users])
+        self._held: dict[int, trio.Event] = {}  # slot -> set when its holder lets go
 
     @asynccontextmanager
     async def hold(self, slot: int) -> AsyncIterator[None]:
-        lock, users = self._locks.setdefault(slot, (trio.Lock(), [0]))
-        users[0] += 1
-        try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if users[0] == 0:
-                del self._locks[slot]
+        async with self.hold_run(slot, 1):
+            yield
 
     @asynccontextmanager
     async def hold_run(self, first: int, n: int) -> AsyncIterator[None]:
-        """Hold the locks of ``n`` consecutive slots from ``first`` (taken in order)."""
-        async with AsyncExitStack() as stack:
+        """Hold the locks of ``n`` consecutive slots from ``first`` (taken in order); a run of
+        free slots costs one checkpoint and a dict entry per slot."""
+        mine, taken = trio.Event(), []
+        try:
             for slot in range(first, first + n):
-                await stack.enter_async_context(self.hold(slot))
+                while (other := self._held.get(slot)) is not None:
+                    await other.wait()
+                self._held[slot] = mine
+                taken.append(slot)
+            await trio.lowlevel.checkpoint()
             yield
+        finally:
+            for slot in taken:
+                del self._held[slot]
+            mine.set()
 
 
 def slot_runs(slots: Sequence[int], limit: int = 32) -> list[tuple[int, int]]:

@@ -12,7 +12,7 @@ from cluster.runtime import Runtime
 from tests.support import wait_for_async
 
 
-@pytest.mark.parametrize(("data", "parity"), [(3, 1), (3, 2)])
+@pytest.mark.parametrize(("data", "parity"), [(3, 1), (3, 2), (2, 1), (4, 3)])
 async def test_data_survives_faulty_members_replace_and_recovery(
     runtime: Runtime, data: int, parity: int
 ) -> None:

@@ -37,6 +37,7 @@ from cluster.storage import (
     Allocator,
     ArrayMember,
     BlockStore,
+    Buffer,
     Extent,
     IoMeter,
     MemberState,
@@ -232,7 +233,7 @@ class SafeBdevContainer(ExtentDevice):
 
         return await self._run_op("read", size / 1024, io)  # type: ignore[no-any-return]
 
-    async def write(self, offset: int, data: bytes) -> None:
+    async def write(self, offset: int, data: Buffer) -> None:
         self._check_range(offset, len(data))
 
         async def io() -> None:
