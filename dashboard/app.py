@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from quart import request
+from quart.globals import request_ctx
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -37,7 +37,7 @@ from .jsonio import JsonProvider
 from .metrics import DashboardMetrics
 from .modules import module_blueprint
 from .retired import retired_blueprint
-from .safety import SitePolicy
+from .safety import SAFE_METHODS, SitePolicy
 
 __all__ = ["CLIENT_GONE", "DashboardState", "create_app", "dashboard_state"]
 
@@ -139,17 +139,18 @@ def create_app(runtime: RuntimeView, viz_settings: VizSettings) -> QuartTrio:
 
     @app.before_request
     async def guard() -> None:
-        rule = request.url_rule
-        scope: Any = request.scope
+        req = request_ctx.request  # the request itself: one context lookup, not one per use
+        rule = req.url_rule
+        scope: Any = req.scope
         scope[ROUTE_KEY] = rule.rule if rule is not None else None  # for ResponseTap
-        policy.check()
-        if request.method not in ("GET", "HEAD", "OPTIONS"):  # GET bodies are never read
-            length = request.content_length
+        policy.check(req)
+        if req.method not in SAFE_METHODS:  # GET bodies are never read
+            length = req.content_length
             if length is not None and length > MAX_BODY:
                 raise RequestEntityTooLarge()
             # The body arrived whole before admission (dashboard.intake); reading it here
             # keeps the 413 for an app called without the intake (a second guard).
-            await request.get_data(cache=True, as_text=False, parse_form_data=False)
+            await req.get_data(cache=True, as_text=False, parse_form_data=False)
 
     app.register_blueprint(admin_blueprint(runtime, metrics))
     for name, module in runtime.modules.items():

@@ -17,12 +17,17 @@ Rules:
 3. The app then sees the body as one ``http.request`` message (``replay``), then the
    connection's own messages (``http.disconnect``).
 4. A client that disconnects while sending is dropped without an answer.
+5. A request that has no body (HTTP/1.x, no ``Transfer-Encoding``, no ``Content-Length`` or
+   ``Content-Length: 0``) is complete with its head: h11 ends such a message there, and no
+   byte after the head can be its body. Only its head is checked here (rule 2); the app
+   reads the empty body itself, with no wait, no timer and no copy (``Intake.admit``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import trio
@@ -36,6 +41,7 @@ __all__ = [
     "MAX_TARGET",
     "Intake",
     "Refusal",
+    "bodiless",
     "declared_length",
     "head_refusal",
     "replay",
@@ -76,12 +82,25 @@ def head_refusal(scope: Any) -> Refusal | None:
     target = len(scope.get("raw_path") or scope.get("path", "").encode("utf-8", "replace"))
     if target + len(scope.get("query_string", b"")) > MAX_TARGET:
         return Refusal(414, f"request path and query longer than {MAX_TARGET} bytes")
-    headers = scope.get("headers") or ()
-    if sum(len(n) + len(v) for n, v in headers) > MAX_HEADERS:
+    blob = b"".join(chain.from_iterable(scope.get("headers") or ()))  # names and values
+    if len(blob) > MAX_HEADERS:
         return Refusal(431, f"request headers larger than {MAX_HEADERS} bytes")
-    if any(b"\r" in n + v or b"\n" in n + v for n, v in headers):
+    if b"\r" in blob or b"\n" in blob:
         return Refusal(400, "malformed request: a header holds a line break")
     return None
+
+
+def bodiless(scope: Any) -> bool:
+    """Whether an HTTP/1.x request has no body by its head alone: no ``Transfer-Encoding``
+    and no ``Content-Length`` or one of 0 (RFC 9112, 6.3). h11 ends such a message with its
+    head, so the app's one ``http.request`` message is queued already (rule 5)."""
+    if scope.get("http_version") not in ("1.0", "1.1"):
+        return False  # HTTP/2 may send DATA frames whatever the head declared
+    for name, value in scope.get("headers") or ():
+        name = name.lower()
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return False
+    return True
 
 
 def replay(body: bytes, receive: Receive) -> Receive:
@@ -106,6 +125,18 @@ class Intake:
         self.timeout = BODY_TIMEOUT if timeout is None else timeout  # seconds
         self.budget = budget
         self.held = 0  # bytes of bodies received and not yet released
+
+    async def admit(self, scope: Any, receive: Receive) -> tuple[Receive, int] | Refusal | None:
+        """The ``receive`` the app is to use and the bytes of the budget its body holds (the
+        caller gives them back with ``release``), a Refusal, or None when the client went
+        away. A bodiless request only has its head checked (rule 5)."""
+        if bodiless(scope):
+            refused = head_refusal(scope)
+            return (receive, 0) if refused is None else refused
+        body = await self.receive_body(scope, receive)
+        if body is None or isinstance(body, Refusal):
+            return body
+        return replay(body, receive), len(body)
 
     async def receive_body(self, scope: Any, receive: Receive) -> bytes | Refusal | None:
         """The whole body of the request, a Refusal, or None when the client went away. The

@@ -4,7 +4,9 @@
 Rules:
 1. Every JSON body of the app goes through ``dumps`` (the app's JSON provider uses it), so no
    handler can emit ``NaN`` (which is not JSON and breaks ``JSON.parse`` in the pages).
-2. The fast path is one ``json.dumps``; only a body that holds a non-finite float is walked.
+2. The fast path is one encoding; only a body that holds a non-finite float is walked.
+3. The app's own calls (compact, nothing else asked) use one encoder made once, not one per
+   call as ``json.dumps`` with arguments makes.
 """
 
 from __future__ import annotations
@@ -50,8 +52,18 @@ def finite(value: Any) -> Any:
     return value
 
 
+_COMPACT = (",", ":")
+# The encoder of every answer the app writes (rule 3); json.dumps would build one per call.
+_ENCODER = json.JSONEncoder(separators=_COMPACT, default=_default, allow_nan=False)
+
+
 def dumps(obj: Any, **kwargs: Any) -> str:
-    kwargs.setdefault("separators", (",", ":"))
+    if not kwargs or kwargs == {"separators": _COMPACT}:
+        try:
+            return _ENCODER.encode(obj)
+        except ValueError:  # a NaN or an infinity somewhere: the walk below
+            pass
+    kwargs.setdefault("separators", _COMPACT)
     kwargs.setdefault("default", _default)
     kwargs["allow_nan"] = False
     try:

@@ -29,12 +29,13 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from quart import request
+from quart.globals import request_ctx
+from quart.wrappers import Request
 
 from cluster.errors import Forbidden
 from cluster.parse import ParseError, parse_port
 
-__all__ = ["SitePolicy", "split_host"]
+__all__ = ["SAFE_METHODS", "SitePolicy", "split_host"]
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -151,25 +152,29 @@ class SitePolicy:
             return False
         return name in self.names or (self.any_address and _is_ip(name))
 
-    def check(self) -> None:
-        """Refuse the current request (Forbidden) when a rule above says so."""
-        headers = request.headers
+    def check(self, req: Request | None = None) -> None:
+        """Refuse ``req`` (default: the current request) with Forbidden when a rule above
+        says so."""
+        if req is None:
+            req = request_ctx.request
+        headers = req.headers
         host = headers.get("host")
         if self.check_host and host is not None and not self.host_ok(host):
             raise Forbidden(
                 f"refusing request for host '{host}': not an address this dashboard serves "
                 "(add it to viz.allowed_hosts to allow it)"
             )
-        if request.method in SAFE_METHODS:
+        method = req.method
+        if method in SAFE_METHODS:
             return
         site = headers.get("sec-fetch-site", "").lower()
         if site in ("cross-site", "same-site"):
             raise Forbidden(
-                f"refusing {site} {request.method}: state-changing requests must come from "
+                f"refusing {site} {method}: state-changing requests must come from "
                 "this dashboard's own pages"
             )
         origin = headers.get("origin")
         if origin is not None and (host is None or origin.lower() != f"http://{host.lower()}"):
             raise Forbidden(
-                f"refusing {request.method} from origin '{origin}': not this dashboard's origin"
+                f"refusing {method} from origin '{origin}': not this dashboard's origin"
             )
