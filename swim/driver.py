@@ -23,6 +23,10 @@ Rules:
    and, with an event log, written as one JSON line. Both carry ``mono``, trio's time moved
    onto ``time.monotonic()`` (system-wide on Linux) by the offset measured when the handle is
    made, so histories and logs of processes on one host line up, and ``wall`` (epoch s).
+7. At rest a member wakes only when its machine has something due (``next_deadline``, at
+   least once a second) or a packet arrives: no task polls. The loop lag (``statistics()``)
+   is how late past its deadline the tick loop runs (a starved loop runs late): the last
+   sample and the largest of the last ``LAG_WINDOW`` seconds.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ from .outputs import DROPPED, Output, SwimStatistics, SyncRequest
 __all__ = ["SwimHandle", "open_swim"]
 
 log = logging.getLogger(__name__)
+
+LAG_WINDOW = 60.0  # seconds of loop-lag samples behind ``loop_lag_max``
+LAG_SAMPLES = 512  # at most this many kept (a member at rest takes two to ten a second)
 
 
 class _EventLog:
@@ -89,7 +96,7 @@ class SwimHandle:
         self._changed = trio.Event()
         self._send_q, self._send_r = trio.open_memory_channel[tuple[bytes, tuple[str, int]]](4096)
         self._syncing: set[tuple[str, int]] = set()
-        self._lags: deque[float] = deque(maxlen=500)
+        self._lags: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)  # (when, lag) s
         self._history = History()
         # Fixed once: under trio's own clock both run at the same rate; under a MockClock,
         # ``mono`` then follows virtual time.
@@ -120,7 +127,8 @@ class SwimHandle:
 
     def statistics(self) -> SwimStatistics:
         m = self.machine
-        lags = self._lags
+        since = trio.current_time() - LAG_WINDOW
+        lags = [lag for when, lag in self._lags if when >= since]
         return SwimStatistics.build(
             m.counters,
             node_id=m.node_id,
@@ -191,7 +199,7 @@ class SwimHandle:
     # ---- carrying out the machine's output ------------------------------------------------
 
     def _start(self) -> None:
-        for task in (self._recv_loop, self._send_loop, self._tick_loop, self._lag_loop):
+        for task in (self._recv_loop, self._send_loop, self._tick_loop):
             self._nursery.start_soon(task)
         self._process(self.machine.join(trio.current_time()))
 
@@ -305,17 +313,12 @@ class SwimHandle:
             deadline = min(self.machine.next_deadline(), trio.current_time() + 1.0)
             with trio.move_on_at(deadline):
                 await self._wake.wait()
+            now = trio.current_time()
+            if now >= deadline:  # rule 7: how late past its deadline the loop runs
+                self._lags.append((now, now - deadline))
             self._wake = trio.Event()
             # The tick's own output must not wake this loop again (it would spin).
-            self._process(self.machine.tick(trio.current_time()), wake=False)
-
-    async def _lag_loop(self) -> None:
-        # Ten samples a second: how late a 10 ms sleep wakes is the direct view of starvation.
-        while True:
-            t0 = trio.current_time()
-            await trio.sleep(0.01)
-            self._lags.append(max(0.0, trio.current_time() - t0 - 0.01))
-            await trio.sleep(0.09)
+            self._process(self.machine.tick(now), wake=False)
 
 
 async def _call_after(delay: float, fn: Callable[..., None], *args: Any) -> None:

@@ -187,11 +187,22 @@ class RtsimCluster(_Cluster):
 
 
 class SerfCluster(_Cluster):
-    """N ``serf agent`` processes (profile lan), each watched by a ``serf monitor``."""
+    """N ``serf agent`` processes (profile lan unless told), each watched by a ``serf monitor``
+    and reporting to a statsd reader unless ``watch`` is False (the idle benchmark: nothing
+    but the agents runs); ``encrypt`` is a base64 key for keyed gossip ("" for none)."""
 
-    def __init__(self, n: int, serf: str = "/usr/bin/serf") -> None:
+    def __init__(
+        self,
+        n: int,
+        serf: str = "/usr/bin/serf",
+        *,
+        profile: str = "lan",
+        watch: bool = True,
+        encrypt: str = "",
+    ) -> None:
         super().__init__(n)
         self.serf = serf
+        self.profile, self.watch, self.encrypt = profile, watch, encrypt
         ports = free_ports(3 * n)
         self.bind, self.rpc, self.statsd = ports[:n], ports[n : 2 * n], ports[2 * n :]
         self.monitors: list[subprocess.Popen[bytes]] = []
@@ -202,29 +213,27 @@ class SerfCluster(_Cluster):
 
     def start(self) -> None:
         for i in range(self.n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", self.statsd[i]))
-            s.settimeout(0.2)
-            self._stat_socks.append(s)
-            threading.Thread(target=self._statsd_reader, args=(i,), daemon=True).start()
-            cfg = self.dir / f"agent-{i}.json"
-            cfg.write_text(json.dumps({"statsd_addr": f"127.0.0.1:{self.statsd[i]}"}))
             cmd = [
                 self.serf,
                 "agent",
                 f"-node=node{i}",
                 f"-bind=127.0.0.1:{self.bind[i]}",
                 f"-rpc-addr=127.0.0.1:{self.rpc[i]}",
-                "-profile=lan",
+                f"-profile={self.profile}",
                 "-log-level=warn",
-                f"-config-file={cfg}",
             ]
+            if self.watch:
+                cmd.append(f"-config-file={self._statsd(i)}")
+            if self.encrypt:
+                cmd.append(f"-encrypt={self.encrypt}")
             if i:
                 cmd.append(f"-join=127.0.0.1:{self.bind[0]}")
             self.procs.append(
                 subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             )
             self._wait_rpc(i)
+            if not self.watch:
+                continue
             mon = subprocess.Popen(
                 [self.serf, "monitor", "-log-level=info", f"-rpc-addr=127.0.0.1:{self.rpc[i]}"],
                 stdout=subprocess.PIPE,
@@ -232,6 +241,17 @@ class SerfCluster(_Cluster):
             )
             self.monitors.append(mon)
             threading.Thread(target=self._reader, args=(i, mon), daemon=True).start()
+
+    def _statsd(self, i: int) -> Path:
+        """A statsd reader for agent ``i`` and the agent's config file that names it."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", self.statsd[i]))
+        s.settimeout(0.2)
+        self._stat_socks.append(s)
+        threading.Thread(target=self._statsd_reader, args=(i,), daemon=True).start()
+        cfg = self.dir / f"agent-{i}.json"
+        cfg.write_text(json.dumps({"statsd_addr": f"127.0.0.1:{self.statsd[i]}"}))
+        return cfg
 
     def _wait_rpc(self, i: int, timeout: float = 60.0) -> None:
         t0 = time.monotonic()

@@ -103,6 +103,10 @@ class Zygote:
         self._proc = proc
         self._errors = errors  # the zygote's stderr, quoted when it fails
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
     def fork(
         self, argv: Sequence[str], log_path: str, procs: str | Path, tag: Mapping[str, object]
     ) -> Proc:

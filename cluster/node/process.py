@@ -31,7 +31,7 @@ from typing import Any
 import trio
 
 from cluster.errors import SettingsError
-from cluster.runtime import Runtime, serve_workload, startup_compose
+from cluster.runtime import Runtime, preload_modules, serve_workload, startup_compose
 from cluster.settings import Settings
 from swim import SwimConfig, SwimHandle, open_swim
 
@@ -74,9 +74,12 @@ class Node:
 
 
 def preload() -> None:
-    """Import what a node imports lazily (the dashboard), for a parent that forks nodes."""
+    """Import what a node imports lazily (the dashboard, the built-in modules' code) and scan
+    the installed modules, for a parent that forks nodes: done once there, the pages stay
+    shared by every node."""
     if _http_library_missing() is None:
         import dashboard  # noqa: F401
+    preload_modules()
 
 
 def _http_library_missing() -> str | None:

@@ -33,10 +33,19 @@ Rules:
    node, records how it ended, appends one line saying so to the log, and exits.
 5. The zygote ignores SIGCHLD (its watchers leave no zombies) and SIGINT (a Ctrl-C meant for
    ``rt_cluster`` must not cut a fork in half).
+6. Pages stay shared: the zygote does once what every node would (imports, including the
+   modules' code; the scan of installed modules; ``rt_run``'s parser), with the cyclic
+   collector off (no freed holes for a node's first allocations to land in), and freezes every
+   object it holds before each fork (``gc.freeze``), so a node's collections never write to
+   the zygote's objects; only the node turns the collector back on. What a node still keeps
+   to itself is mostly the pages of the code it runs: CPython 3.11 counts references in the
+   objects, so running a function copies the page its code object and constants sit on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import signal
@@ -54,10 +63,17 @@ READY = b"s"  # node -> watcher: I lead my own session now
 
 
 def _preload() -> None:
-    import cluster.node.cli  # noqa: F401
+    from cluster.node.cli import cached_parser
     from cluster.node.process import preload
 
     preload()
+    cached_parser()  # built here, shared by every node (rule 6)
+    # numpy (the storage modules' erasure coding, loaded on first use) costs a node that codes
+    # about 16 MB; imported here it is shared. Its BLAS must start no thread of its own, which
+    # a fork would not carry: one thread is what cluster.storage asks for too.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    with contextlib.suppress(ImportError):
+        import numpy  # noqa: F401
 
 
 def _start_ticks(pid: int) -> int:
@@ -119,6 +135,7 @@ def _node(request: dict[str, Any], watcher: socket.socket) -> NoReturn:
             os._exit(1)
         watcher.close()
         _fresh_signals()
+        gc.enable()  # rule 6: off in the zygote and the watcher, on in the node
         from cluster.node.cli import main as rt_run
 
         code = rt_run([str(a) for a in request["argv"]])
@@ -213,6 +230,7 @@ def _serve(line: str) -> dict[str, Any]:
         request = _request(line)
         r, w = os.pipe()
         sys.stdout.flush()
+        gc.freeze()  # rule 6
         pid = os.fork()
         if pid == 0:
             os.close(r)
@@ -227,6 +245,7 @@ def _serve(line: str) -> dict[str, Any]:
 
 
 def main() -> int:
+    gc.disable()  # rule 6
     _preload()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

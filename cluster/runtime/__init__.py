@@ -46,7 +46,7 @@ from .module import (
 )
 from .peers import FORWARD_TIMEOUT, Peers, Routing, is_local, parse_routing, routing_forwards
 from .pools import PoolManager
-from .registry import BUILTIN, available_modules, load_modules
+from .registry import BUILTIN, available_modules, load_modules, preload_modules
 from .runtime import Runtime
 from .sysstats import StatsRing
 from .view import RuntimeView
@@ -97,6 +97,7 @@ __all__ = [
     "parse_routing",
     "pool_id_field",
     "pool_name_field",
+    "preload_modules",
     "routing_forwards",
     "serve_workload",
     "startup_compose",

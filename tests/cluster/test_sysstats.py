@@ -126,3 +126,19 @@ async def test_serve_sampling_survives_every_error(
     with trio.move_on_after(1.5):
         await r.serve_sampling(1.0)
     assert r.next_event_id == 3
+
+
+def test_a_failed_sample_leaves_the_oldest_entry_whole_when_the_ring_is_full(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The next sample's slot is the oldest entry's once the ring is full: a read that fails
+    half way must not have written into it."""
+    r = ring(size=4)
+    for _ in range(4):
+        r.sample()
+    oldest = r.since(0)[0]
+    monkeypatch.setattr(r, "_identity", lambda: {"node_id": "not a number"})
+    with pytest.raises(ValueError):
+        r.sample()
+    assert r.since(0)[0] == oldest
+    assert r.next_event_id == 4
