@@ -60,6 +60,10 @@ class Suspicion:
     k: int
     accuser: int
     confirmers: set[int] = field(default_factory=set)
+    _deadline: float = field(default=0.0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._deadline = self.start + self.timeout()
 
     def confirm(self, src: int) -> bool:
         """Count a suspect message from ``src``; True if it was a new, independent one."""
@@ -68,6 +72,7 @@ class Suspicion:
         if len(self.confirmers) >= self.k:
             return False
         self.confirmers.add(src)
+        self._deadline = self.start + self.timeout()
         return True
 
     def timeout(self) -> float:
@@ -79,4 +84,5 @@ class Suspicion:
         return max(self.lo, self.hi - (self.hi - self.lo) * frac)
 
     def deadline(self) -> float:
-        return self.start + self.timeout()
+        """When the suspicion times out (seconds; kept up to date by ``confirm``)."""
+        return self._deadline

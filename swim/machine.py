@@ -63,7 +63,7 @@ from .membership import MAX_INCARNATION, Membership
 from .outbox import Outbox
 from .outputs import DROPPED, Counters, Output
 from .resync import Resync
-from .table import Entry, MemberTable
+from .table import Entry, MemberTable, Roster
 from .wire import Ack, Alive, Dead, Message, Nack, Ping, PingReq, StateEntry, Suspect
 
 __all__ = ["SwimMachine"]
@@ -99,6 +99,8 @@ class SwimMachine:
     """One member's protocol state. All methods are synchronous and never block.
 
     ``now`` arguments are seconds on any monotonic clock, the same one for every call.
+    ``roster``: the rows a simulated cluster starts with, shared by all its machines and
+    listing this one with its ``boot`` (``table`` rule 4).
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class SwimMachine:
         boot: int | None = None,
         seeds: Sequence[tuple[str, int]] = (),
         incarnation: int = 0,
+        roster: Roster | None = None,
     ) -> None:
         if not 0 <= incarnation <= MAX_INCARNATION:
             raise ValueError(f"incarnation {incarnation} outside 0..{MAX_INCARNATION}")
@@ -120,7 +123,7 @@ class SwimMachine:
         self._rng = rng
         boot = self._new_boot() if boot is None else boot
         self.me = Entry(node_id, host, port, incarnation, MemberState.ALIVE, boot, now)
-        self.table = MemberTable(self.me, rng)
+        self.table = MemberTable(self.me, rng, roster)
         self.counters = Counters()
         self.awareness = Awareness(config.awareness_max)
         self.intake = Intake(config, self.table, self.counters, config.keyring)

@@ -77,7 +77,7 @@ class Outbox:
     def _relays(self, dest: int | None) -> bool:
         """Whether a send to ``dest`` counts toward the retransmit limit (``broadcast``
         rule 2: only members held alive pass news on)."""
-        e = None if dest is None else self.table.get(dest)
+        e = None if dest is None else self.table.peek(dest)
         return e is None or e.state is MemberState.ALIVE
 
     def sync(self, host: str, port: int, join: bool) -> None:

@@ -90,11 +90,16 @@ class Resync:
             self._next_pushpull = min(self._next_pushpull, soon)
 
     def _rejoin(self) -> None:
-        up = {(e.host, e.port) for e in self.table if e.state.is_up and e is not self.table.me}
-        missing = [s for s in self.seeds if s not in up]
+        missing = [s for s in self.seeds if not self._held_up(*s)]
         if missing:
             host, port = self._rng.choice(missing)
             self.outbox.sync(host, port, join=True)
+
+    def _held_up(self, host: str, port: int) -> bool:
+        """Is host:port held by a member other than us that we hold up?"""
+        i = self.table.id_at(host, port)
+        e = None if i is None else self.table.peek(i)
+        return e is not None and e.state.is_up and e is not self.table.me
 
     def _scale(self) -> float:
         n = self.table.up_count

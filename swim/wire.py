@@ -164,9 +164,12 @@ _TYPE_OF: dict[type[Any], MsgType] = {
 }
 
 
+_NAME_OF = {cls: t.name.lower() for cls, t in _TYPE_OF.items()}
+
+
 def type_name(msg: Message) -> str:
     """Counter label of a message: ``ping``, ``ping_req``, ``ack``..."""
-    return _TYPE_OF[type(msg)].name.lower()
+    return _NAME_OF[type(msg)]
 
 
 def encode_part(msg: Message) -> bytes:
@@ -261,10 +264,9 @@ def _decode_part(part: bytes, max_bytes: int) -> Message:
     body = _unpack(part[1:], max_bytes)
     if not isinstance(body, list):
         raise BadMessage("malformed", "body is not a list")
-    try:
-        decoder = _DECODERS[MsgType(kind)]
-    except (ValueError, KeyError):
-        raise BadMessage("unknown_type", f"type {kind}") from None
+    decoder = _DECODER_OF.get(kind)
+    if decoder is None:
+        raise BadMessage("unknown_type", f"type {kind}")
     return decoder(body)
 
 
@@ -358,6 +360,8 @@ _DECODERS: dict[MsgType, Callable[[list[Any]], Message]] = {
     MsgType.SUSPECT: _suspect,
     MsgType.DEAD: _dead,
 }
+
+_DECODER_OF = {int(t): f for t, f in _DECODERS.items()}  # by the type byte
 
 _WIRE_STATES = {
     s.value: s

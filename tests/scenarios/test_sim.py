@@ -54,3 +54,20 @@ def test_cli_sim_exit_codes(tmp_path: Path) -> None:
     assert res["verdict"] == "fail"
     assert res["expectations"][0]["status"] == "fail"
     assert (tmp_path / "b" / "report.html").is_file()
+
+
+def test_a_large_simulated_cluster_starts_converged_and_plays_kill_one() -> None:
+    """Above ``JOIN_LIMIT`` nodes the simulation starts from the shared roster at time 0
+    (scenarios.sim rule 1); a joined start is still there to ask for."""
+    from scenarios.sim import JOIN_LIMIT, run_sim
+
+    path = LIBRARY["kill_one"]
+    sc = parse_scenario(path.read_text(), str(path), sim=True)
+    large = parse_scenario(path.read_text(), str(path), nodes=JOIN_LIMIT + 1, sim=True)
+    big, _ = run_scenario(large, sim=True)
+    assert big["verdict"] == "pass", big["expectations"]
+    assert run_sim(sc, nodes=JOIN_LIMIT + 1).t0 == 0.0
+    assert run_sim(sc, nodes=8, start="bootstrap").t0 == 0.0
+    assert run_sim(sc, nodes=8).t0 > 0.0  # joined first
+    with pytest.raises(ValueError, match="start"):
+        run_sim(sc, start="instant")
