@@ -1,9 +1,20 @@
-"""``python -m bench.cluster``: start local clusters of N nodes, time convergence, measure RSS.
+"""``python -m bench.cluster``: real local clusters at scale (issue 17, goal 2).
 
-For each N (default 10, 32, 64, 100) a throwaway cluster starts on free ports with dashboards
-on and the synthetic workload off (``--workload on|both`` to include it), is timed from the first
-spawn until every node lists N alive, then each node's resident memory is read and the cluster
-is stopped. Figures go to bench/results/cluster.json and a table. Never pass/fail.
+Three runs, each on throwaway clusters (free ports, dashboards on, synthetic workload off):
+
+- ``up``: for each N (default 10,50,100,250) the seconds from the first fork until every node
+  lists N alive, the CPU seconds the start cost, PSS and private memory per node; Serf agents
+  beside it for ``--serf`` sizes (default 100) when ``serf`` is installed.
+- ``rest``: N nodes (default 250) left alone for T minutes (default 10): false suspicions
+  (any suspect or dead event about a member that never stopped, from every node's event
+  log), CPU per node, the nodes' loop lag.
+- ``loss``: 25 nodes with 10 % loss on every node (``rt_cluster loss``, in and out, so a
+  packet between two nodes is lost 19 % of the time) for T minutes: false deaths and
+  suspicions.
+
+``--runs up,rest,loss`` (default all); ``--sizes``, ``--rest-nodes``, ``--rest-minutes``,
+``--loss-nodes``, ``--loss-minutes`` shorten them. Prints tables and saves
+bench/results/cluster.json with the goals. Never pass/fail.
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
+import resource
 import sys
 import tempfile
 import time
@@ -21,88 +32,132 @@ from typing import Any
 import psutil
 import trio
 
-from cluster.local import ClusterError, LocalCluster, launch, plan_cluster
+from .runs import rest_run, up_run
+from .serf import SERF, serf_up
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "cluster.json"
-GOALS = {"converged_s_at_100": 60.0, "rss_mb_per_node": 60.0}
+GOALS = {
+    "converged_s_at_250": 60.0,
+    "rest_false_suspicions_250": 0,
+    "loss_false_deaths_25": 0,
+    "pss_mb_per_node": 15.0,
+}
 
 
-async def one(n: int, workload: bool, root: Path, timeout: float) -> dict[str, Any]:
-    d = root / f"n{n}-{'wl' if workload else 'nowl'}"
-    d.mkdir(parents=True)
-    cfg = d / "node.yaml"
-    cfg.write_text(f"workload: {{enabled: {'true' if workload else 'false'}}}\n")
-    record = plan_cluster(
-        d / "cluster", f"bench{n}", n, base_port=0, runtime_base_port=0, config=str(cfg)
-    )
-    cluster = LocalCluster(record)
-    row: dict[str, Any] = {"nodes": n, "workload": workload}
-    t0 = time.monotonic()
+def _sizes(text: str) -> list[int]:
     try:
-        took = await launch(cluster, wait=True, timeout=timeout)
-        row["converged_s"] = round(float(took or 0.0), 2)
-        await trio.sleep(2.0)  # let start-up allocations settle before reading memory
-        rss = []
-        for rec in cluster.record.nodes:
-            try:
-                rss.append(psutil.Process(rec.pid).memory_info().rss / 2**20)
-            except psutil.NoSuchProcess:
-                pass
-        row["rss_mb_mean"] = round(statistics.fmean(rss), 1)
-        row["rss_mb_max"] = round(max(rss), 1)
-        row["load_1m"] = round(psutil.getloadavg()[0], 2)
-    except ClusterError as exc:
-        row["error"] = str(exc).splitlines()[0]
-        row["elapsed_s"] = round(time.monotonic() - t0, 1)
-    finally:
-        with trio.CancelScope(shield=True):
-            await cluster.down(grace=10.0)
-    return row
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of sizes: {text!r}") from None
+    if not sizes or any(not 1 <= n <= 1024 for n in sizes):
+        raise argparse.ArgumentTypeError("sizes are 1 to 1024 nodes")
+    return sizes
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--runs", default="up,rest,loss", help="which runs, comma-separated")
+    p.add_argument("--sizes", type=_sizes, default=[10, 50, 100, 250], help="up: cluster sizes")
+    p.add_argument("--serf", type=_sizes, default=[100], help="up: Serf agent counts beside")
+    p.add_argument("--no-serf", action="store_true", help="up: no Serf agents")
+    p.add_argument("--rest-nodes", type=int, default=250)
+    p.add_argument("--rest-minutes", type=float, default=10.0)
+    p.add_argument("--loss-nodes", type=int, default=25)
+    p.add_argument("--loss-minutes", type=float, default=10.0)
+    p.add_argument("--loss", type=float, default=10.0, help="percent, on every node")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds to converge")
+    p.add_argument("--report-every", type=float, default=30.0, help="seconds, while resting")
+    p.add_argument("--out", default=str(RESULTS))
+    return p
+
+
+def _table(rows: list[dict[str, Any]], cols: list[tuple[str, str]]) -> str:
+    cells = [[h for _, h in cols]]
+    for r in rows:
+        cells.append([str(r.get(k, "-")) if r.get(k) is not None else "-" for k, _ in cols])
+    widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    notes = [f"  {r['system'] if 'system' in r else r['run']} {r['nodes']}: {r['error']}"
+             for r in rows if "error" in r]  # fmt: skip
+    return "\n".join(lines + notes)
+
+
+UP_COLS = [("system", "system"), ("nodes", "nodes"), ("converged_s", "converged s"),
+           ("start_cpu_s", "start CPU s"), ("pss_mb_mean", "PSS MB"),
+           ("private_mb_mean", "private MB"), ("rss_mb_mean", "RSS MB"),
+           ("watcher_pss_mb_mean", "watcher PSS MB"), ("load_1m", "load")]  # fmt: skip
+REST_COLS = [("run", "run"), ("nodes", "nodes"), ("loss_pct", "loss %"),
+             ("rest_s", "rest s"), ("converged_s", "converged s"),
+             ("false_suspicions", "false susp."), ("suspicions_raised", "raised"),
+             ("false_deaths", "false deaths"),
+             ("probe_failures", "probe fails"), ("cpu_pct_per_node", "CPU %/node"),
+             ("cpu_pct_total", "CPU % total"), ("loop_lag_ms_max_seen", "lag ms max"),
+             ("pss_mb_mean", "PSS MB")]  # fmt: skip
+
+
+def _run(args: argparse.Namespace, runs: set[str], tmp: Path) -> dict[str, list[Any]]:
+    up: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    serf = [] if args.no_serf or not Path(SERF).exists() else args.serf
+    if "up" in runs:
+        for n in args.sizes:
+            print(f"rtsim: a cluster of {n} ...", flush=True)
+            up.append(trio.run(up_run, n, tmp, args.timeout))
+            if n in serf:
+                print(f"serf: {n} agents ...", flush=True)
+                up.append(serf_up(n, args.timeout))
+    plan = [("rest", args.rest_nodes, args.rest_minutes, 0.0),
+            ("loss", args.loss_nodes, args.loss_minutes, args.loss)]  # fmt: skip
+    for kind, n, minutes, loss in plan:
+        if kind in runs:
+            print(f"{kind}: {n} nodes for {minutes:g} min ...", flush=True)
+            rest.append(
+                trio.run(lambda n=n, m=minutes, lo=loss: rest_run(
+                    n, m, tmp, loss=lo, timeout=args.timeout, report_every=args.report_every))
+            )  # fmt: skip
+    return {"up": up, "rest": rest}
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__)
-    p.add_argument("--sizes", default="10,32,64,100", help="comma-separated cluster sizes")
-    p.add_argument("--workload", choices=["off", "on", "both"], default="off")
-    p.add_argument("--timeout", type=float, default=180.0, help="per cluster, seconds")
-    p.add_argument("--out", default=str(RESULTS))
-    args = p.parse_args(argv)
-    sizes = [int(x) for x in args.sizes.split(",") if x]
-    modes = {"off": [False], "on": [True], "both": [False, True]}[args.workload]
-    rows = []
+    args = _parser().parse_args(argv)
+    runs = {r.strip() for r in args.runs.split(",") if r.strip()}
+    if not runs or runs - {"up", "rest", "loss"}:
+        _parser().error(f"--runs: choose from up, rest, loss (got {args.runs!r})")
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rt-bench-cluster-") as tmp:
-        for workload in modes:
-            for n in sizes:
-                print(f"cluster of {n} (workload {'on' if workload else 'off'}) ...", flush=True)
-                rows.append(trio.run(one, n, workload, Path(tmp), args.timeout))
+        rows = _run(args, runs, Path(tmp))
     doc = {
         "benchmark": "cluster",
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "wall_s": round(time.monotonic() - began, 1),
         "machine": {
             "cpus": psutil.cpu_count(),
             "python": platform.python_version(),
             "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
+            "open_files_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
         },
         "goals": GOALS,
-        "rows": rows,
+        **rows,
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(
-        f"\n{'nodes':>5} {'workload':>8} {'converged s':>11} {'RSS MB mean':>11} "
-        f"{'RSS MB max':>10}  note"
-    )
-    for r in rows:
-        note = r.get("error", "")
+    if rows["up"]:
+        print("\nup and converged (PSS, private: per node process; watcher: its watcher)")
+        print(_table(rows["up"], UP_COLS))
+    if rows["rest"]:
         print(
-            f"{r['nodes']:>5} {'on' if r['workload'] else 'off':>8} "
-            f"{r.get('converged_s', '-')!s:>11} {r.get('rss_mb_mean', '-')!s:>11} "
-            f"{r.get('rss_mb_max', '-')!s:>10}  {note}"
+            "\nat rest (no member stopped: every suspicion or death is false; false susp.: "
+            "'suspected' events summed over all observers, raised: those an observer's own "
+            "probes raised)"
         )
+        print(_table(rows["rest"], REST_COLS))
     print(
-        f"\ngoals: 100 nodes converged within {GOALS['converged_s_at_100']:g}s, under "
-        f"{GOALS['rss_mb_per_node']:g} MB resident per node; saved to {out}"
+        f"\ngoals: 250 nodes converged within {GOALS['converged_s_at_250']:g}s; 0 false "
+        f"suspicions at rest (250 nodes, 10 min); 0 false deaths at 10% loss (25 nodes, 10 "
+        f"min); PSS at most {GOALS['pss_mb_per_node']:g} MB a node. Saved to {out} "
+        f"({doc['wall_s']:g}s)"
     )
     return 0
 

@@ -8,7 +8,7 @@ reaches nodes only through their RPC.
 
 from .bookkeeping import TrackedCluster
 from .holders import describe_holders, port_holders, port_trouble
-from .launcher import LocalCluster, NodeFailed, Progress
+from .launcher import LocalCluster, NodeFailed, sees_all
 from .ledger import Member, live_members, members, procs_dir
 from .netns import DEFAULT_SUBNET, bridge_present, cut_addresses, cut_nodes, leftovers
 from .plan import KEYRING_BY_DEFAULT, MAX_NODES, plan_cluster, write_keyring
@@ -31,7 +31,7 @@ from .record import (
     update_record,
     valid_name,
 )
-from .startup import launch
+from .startup import LaunchProgress, Progress, launch
 
 __all__ = [
     "DEFAULT_SUBNET",
@@ -42,6 +42,7 @@ __all__ = [
     "ClusterError",
     "ClusterRecord",
     "Ending",
+    "LaunchProgress",
     "LocalCluster",
     "Member",
     "Network",
@@ -76,6 +77,7 @@ __all__ = [
     "procs_dir",
     "read_record",
     "save_record",
+    "sees_all",
     "start_marker",
     "update_record",
     "valid_name",

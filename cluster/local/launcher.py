@@ -28,7 +28,7 @@ import contextlib
 import functools
 import signal
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,11 +46,11 @@ from .plan import append_entry, hostfile_entries, plan_node
 from .processes import Zygote, child_env, log_tail
 from .record import ClusterError, ClusterRecord, NodeRecord
 
-__all__ = ["LocalCluster", "NodeFailed", "Progress"]
+__all__ = ["LocalCluster", "NodeFailed", "sees_all"]
 
 RPC_TIMEOUT = 2.0
 ZYGOTES_AHEAD = 4  # zygotes warming up at once when each node needs its own (namespaces)
-Progress = Callable[[int, int, int, float], None]  # ready, converged, total, elapsed seconds
+ASK_AT_ONCE = 64  # questions in flight at once when every node of a cluster is asked
 
 
 class NodeFailed(ClusterError):
@@ -67,6 +67,15 @@ def _dashboard_trouble(log: str) -> str | None:
         if "Viz: could not listen" in line or "dashboard absent" in line:
             return line.split(": ", 1)[-1].strip()
     return None
+
+
+def sees_all(body: Any, expect: set[int]) -> bool:
+    """Whether a node's topology body lists exactly ``expect`` alive (None: it did not
+    answer)."""
+    if not isinstance(body, dict):
+        return False
+    alive = {n.get("node_id") for n in body.get("nodes", ()) if n.get("state") == "alive"}
+    return alive == expect
 
 
 # ---- the cluster --------------------------------------------------------------------------
@@ -120,48 +129,69 @@ class LocalCluster(TrackedCluster):
             return None
         return body if isinstance(body, dict) else None
 
+    async def probe_ready(self, rec: NodeRecord, timeout: float = 1.0) -> dict[str, Any] | None:
+        """One look at a starting node: its ``identity`` once this process answers (within
+        ``timeout`` seconds) with its dashboard bound (when it has one), else None;
+        NodeFailed when it exited or its dashboard could not start."""
+        if self.state_of(rec) == "gone":
+            raise await self.failure(rec, "exited during start-up")
+        host = self.address(rec)
+        try:
+            ident = await rpc_call(host, rec.runtime_port, Identity(), timeout)
+        except ApiError:  # not listening yet, or not answering yet
+            return None
+        if not isinstance(ident, dict) or ident.get("pid") != rec.pid:
+            return None
+        # The RPC answers before the dashboard is bound: wait for that too.
+        if ident.get("dashboard") or not self.viz or rec.dashboard_port < 0:
+            return ident
+        trouble = _dashboard_trouble(rec.log)
+        if trouble:
+            self._update_node(rec, state="failed")
+            raise NodeFailed(
+                f"node {rec.node_id} (pid {rec.pid}) has no dashboard: {trouble} "
+                f"(dashboard port {rec.dashboard_port}); its log: {rec.log}"
+            )
+        return None
+
+    def mark_ready(self, found: Sequence[tuple[NodeRecord, dict[str, Any]]]) -> list[NodeRecord]:
+        """Record each node as running with its real id (an inducted node learns it from the
+        cluster) and dashboard URL, all in one write; their new records."""
+        news = [
+            replace(
+                rec,
+                node_id=int(ident.get("node_id", rec.node_id)),
+                dashboard=str(ident.get("dashboard") or ""),
+                state="running",
+            )
+            for rec, ident in found
+        ]
+
+        def ready(r: ClusterRecord) -> ClusterRecord:
+            for (rec, _), new in zip(found, news, strict=True):
+                if all((n.pid, n.started) != (rec.pid, rec.started) for n in r.nodes):
+                    continue  # a newer process of the node was started meanwhile
+                kept = tuple(n for n in r.nodes if n.node_id != rec.node_id)
+                r = replace(r, nodes=kept).with_node(new)
+            return r
+
+        if found:
+            self._commit(ready)
+        return news
+
     async def wait_ready(self, node_id: int, timeout: float) -> NodeRecord:
         """Wait until the node answers ``identity``; record its real id and dashboard URL."""
         rec = self.record.node(node_id)
         deadline = trio.current_time() + timeout
         while True:
-            if self.state_of(rec) == "gone":
-                raise await self._failed(rec, "exited during start-up")
-            host = self.address(rec)
-            try:
-                ident = await rpc_call(host, rec.runtime_port, Identity(), 1.0)
-            except ApiError:  # not listening yet, or not answering yet
-                ident = None
-            if isinstance(ident, dict) and ident.get("pid") == rec.pid:
-                # The RPC answers before the dashboard is bound: wait for that too.
-                if ident.get("dashboard") or not self.viz or rec.dashboard_port < 0:
-                    break
-                trouble = _dashboard_trouble(rec.log)
-                if trouble:
-                    self._update_node(rec, state="failed")
-                    raise NodeFailed(
-                        f"node {node_id} (pid {rec.pid}) has no dashboard: {trouble} "
-                        f"(dashboard port {rec.dashboard_port}); its log: {rec.log}"
-                    )
+            ident = await self.probe_ready(rec)
+            if ident is not None:
+                return self.mark_ready([(rec, ident)])[0]
             if trio.current_time() >= deadline:
-                raise await self._failed(rec, f"did not come up within {timeout:g}s")
+                raise await self.failure(rec, f"did not come up within {timeout:g}s")
             await trio.sleep(0.1)
-        real_id = int(ident.get("node_id", node_id))
-        url = str(ident.get("dashboard") or "")
-        new = replace(rec, node_id=real_id, dashboard=url, state="running")
 
-        def ready(r: ClusterRecord) -> ClusterRecord:
-            if all((n.pid, n.started) != (rec.pid, rec.started) for n in r.nodes):
-                return r  # a newer process of the node was started meanwhile
-            # an inducted node learns its id from the cluster
-            return replace(r, nodes=tuple(n for n in r.nodes if n.node_id != node_id)).with_node(
-                new
-            )
-
-        self._commit(ready)
-        return new
-
-    async def _failed(self, rec: NodeRecord, what: str) -> NodeFailed:
+    async def failure(self, rec: NodeRecord, what: str) -> NodeFailed:
         """Record the node as failed; the error naming it, how it ended, and its log."""
         self._update_node(rec, state="failed")
         how = ""
@@ -180,43 +210,52 @@ class LocalCluster(TrackedCluster):
             f"{log_tail(rec.log)}"
         )
 
-    async def converged(self, expect: set[int]) -> tuple[int, dict[int, Any]]:
-        """How many of the expected nodes list exactly ``expect`` alive, and their bodies."""
+    async def converged(
+        self, expect: set[int], ask: Collection[int] | None = None
+    ) -> tuple[int, dict[int, Any]]:
+        """How many of the asked nodes (default: ``expect``) list exactly ``expect`` alive,
+        and their topology bodies (None for a node that did not answer). At most
+        ``ASK_AT_ONCE`` questions are in flight, so a big cluster is not asked all at once."""
+        asked = expect if ask is None else set(ask) & expect
         bodies: dict[int, Any] = {}
+        limiter = trio.CapacityLimiter(ASK_AT_ONCE)
 
-        async def ask(rec: NodeRecord) -> None:
-            bodies[rec.node_id] = await self.topology(rec)
+        async def one(rec: NodeRecord) -> None:
+            async with limiter:
+                bodies[rec.node_id] = await self.topology(rec)
 
         async with trio.open_nursery() as nursery:
             for rec in self.record.nodes:
-                if rec.node_id in expect:
-                    nursery.start_soon(ask, rec)
-        count = 0
-        for body in bodies.values():
-            if body is None:
-                continue
-            alive = {n["node_id"] for n in body.get("nodes", ()) if n.get("state") == "alive"}
-            count += alive == expect
-        return count, bodies
+                if rec.node_id in asked:
+                    nursery.start_soon(one, rec)
+        return sum(sees_all(b, expect) for b in bodies.values()), bodies
 
     async def wait_converged(
         self,
         expect: set[int],
         timeout: float,
-        progress: Progress | None = None,
+        progress: Callable[[int], None] | None = None,
         started: float | None = None,
     ) -> float:
-        """Wait until every node in ``expect`` lists all of ``expect`` alive; seconds taken."""
+        """Wait until every node in ``expect`` lists all of ``expect`` alive; seconds taken
+        (since ``started``, a ``time.monotonic()``, when given). ``progress`` is told after
+        each look how many do. Nodes already seen converged are asked again only once all
+        are, in one last look that must find them all still converged."""
         t0 = time.monotonic() if started is None else started
+        pending = set(expect)
         while True:
             for rec in self.record.nodes:
                 if rec.node_id in expect and self.state_of(rec) == "gone":
-                    raise await self._failed(rec, "exited before the cluster converged")
-            count, _ = await self.converged(expect)
+                    raise await self.failure(rec, "exited before the cluster converged")
+            count, bodies = await self.converged(expect, ask=pending or expect)
+            confirming = not pending
+            pending = {i for i, b in bodies.items() if not sees_all(b, expect)}
+            if not confirming:
+                count = len(expect) - len(pending)
             elapsed = time.monotonic() - t0
             if progress is not None:
-                progress(len(expect), count, len(expect), elapsed)
-            if count == len(expect):
+                progress(count)
+            if confirming and not pending:
                 return elapsed
             if elapsed > timeout:
                 raise ClusterError(
@@ -224,7 +263,8 @@ class LocalCluster(TrackedCluster):
                     f"{len(expect)} nodes list all {len(expect)} alive (logs in "
                     f"{self.record.directory})"
                 )
-            await trio.sleep(0.25)
+            if pending:  # the last look comes at once
+                await trio.sleep(max(0.25, len(expect) / 500))
 
     async def faults(self, rec: NodeRecord, action: str, **kw: Any) -> Any:
         request = Faults(action, kw.get("peer"), kw.get("value", 0), tuple(kw.get("peers", ())))

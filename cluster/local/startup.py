@@ -1,5 +1,5 @@
 """Starting a whole local cluster: every node forked from one zygote, node 0 first, each
-ready, then converged.
+ready, then converged, with a progress report about once a second.
 
 Rules:
 1. The record is written before the first process starts (every node ``starting``), and each
@@ -12,6 +12,13 @@ Rules:
    nothing running (and, for nodes in namespaces, no namespace or bridge).
 4. Nodes in namespaces of their own: the network is made after the record names it and
    before the first fork; each node is forked by a zygote inside its namespace.
+5. The launcher's own work stays small beside the nodes': readiness is asked of every
+   started node that has not answered yet, at most ``ASK_AT_ONCE`` at a time, in rounds
+   (also between forks, about once a second, with a short wait so the forks wait little),
+   and recorded once per round; convergence asks only the nodes not yet seen converged, then
+   all once more (``wait_converged``).
+6. Progress (``LaunchProgress``: started, listening, converged) goes to the caller's
+   callback between steps, at most once per ``REPORT_EVERY`` seconds, and once at the end.
 """
 
 from __future__ import annotations
@@ -19,13 +26,135 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import trio
 
-from .launcher import LocalCluster, Progress
-from .record import ClusterError, ClusterRecord
+from .launcher import ASK_AT_ONCE, LocalCluster
+from .record import ClusterError, ClusterRecord, NodeRecord
 
-__all__ = ["launch"]
+__all__ = ["LaunchProgress", "Progress", "launch"]
+
+REPORT_EVERY = 1.0  # seconds between progress reports
+READY_ROUND = 0.2  # seconds between rounds of readiness questions once every node is forked
+ROUND_WHILE_FORKING = 0.25  # seconds a node gets to answer a round between forks, which wait
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchProgress:
+    """Where a launch stands: processes started, nodes answering (their sockets bound, the
+    dashboard too when they have one), nodes listing every node alive; seconds since the
+    first fork."""
+
+    started: int
+    listening: int
+    converged: int
+    total: int
+    elapsed: float
+
+    @property
+    def done(self) -> bool:
+        return self.converged == self.total
+
+
+Progress = Callable[[LaunchProgress], None]
+
+
+class _Tally:
+    """The counts behind the progress reports, and when the last one went out."""
+
+    def __init__(self, total: int, progress: Progress | None, t0: float) -> None:
+        self.started = self.listening = self.converged = 0
+        self.total = total
+        self._progress = progress
+        self.t0 = t0
+        self._last = -REPORT_EVERY
+        self._said: tuple[int, int, int] = (-1, -1, -1)
+
+    def report(self, *, final: bool = False) -> None:
+        """Report the counts, unless the last report is under ``REPORT_EVERY`` seconds old
+        (a ``final`` one goes out then too, unless it would say the same)."""
+        now = time.monotonic() - self.t0
+        counts = (self.started, self.listening, self.converged)
+        if self._progress is None or (now - self._last < REPORT_EVERY and not final):
+            return
+        if final and counts == self._said and now - self._last < REPORT_EVERY:
+            return
+        self._last, self._said = now, counts
+        self._progress(LaunchProgress(*counts, self.total, now))
+
+
+async def _ready_round(
+    cluster: LocalCluster, waiting: dict[int, NodeRecord], timeout: float
+) -> None:
+    """Ask every node in ``waiting`` once (rule 5), waiting ``timeout`` seconds for each
+    answer; those that answer are recorded running in one write and leave ``waiting``.
+    NodeFailed for a node that died or has no dashboard."""
+    found: list[tuple[NodeRecord, dict[str, Any]]] = []
+    failed: list[ClusterError] = []
+    limiter = trio.CapacityLimiter(ASK_AT_ONCE)
+
+    async def one(rec: NodeRecord) -> None:
+        async with limiter:
+            try:
+                ident = await cluster.probe_ready(rec, timeout)
+            except ClusterError as exc:
+                failed.append(exc)
+                return
+        if ident is not None:
+            found.append((rec, ident))
+
+    async with trio.open_nursery() as nursery:
+        for rec in waiting.values():
+            nursery.start_soon(one, rec)
+    cluster.mark_ready(found)
+    for rec, _ in found:
+        del waiting[rec.node_id]
+    if failed:
+        raise failed[0]
+
+
+async def _start_all(
+    cluster: LocalCluster,
+    tally: _Tally,
+    timeout: float,
+    on_spawned: Callable[[ClusterRecord], object] | None,
+) -> None:
+    """Fork every node (node 0 first and ready, rule 2) and wait until each answers within
+    ``timeout`` seconds of the launch's start."""
+    deadline = tally.t0 + timeout
+    waiting: dict[int, NodeRecord] = {}
+    last_round = time.monotonic()
+    with cluster.open_forker() as fork:  # left (and the zygotes done) before any down
+        first, *rest = cluster.record.nodes
+        fork(first)
+        tally.started = 1
+        if on_spawned is not None:
+            on_spawned(cluster.record)
+        await cluster.wait_ready(first.node_id, max(1.0, deadline - time.monotonic()))
+        tally.listening = 1
+        for rec in rest:
+            waiting[rec.node_id] = fork(rec)
+            tally.started += 1
+            if time.monotonic() - last_round >= REPORT_EVERY:  # for the progress report only
+                await _ready_round(cluster, waiting, ROUND_WHILE_FORKING)
+                last_round = time.monotonic()
+                tally.listening = tally.started - len(waiting)
+            tally.report()
+            await trio.lowlevel.checkpoint()  # a cancellation ends the launch between forks
+        if on_spawned is not None:
+            on_spawned(cluster.record)
+    while waiting:
+        await _ready_round(cluster, waiting, 1.0)
+        tally.listening = tally.total - len(waiting)
+        tally.report()
+        if not waiting:
+            break
+        if time.monotonic() >= deadline:
+            late = next(iter(waiting.values()))
+            raise await cluster.failure(late, f"did not come up within {timeout:g}s")
+        await trio.sleep(READY_ROUND)
 
 
 async def launch(
@@ -39,35 +168,29 @@ async def launch(
     """Start every node of ``cluster.record``; wait until ready (and converged unless
     ``wait=False``). Seconds from the first spawn to convergence, or None without waiting.
     ``on_spawned`` is called with the record once node 0 and once all nodes have pids (the
-    record is already saved then).
+    record is already saved then). ``progress`` gets a ``LaunchProgress`` about once a
+    second and once at the end.
 
     On any failure every process of the cluster is ended before the error propagates.
     """
     t0 = time.monotonic()
-    deadline = t0 + timeout
+    tally = _Tally(len(cluster.record.nodes), progress, t0)
     try:
         cluster.create()  # rule 1
         cluster.make_network()  # rule 4
-        with cluster.open_forker() as fork:  # left (and the zygotes done) before any down
-            first, *rest = cluster.record.nodes
-            fork(first)  # rule 2
-            if on_spawned is not None:
-                on_spawned(cluster.record)
-            await cluster.wait_ready(first.node_id, timeout)
-            for rec in rest:
-                fork(rec)
-                await trio.lowlevel.checkpoint()  # a cancellation ends the launch between forks
-            if on_spawned is not None:
-                on_spawned(cluster.record)
-        for rec in list(cluster.record.nodes):
-            await cluster.wait_ready(rec.node_id, max(1.0, deadline - time.monotonic()))
-            if progress is not None:
-                ready = sum(n.state == "running" for n in cluster.record.nodes)
-                progress(ready, 0, len(cluster.record.nodes), time.monotonic() - t0)
+        await _start_all(cluster, tally, timeout, on_spawned)
         if not wait:
+            tally.report(final=True)
             return None
         expect = {n.node_id for n in cluster.record.nodes}
-        return await cluster.wait_converged(expect, timeout, progress, started=t0)
+
+        def seen(count: int) -> None:
+            tally.converged = count
+            tally.report()
+
+        took = await cluster.wait_converged(expect, timeout, seen, started=t0)
+        tally.report(final=True)
+        return took
     except BaseException:
         with trio.CancelScope(shield=True), contextlib.suppress(ClusterError):
             await cluster.down(grace=5.0)

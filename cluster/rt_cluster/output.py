@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from cluster.local import ClusterRecord, Member
+from cluster.local import ClusterRecord, LaunchProgress, Member, Progress
 
 from .hints import id_list
 
@@ -27,12 +27,11 @@ __all__ = [
     "out",
     "print_nodes",
     "progress",
+    "progress_line",
     "real_and_simulated",
     "status_lines",
     "table",
 ]
-
-Progress = Callable[[int, int, int, float], None]
 
 
 def _write(stream: TextIO, text: str) -> None:
@@ -67,24 +66,27 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
     )
 
 
-def progress(quiet: bool) -> Progress:
-    """A launch progress callback: one line rewritten in place on a terminal, else at most
-    one line a second (plus the final one)."""
-    tty = sys.stdout.isatty()
-    last = [-1.0]
+def progress_line(p: LaunchProgress) -> str:
+    """``  12.0s  started 120/250  listening 97/250  converged 0/250``."""
+    n = p.total
+    return (
+        f"  {p.elapsed:5.1f}s  started {p.started}/{n}  listening {p.listening}/{n}  "
+        f"converged {p.converged}/{n}"
+    )
 
-    def show(ready: int, converged: int, total: int, elapsed: float) -> None:
-        if quiet or (not tty and elapsed - last[0] < 1.0 and converged < total):
+
+def progress(quiet: bool) -> Progress:
+    """A launch progress callback (``launch`` calls it about once a second): one line
+    rewritten in place on a terminal, else a line each time."""
+    tty = sys.stdout.isatty()
+
+    def show(p: LaunchProgress) -> None:
+        if quiet:
             return
-        last[0] = elapsed
-        line = (
-            f"  {elapsed:5.1f}s  {ready}/{total} nodes up, {converged}/{total} see all "
-            f"{total} alive"
-        )
         if tty:
-            _write(sys.stdout, "\r" + line + ("\n" if converged == total else ""))
+            _write(sys.stdout, "\r" + progress_line(p) + ("\n" if p.done else ""))
         else:
-            out(line)
+            out(progress_line(p))
 
     return show
 
