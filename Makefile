@@ -29,13 +29,18 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
+# Every benchmark (several hours, the verdict runs most of it), then the README's table of
+# figures against their goals (python -m bench.summary --readme).
 bench: $(STAMP)
 	$(BIN)/python -m bench.membership
+	$(BIN)/python -m bench.idle
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.storage
-	$(BIN)/python -m bench.cluster
+	$(BIN)/python -m bench.sim
+	$(BIN)/python -m bench.cluster --timeout 300
 	$(BIN)/python -m bench.verdicts passrates
 	$(BIN)/python -m bench.verdicts calibrate
+	$(BIN)/python -m bench.summary --readme
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -33,7 +33,9 @@ from .commands import ASYNC_COMMANDS, cmd_list, cmd_scenario
 from .hints import unknown_command, unknown_option
 from .output import err
 
-__all__ = ["build_parser", "main"]
+__all__ = ["MAX_SIM_NODES", "build_parser", "main"]
+
+MAX_SIM_NODES = 65536  # scenario -n with --sim: SWIM's default member table cap (max_members)
 
 
 # ---- argument types -------------------------------------------------------------------------
@@ -211,7 +213,11 @@ def _add_scenario_command(sub: _Sub) -> None:
         help="play it K times with seeds seed..seed+K-1; results and report sum them up",
     )
     p.add_argument("--out", help="directory for results.json and report.html")
-    p.add_argument("-n", type=_integer(1, MAX_NODES, "-n"), help="override the cluster size")
+    p.add_argument(
+        "-n",
+        type=_integer(1, MAX_SIM_NODES, "-n"),
+        help=f"override the cluster size (at most {MAX_NODES}; {MAX_SIM_NODES} with --sim)",
+    )
     p.add_argument(
         "--hostfile",
         metavar="H",

@@ -27,6 +27,7 @@ import trio
 
 from cluster.local import (
     DEFAULT_SUBNET,
+    MAX_NODES,
     BadInput,
     ClusterError,
     LocalCluster,
@@ -412,6 +413,8 @@ async def cmd_fault(args: argparse.Namespace) -> int:
 def cmd_scenario(args: argparse.Namespace) -> int:
     from scenarios import run_scenario_cli  # scenarios -> cluster; imported only here
 
+    if args.n is not None and args.n > MAX_NODES and not args.sim:
+        raise BadInput(f"-n {args.n}: real clusters have at most {MAX_NODES} nodes (--sim: more)")
     return int(
         run_scenario_cli(
             args.file,

@@ -1,0 +1,188 @@
+"""``python -m bench.summary [--readme]``: the scale-and-cost table from the saved figures.
+
+Reads what the benchmarks saved under bench/results/ (``idle``, ``cluster``, ``sim``,
+``storage``, ``api``), one row per goal of issue 17: the figure, the peer or limit it is
+held against, the goal and whether the saved run met it. Prints the table as Markdown;
+``--readme`` also writes it into README.md between the ``bench:start`` and ``bench:end``
+markers. ``make bench`` runs it last, so the README shows the latest figures. A benchmark
+not run yet shows as "not measured". Nothing is measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+README = Path(__file__).resolve().parents[1] / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+Row = tuple[str, str, str, str, bool | None]  # figure, rtsim, peer or limit, goal, met
+
+
+def _load(name: str) -> Any:
+    try:
+        return json.loads((RESULTS / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _idle(d: Any) -> Iterator[Row]:
+    for r in d["rows"]:
+        n, ours, serf = r["nodes"], r["rtsim"], r["serf"]
+        yield (
+            f"idle CPU per node at rest, {n} nodes (% of a core)",
+            f"{ours['cpu_pct_mean']:.3f}",
+            f"Serf {serf['cpu_pct_mean']:.3f} beside it",
+            "<= Serf's",
+            ours["cpu_pct_mean"] <= serf["cpu_pct_mean"],
+        )
+    r = d["rows"][-1]
+    ours, serf = r["rtsim"], r["serf"]
+    yield (
+        f"memory per node, {r['nodes']} nodes (PSS / private MB)",
+        f"{ours['pss_mb']:.1f} / {ours['uss_mb']:.1f}",
+        f"Serf {serf['pss_mb']:.1f} / {serf['uss_mb']:.1f}",
+        "PSS <= 15 MB",
+        ours["pss_mb"] <= 15.0,
+    )
+
+
+def _cluster(d: Any) -> Iterator[Row]:
+    serf = {r["nodes"]: r for r in d.get("up", []) if r.get("system") == "serf"}
+    for r in d.get("up", []):
+        if r.get("system") != "rtsim" or r["nodes"] not in (100, 250):
+            continue
+        peer = serf.get(r["nodes"])
+        took = r.get("converged_s")
+        yield (
+            f"{r['nodes']} real nodes up and converged (s)",
+            "failed" if took is None else f"{took:.1f}",
+            f"Serf {peer['converged_s']:.1f}" if peer and peer.get("converged_s") else "",
+            "<= 60 s" if r["nodes"] == 250 else "",
+            None if r["nodes"] != 250 else took is not None and took <= 60.0,
+        )
+    for r in d.get("rest", []):
+        what, key = (
+            ("false suspicions", "false_suspicions")
+            if r["run"] == "rest"
+            else ("false deaths", "false_deaths")
+        )
+        loss = f" at {r['loss_pct']:g} % loss" if r["loss_pct"] else " at rest"
+        yield (
+            f"{r['nodes']} real nodes{loss}, {r['minutes']:g} min: {what}",
+            str(r[key]),
+            f"CPU {r['cpu_pct_per_node']:.2f} % a node",
+            f"0 in 10 min{' (shorter run)' if r['minutes'] < 10 else ''}",
+            r[key] == 0 and r["minutes"] >= 10,
+        )
+
+
+def _sim(d: Any) -> Iterator[Row]:
+    for r in d.get("rest", []):
+        if r["n"] == 1000:
+            yield (
+                "simulated 1,000 nodes at rest (virtual s per CPU s)",
+                f"{r['speed_cpu']:.1f}x",
+                f"wall {r['speed_wall']:.1f}x",
+                ">= 10x",
+                r["speed_cpu"] >= 10.0,
+            )
+    for r in d.get("kill", []):
+        if r["n"] in (1000, 10000):
+            speed = r["scenario_virtual_s"] / r["cpu_s"] if r.get("cpu_s") else 0.0
+            yield (
+                f"kill_one --sim -n {r['n']}: wall s, verdict",
+                f"{r['wall_s']:.0f} s, {r.get('verdict')}",
+                f"{speed:.1f}x real time (CPU), peak RSS {r['peak_rss_mib']:.0f} MiB",
+                "<= 600 s" if r["n"] == 10000 else ">= 10x",
+                r["wall_s"] <= 600 and r.get("verdict") == "pass"
+                if r["n"] == 10000
+                else speed >= 10.0,
+            )
+
+
+def _storage(d: Any) -> Iterator[Row]:
+    for r in d["results"]:
+        if "goal" not in r:
+            continue
+        shown = f"{r['mbps']:.0f} MB/s" if "mbps >=" in r["goal"] else f"{r['ratio']:.2f}"
+        yield (
+            r["operation"],
+            shown,
+            f"{r['raw']} {r['raw_mbps']:.0f} MB/s",
+            r["goal"],
+            bool(r.get("goal_met")),
+        )
+
+
+def _api(d: Any) -> Iterator[Row]:
+    for conns, r in d["derived"]["health_over_bare"].items():
+        yield (
+            f"/api/health / bare quart-trio, {conns} connection(s) (req/s)",
+            f"{r['rps_median']:.2f}",
+            f"CPU per request {r['cpu_median']:.2f}",
+            ">= 0.9",
+            bool(r["meets_goal"]),
+        )
+
+
+SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
+    ("idle", _idle),
+    ("cluster", _cluster),
+    ("sim", _sim),
+    ("storage", _storage),
+    ("api", _api),
+)
+
+
+def table() -> str:
+    lines = [
+        "| figure | rtsim | peer / beside | goal | met |",
+        "|---|---|---|---|---|",
+    ]
+    taken = []
+    for name, rows in SOURCES:
+        d = _load(name)
+        when = (d or {}).get("when", "")
+        if when:
+            taken.append(f"`bench.{name}` {when[:16].replace('T', ' ')}")
+        try:
+            got = list(rows(d)) if d is not None else []
+        except (KeyError, TypeError, ZeroDivisionError):
+            got = []
+        if not got:
+            lines.append(f"| bench.{name} | not measured | | | |")
+        for figure, ours, peer, goal, met in got:
+            mark = "" if met is None else ("yes" if met else "**no**")
+            lines.append(f"| {figure} | {ours} | {peer} | {goal} | {mark} |")
+    lines += ["", f"Taken: {', '.join(taken)}." if taken else "Nothing measured yet."]
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(text: str) -> None:
+    readme = README.read_text()
+    head, start, rest = readme.partition(START)
+    _, end, tail = rest.partition(END)
+    if not start or not end:
+        raise SystemExit(f"README.md has no {START} ... {END} section")
+    README.write_text(f"{head}{START}\n{text}{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.summary", description=__doc__)
+    ap.add_argument("--readme", action="store_true", help="also write the table into README.md")
+    args = ap.parse_args(argv)
+    text = table()
+    sys.stdout.write(text)
+    if args.readme:
+        write_readme(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""bench.summary: one row per goal from the saved figures, written between the README's
+markers and nowhere else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import summary
+
+
+def test_rows_come_from_the_saved_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(summary, "RESULTS", tmp_path)
+    (tmp_path / "storage.json").write_text(json.dumps({"when": "2026-01-02T03:04:05", "results": [
+        {"operation": "array write 1 MiB", "mbps": 300.0, "raw_mbps": 1000.0, "raw": "copy",
+         "ratio": 0.3, "goal": "ratio >= 0.3", "goal_met": True},
+        {"operation": "array recovery", "mbps": 400.0, "raw_mbps": 1000.0, "raw": "copy",
+         "ratio": 0.4, "goal": "mbps >= 500", "goal_met": False},
+        {"operation": "no goal here", "mbps": 1.0, "raw_mbps": 1.0, "raw": "copy", "ratio": 1},
+    ]}))  # fmt: skip
+    text = summary.table()
+    assert "| array write 1 MiB | 0.30 | copy 1000 MB/s | ratio >= 0.3 | yes |" in text
+    assert "| array recovery | 400 MB/s | copy 1000 MB/s | mbps >= 500 | **no** |" in text
+    assert "no goal here" not in text
+    assert "| bench.api | not measured |" in text  # no file: said, not guessed
+    assert "`bench.storage` 2026-01-02 03:04" in text
+
+
+def test_the_readme_section_is_replaced_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\nbefore\n{summary.START}\nold table\n{summary.END}\nafter\n")
+    monkeypatch.setattr(summary, "README", readme)
+    summary.write_readme("| new |\n")
+    assert readme.read_text() == f"# x\nbefore\n{summary.START}\n| new |\n{summary.END}\nafter\n"
+    readme.write_text("no markers\n")
+    with pytest.raises(SystemExit, match="bench:start"):
+        summary.write_readme("| new |\n")
+    assert readme.read_text() == "no markers\n"
