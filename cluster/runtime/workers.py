@@ -130,6 +130,7 @@ class WorkerPool:
         self._cost_model = cost_model
         self._nursery: trio.Nursery | None = None
         self._retrying: dict[PoolId, int] = {}  # retrying periodic tasks by pool, for the logs
+        self._inline_turn = 0  # the worker row the last inline task was counted on
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run every worker until cancelled."""
@@ -163,21 +164,17 @@ class WorkerPool:
         assert task.result is not None
         return task.result.unwrap()  # type: ignore[no-any-return]
 
-    def run_inline(self, pool_id: PoolId, method: str, size: float, fn: Callable[[], T]) -> T:
-        """Execute the sync ``fn`` as a task of ``pool_id``'s ``method`` in the caller's own
-        task: no hop to a worker (all workers share one thread, so the hop buys no overlap,
-        only about 20 µs of scheduling). It is counted on the least-loaded worker and teaches
-        the cost model as ``run`` does; for work of microseconds, whose caller yields itself."""
-        w = self._pick()
-        cpu0, wall0 = time.thread_time_ns(), time.perf_counter_ns()
-        result = fn()
-        cpu_us = (time.thread_time_ns() - cpu0) / 1000
-        wall_us = (time.perf_counter_ns() - wall0) / 1000
-        w.processed += 1
+    def count_inline(self, pool_id: PoolId, method: str, size: float, wall_us: float) -> None:
+        """A task of ``pool_id``'s ``method`` that its caller ran in its own task, in
+        ``wall_us`` µs of work that never waited (so its CPU time too): counted on a worker
+        row in turn and taught to the cost model as ``run`` does. For work of microseconds,
+        where the hop to a worker (all share one thread: no overlap, about 20 µs of
+        scheduling) would cost more than the work."""
+        self._inline_turn = (self._inline_turn + 1) % len(self._workers)
+        self._workers[self._inline_turn].processed += 1
         model = self._cost_model(pool_id)
         if model is not None:
-            model.observe(method, size, cpu_us, wall_us)
-        return result
+            model.observe(method, size, wall_us, wall_us)
 
     def _submit(
         self, pool_id: PoolId, method: str, size: float, fn: TaskFn, *, is_async: bool
