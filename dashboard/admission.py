@@ -5,11 +5,7 @@ Rules:
    read-time limits, 413/408), so a slow client never holds a slot. A bodiless request (a
    GET, as HTTP/1.x frames it) is complete with its head and goes straight on.
 2. At most ``max_threads`` requests are inside the app at a time (a ``trio.Semaphore`` around
-   each ASGI call, held until the response is sent); more wait their turn. The slot is given
-   back when the answer's last message has gone out, not when the app returns: quart-trio's
-   teardown after that send held it while the client's next request on the same connection
-   waited for it (``bench.api``: with as many connections as slots, 0.71 of a bare app's
-   requests/s, against 0.91 with four times as many connections).
+   each ASGI call, held until the response is sent); more wait their turn.
 3. Requests that forward to a peer (``/api/nodes/<peer>/...``, a pool monitor with a
    non-local routing, ``/api/cluster/views``, which asks every member) first take a slot of
    a smaller forward limiter, so forwards can hold at most ``max_threads - reserve`` slots:
@@ -155,28 +151,13 @@ class Admission:
                 await self._forward(scope, receive, send)
             else:
                 slots = self.health if is_health(scope) else self.requests
-                await self._in_slot(slots, scope, receive, send)
+                await _take(slots)
+                try:
+                    await self.app(scope, receive, send)
+                finally:
+                    slots.release()
         finally:
             self.intake.release(held)
-
-    async def _in_slot(self, slots: trio.Semaphore, scope: Scope, receive: Any, send: Any) -> None:
-        """Rule 2: ``app`` in one of ``slots``, given back once the answer's last message is
-        sent (or the app ends without one)."""
-        await _take(slots)
-        held = True
-
-        async def send_then_free(message: Any) -> None:
-            nonlocal held
-            await send(message)
-            if held and message["type"] == "http.response.body" and not message.get("more_body"):
-                held = False
-                slots.release()
-
-        try:
-            await self.app(scope, receive, send_then_free)
-        finally:
-            if held:
-                slots.release()
 
     def _take_slots_nowait(self) -> bool:
         try:
