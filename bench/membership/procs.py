@@ -211,7 +211,10 @@ class SerfCluster(_Cluster):
         self._sent = [0] * n
         self._stop = threading.Event()
 
-    def start(self) -> None:
+    def start(self, *, wait_each: bool = True) -> None:
+        """Start the agents, each once the one before answers on its RPC port; with
+        ``wait_each`` False only agent 0 is waited for, as ``rt_cluster up`` starts its nodes
+        (the monitors need it, so ``watch`` must be False then)."""
         for i in range(self.n):
             cmd = [
                 self.serf,
@@ -231,7 +234,8 @@ class SerfCluster(_Cluster):
             self.procs.append(
                 subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             )
-            self._wait_rpc(i)
+            if wait_each or i == 0:
+                self._wait_rpc(i)
             if not self.watch:
                 continue
             mon = subprocess.Popen(
