@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
-from .helpers import end_everything
+from cluster.local import Member, Processes, Zygote, live_members
+
+from .helpers import ZYGOTE, end_everything, holders_of, zygote_env
 
 
 @pytest.fixture
@@ -19,3 +24,27 @@ def cluster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         yield home
     finally:
         end_everything(home)
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Path]:
+    """The directory the zygote records nodes in; every node recorded there, and anything
+    holding a file under ``tmp_path``, is killed afterwards."""
+    d = tmp_path / "procs"
+    d.mkdir()
+    try:
+        yield d
+    finally:
+        running = live_members(tmp_path)
+        trio.run(lambda: Processes().terminate(running, hard=True, name=Member.label))
+        for pid in holders_of(tmp_path):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture
+def zygote(tmp_path: Path, procs: Path) -> Iterator[Zygote]:
+    with Processes().open_zygote(ZYGOTE, zygote_env(tmp_path), tmp_path / "zygote.log") as z:
+        yield z

@@ -20,21 +20,30 @@ from typing import IO
 
 import trio
 
-from cluster.local import ClusterError, Member, Processes, live_members, read_record
+from cluster.local import ClusterError, Member, Processes, child_env, live_members, read_record
 from cluster.rt_cluster.cli import main
 from tests.support import wait_for
 
 __all__ = [
     "NO_WORKLOAD",
+    "ZYGOTE",
     "end_everything",
     "holders_of",
     "read_until",
     "rt_cluster",
     "run_main",
     "wait_nothing_holds",
+    "zygote_env",
 ]
 
 NO_WORKLOAD = "workload: {enabled: false}\n"
+ZYGOTE = [sys.executable, "-m", "cluster.node.zygote"]
+
+
+def zygote_env(tmp_path: Path) -> dict[str, str]:
+    """A zygote's environment: no RT_ settings of the caller's, HOME under ``tmp_path``."""
+    ours = {k: v for k, v in os.environ.items() if not k.startswith("RT_")}
+    return child_env({**ours, "HOME": str(tmp_path)})
 
 
 def rt_cluster(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

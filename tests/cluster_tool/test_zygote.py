@@ -8,19 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from cluster.local import (
-    Member,
-    Processes,
     Zygote,
-    child_env,
     free_port,
     live_members,
     process_state,
@@ -28,15 +22,9 @@ from cluster.local import (
 )
 from tests.support import wait_for
 
-from .helpers import NO_WORKLOAD, holders_of, wait_nothing_holds
+from .helpers import NO_WORKLOAD, ZYGOTE, wait_nothing_holds, zygote_env
 
 pytestmark = pytest.mark.slow
-ZYGOTE = [sys.executable, "-m", "cluster.node.zygote"]
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    ours = {k: v for k, v in os.environ.items() if not k.startswith("RT_")}
-    return child_env({**ours, "HOME": str(tmp_path)})
 
 
 def _node_argv(tmp_path: Path, config: str = NO_WORKLOAD) -> list[str]:
@@ -49,30 +37,6 @@ def _node_argv(tmp_path: Path, config: str = NO_WORKLOAD) -> list[str]:
 def _record(procs: Path, pid: int) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((procs / f"{pid}.json").read_text())
     return doc
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Path]:
-    """The directory the zygote records nodes in; every node recorded there, and anything
-    holding a file under ``tmp_path``, is killed afterwards."""
-    d = tmp_path / "procs"
-    d.mkdir()
-    try:
-        yield d
-    finally:
-        running = live_members(tmp_path)
-        trio.run(lambda: Processes().terminate(running, hard=True, name=Member.label))
-        for pid in holders_of(tmp_path):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-@pytest.fixture
-def zygote(tmp_path: Path, procs: Path) -> Iterator[Zygote]:
-    with Processes().open_zygote(ZYGOTE, _env(tmp_path), tmp_path / "zygote.log") as z:
-        yield z
 
 
 def test_a_forked_node_is_recorded_ignores_sigpipe_and_its_end_is_recorded(
@@ -125,7 +89,7 @@ def test_a_node_is_recorded_even_when_its_launcher_never_reads_the_answer(
     request = {"argv": _node_argv(tmp_path), "log": str(tmp_path / "node.log"),
                "procs": str(procs), "tag": {"node_id": 0}}  # fmt: skip
     zygote = subprocess.Popen(ZYGOTE, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                              env=_env(tmp_path), text=True)  # fmt: skip
+                              env=zygote_env(tmp_path), text=True)  # fmt: skip
     assert zygote.stdin is not None
     zygote.stdin.write(json.dumps(request) + "\n")
     zygote.stdin.close()

@@ -6,21 +6,16 @@ second copy of the libraries (issue 17)."""
 from __future__ import annotations
 
 import os
-import signal
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import trio
 
-from cluster.local import Member, Processes, Zygote, child_env, free_port, live_members
+from cluster.local import Zygote, free_port
 from tests.support import wait_for
 
-from .helpers import NO_WORKLOAD, holders_of
+from .helpers import NO_WORKLOAD
 
 pytestmark = pytest.mark.slow
-ZYGOTE = [sys.executable, "-m", "cluster.node.zygote"]
 # A node with its dashboard keeps about 13 MB private at rest (Python 3.11); one that imported
 # the HTTP stack or numpy itself would keep 25 MB or more.
 PRIVATE_MB_AT_MOST = 20.0
@@ -35,30 +30,10 @@ def _private_mb(pid: int) -> float:
     return kib / 1024
 
 
-@pytest.fixture
-def zygote(tmp_path: Path) -> Iterator[tuple[Zygote, Path]]:
-    procs = tmp_path / "procs"
-    procs.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RT_")}
-    try:
-        with Processes().open_zygote(
-            ZYGOTE, child_env({**env, "HOME": str(tmp_path)}), tmp_path / "zygote.log"
-        ) as z:
-            yield z, procs
-    finally:
-        running = live_members(tmp_path)
-        trio.run(lambda: Processes().terminate(running, hard=True, name=Member.label))
-        for pid in holders_of(tmp_path):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
 def test_a_forked_node_keeps_little_memory_to_itself(
-    tmp_path: Path, zygote: tuple[Zygote, Path]
+    tmp_path: Path, procs: Path, zygote: Zygote
 ) -> None:
-    z, procs = zygote
+    z = zygote
     cfg = tmp_path / "node.yaml"
     cfg.write_text(NO_WORKLOAD)
     log = tmp_path / "node.log"
@@ -73,11 +48,11 @@ def test_a_forked_node_keeps_little_memory_to_itself(
 
 
 def test_the_zygote_holds_numpy_and_no_thread_before_it_forks(
-    tmp_path: Path, zygote: tuple[Zygote, Path]
+    tmp_path: Path, procs: Path, zygote: Zygote
 ) -> None:
     # numpy is shared from the zygote (a node that codes would otherwise keep 16 MB of its
     # own), and its BLAS started no thread there: a fork carries only the calling thread.
-    z, procs = zygote
+    z = zygote
     log = tmp_path / "node.log"
     argv = ["start", "--port", str(free_port()), "--node-id", "0", "--viz-port", "0"]
     z.fork(argv, str(log), procs, {"node_id": 0})  # answered once the zygote is preloaded
