@@ -5,13 +5,20 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Exact versions with hashes of every package the venv holds (runtime, test extras, the build
+# backend and the lock tool): CI and a fresh clone install the same bytes whatever the registry
+# serves today. pyproject.toml keeps the ranges for users of the wheel. `make lock` refreshes it.
+LOCK := requirements/lock.txt
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench clean lock drift
 
-$(STAMP): pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+# A changed lock makes the venv anew (--clear), so it holds the lock and nothing else; the
+# project itself goes in editable, without dependencies and without build isolation (its build
+# backend comes from the lock too).
+$(STAMP): pyproject.toml $(LOCK)
+	$(PY) -m venv --clear $(VENV)
+	$(BIN)/pip install -q --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -43,7 +50,27 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.summary --readme
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(DRIFT) build *.egg-info
+
+# Resolve pyproject.toml's ranges (and requirements/tools.in) again, newest versions first, and
+# write the lock; review the diff, run `make test` and commit both (docs/dependencies.md).
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml requirements/tools.in --extra test --upgrade \
+		--generate-hashes --universal --python-version 3.11 \
+		--custom-compile-command 'make lock' -o $(LOCK)
+
+# The drift check: a venv of its own built from pyproject.toml's ranges alone (what a user of
+# the wheel gets today), then the whole test command in it. Not CI's path: run it before
+# `make lock`, and whenever a dependency may have released (docs/dependencies.md).
+DRIFT := .venv-drift
+drift:
+	$(PY) -m venv --clear $(DRIFT)
+	$(DRIFT)/bin/pip install -q -e '.[test]'
+	$(DRIFT)/bin/pip freeze --exclude-editable > $(DRIFT)/freeze.txt
+	$(DRIFT)/bin/ruff check .
+	$(DRIFT)/bin/ruff format --check .
+	$(DRIFT)/bin/mypy
+	$(DRIFT)/bin/pytest -q
 
 # Coverage-guided fuzzing of every parser of outside bytes (fuzz/), longer than CI's pass:
 # FUZZ_SECONDS per target (default 600), FUZZ_JOBS at once (about an hour on 2 cores). New

@@ -18,6 +18,12 @@ Rules:
 5. The document is built from the parser's events (libyaml's C parser when PyYAML has it), in
    one loop with an explicit stack: no recursion, so no depth can overflow the C stack (PyYAML's
    C composer crashes the process on a few thousand nested ``[``).
+6. Our limits speak first, whatever libyaml is installed. Newer libyamls refuse deep nesting
+   themselves (about 1,000 levels), and since their scanner reads up to 1,024 characters
+   ahead, that refusal can come before the builder has seen the first level past
+   ``max_depth``. Such a refusal is answered by reading the text up to its mark again with the
+   pure-Python parser, which stops at our limit's own line and column (at most about a second
+   for a 1 MiB prefix, and only for text a libyaml has already called too deep).
 """
 
 from __future__ import annotations
@@ -106,12 +112,29 @@ def load_marked(text: str | bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[Any
             raise YamlError(f"not UTF-8 text: {exc.reason}", line, column) from None
     if len(text) > limits.max_bytes:
         raise _too_large(limits)
-    loader = _Loader(text)
+    try:
+        return _build(_Loader, text, limits)
+    except _TooDeepForLibyaml as refusal:
+        raise _depth_refusal(text, refusal.error, limits) from None
+
+
+class _TooDeepForLibyaml(Exception):
+    """libyaml's own nesting limit spoke (rule 6); ``error`` is its refusal in our words."""
+
+    def __init__(self, error: YamlError) -> None:
+        self.error = error
+
+
+def _build(loader_type: type[yaml.SafeLoader], text: bytes, limits: Limits) -> tuple[Any, KeyMarks]:
+    loader = loader_type(text)
     builder = _Builder(loader, limits)
     try:
         return builder.document(), builder.marks
     except yaml.MarkedYAMLError as exc:
-        raise _marked(exc) from None
+        error = _marked(exc)
+        if "maximum nesting depth" in (exc.problem or ""):
+            raise _TooDeepForLibyaml(error) from None
+        raise error from None
     except yaml.reader.ReaderError as exc:  # bad encoding, a control character
         line, column = _line_column(text[: exc.position].decode("utf-8", "replace"))
         raise YamlError(exc.reason, line, column) from None
@@ -119,6 +142,25 @@ def load_marked(text: str | bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[Any
         raise YamlError(" ".join(str(exc).split())) from None
     finally:
         loader.dispose()
+
+
+def _depth_refusal(text: bytes, libyaml: YamlError, limits: Limits) -> YamlError:
+    """Our own refusal of a text libyaml found too deeply nested: the pure-Python parser reads
+    it again up to libyaml's mark, where our depth (or node) limit speaks at its own place. A
+    libyaml whose limit were below ours would leave that prefix whole: then its mark stands."""
+    if libyaml.line is None or libyaml.column is None:  # pragma: no cover - libyaml marks it
+        return libyaml
+    # A prefix cut at the wrong place (text in UTF-16, lines broken by CR alone) only means the
+    # second reading ends without our refusal, and libyaml's mark stands.
+    chars = text.decode("utf-8", "replace")
+    lines = chars.split("\n", libyaml.line - 1)
+    end = len(chars) - len(lines[-1]) + libyaml.column
+    try:
+        _build(yaml.SafeLoader, chars[:end].encode("utf-8"), limits)
+    except YamlError as ours:
+        if ours.problem.startswith(("nested deeper", "more than")):
+            return ours
+    return YamlError(f"nested deeper than {limits.max_depth} levels", libyaml.line, libyaml.column)
 
 
 def _line_column(before: str) -> tuple[int, int]:

@@ -36,7 +36,7 @@ def test_a_date_where_a_number_belongs_is_a_scenario_error() -> None:
 
 
 def test_deep_nesting_and_huge_numbers_are_scenario_errors() -> None:
-    with pytest.raises(ScenarioError, match="nested deeper"):
+    with pytest.raises(ScenarioError, match=r"line 1, column 45: nested deeper than 32 levels"):
         parse_scenario("description: " + "[" * 50_000, "s.yaml")
     with pytest.raises(ScenarioError, match="not a valid int"):
         parse_scenario(BASE.replace("at: 1,", "at: " + "1" * 5000 + ","), "s.yaml")
