@@ -51,7 +51,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.loadbounds import FD_SLACK, PEER_BACK, problems, table
 from bench.loadgen import summary
-from cluster.errors import ApiError
+from cluster.ground.errors import ApiError
 from cluster.local import LocalCluster, Proc, Processes, child_env, launch, plan_cluster
 from cluster.node import Identity, rpc_call
 

@@ -46,7 +46,7 @@ from typing import Any
 import trio
 
 from bench.api.load import Conn
-from cluster.errors import ApiError
+from cluster.ground.errors import ApiError
 from cluster.node import Identity, rpc_call
 from cluster.node.fds import nofile_limit, raise_nofile_limit
 

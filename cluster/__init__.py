@@ -13,35 +13,60 @@ Embedded use (a runtime inside another process, e.g. a test)::
     trio.run(main)
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
-    ApiError,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    NotFound,
-    PeerUnavailable,
-    SettingsError,
-    ValidationFailed,
-)
-from .ids import ADMIN_POOL_ID, PoolId
-from .runtime import FORWARD_TIMEOUT, Runtime, SingleNode
-from .settings import Settings, load_settings
-
 if TYPE_CHECKING:
+    from .ground.errors import (
+        ApiError,
+        BadRequest,
+        Conflict,
+        Forbidden,
+        NotFound,
+        PeerUnavailable,
+        SettingsError,
+        ValidationFailed,
+    )
+    from .ground.ids import ADMIN_POOL_ID, PoolId
+    from .ground.settings import Settings, load_settings
     from .node import Node, open_node, run_node, serve_node
+    from .runtime import FORWARD_TIMEOUT, Runtime, SingleNode
 
-_NODE_NAMES = ("Node", "open_node", "run_node", "serve_node")
+# The facade is a door, not a floor: it imports nothing until a name is asked for, so the
+# rooms below (``cluster.ground``, ``cluster.runtime``, ...) never load it as a side effect,
+# and the node process's membership driver stays unloaded for embedded use until it is used.
+_WHERE = {
+    **dict.fromkeys(
+        (
+            "ApiError",
+            "BadRequest",
+            "Conflict",
+            "Forbidden",
+            "NotFound",
+            "PeerUnavailable",
+            "SettingsError",
+            "ValidationFailed",
+        ),
+        "cluster.ground.errors",
+    ),
+    "ADMIN_POOL_ID": "cluster.ground.ids",
+    "PoolId": "cluster.ground.ids",
+    "Settings": "cluster.ground.settings",
+    "load_settings": "cluster.ground.settings",
+    "FORWARD_TIMEOUT": "cluster.runtime",
+    "Runtime": "cluster.runtime",
+    "SingleNode": "cluster.runtime",
+    **dict.fromkeys(("Node", "open_node", "run_node", "serve_node"), "cluster.node"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    # The node process pulls in the membership driver; import it only when asked for.
-    if name in _NODE_NAMES:
-        from . import node
-
-        return getattr(node, name)
-    raise AttributeError(name)
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'cluster' has no attribute {name!r}")
+    value = getattr(import_module(where), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -3,7 +3,7 @@
 
 Rules:
 1. Bodies are the runtime's (``cluster.runtime.answers``); parameters are described as the
-   runtime parses them (``cluster.parse``: canonical ASCII digits, ranged), so a value the
+   runtime parses them (``cluster.ground.parse``: canonical ASCII digits, ranged), so a value the
    schema allows is one the node accepts, and the examples are ones it answers 200.
 2. Statuses listed here are the handler's own; the HTTP layer's refusals are added to every
    route by ``dashboard.openapi``.

@@ -44,7 +44,7 @@ from typing import Any
 
 import trio
 
-from cluster.errors import BadRequest
+from cluster.ground.errors import BadRequest
 from cluster.runtime import FORWARD_TIMEOUT, is_local, routing_forwards
 
 from .errors import send_error

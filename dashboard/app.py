@@ -25,8 +25,8 @@ from quart.globals import request_ctx
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from cluster.ground.settings import VizSettings
 from cluster.runtime import FORWARD_TIMEOUT, RuntimeView
-from cluster.settings import VizSettings
 
 from .admin import ADMIN, admin_blueprint
 from .admission import Admission

@@ -22,7 +22,7 @@ from pathlib import Path
 import trio
 from quart import Response, request
 
-from cluster.errors import NotFound
+from cluster.ground.errors import NotFound
 from cluster.runtime import RuntimeView, find_assets
 
 from .errors import RESOURCE_ERRNOS

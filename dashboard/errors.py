@@ -1,8 +1,9 @@
 """The one place where failures become HTTP answers.
 
 Rules:
-1. Every ``cluster.errors.ApiError`` becomes its status and ``err.body()`` (``{"error": ...}``,
-   or ``{"ok": false, "errors": {...}}`` for a create/compose validation failure).
+1. Every ``cluster.ground.errors.ApiError`` becomes its status and ``err.body()``
+   (``{"error": ...}``, or ``{"ok": false, "errors": {...}}`` for a create/compose validation
+   failure).
 2. Routing failures keep the reference's messages: an unknown path is 404
    ``no route or asset for <path>``; a wrong method 405 with the ``Allow`` header RFC 9110
    requires; a body over the cap 413; anything else the HTTP layer rejects is 400
@@ -35,7 +36,7 @@ from werkzeug.exceptions import (
     RequestEntityTooLarge,
 )
 
-from cluster.errors import ApiError
+from cluster.ground.errors import ApiError
 
 from .jsonio import dumps
 

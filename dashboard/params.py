@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 from quart import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from cluster.errors import BadRequest
+from cluster.ground.errors import BadRequest
 
 from .errors import MAX_BODY
 

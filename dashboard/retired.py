@@ -10,7 +10,7 @@ from typing import Any
 
 from quart import Blueprint, request
 
-from cluster.errors import NotFound
+from cluster.ground.errors import NotFound
 
 __all__ = ["RETIRED", "retired_blueprint"]
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from quart.globals import request_ctx
 from quart.wrappers import Request
 
-from cluster.errors import Forbidden
-from cluster.parse import ParseError, parse_port
+from cluster.ground.errors import Forbidden
+from cluster.ground.parse import ParseError, parse_port
 
 __all__ = ["SAFE_METHODS", "SitePolicy", "split_host"]
 
@@ -46,7 +46,7 @@ def split_host(value: str) -> tuple[str, int | None]:
     """``"[::1]:8080"`` -> ``("::1", 8080)``; ``"Example.org."`` -> ``("example.org", None)``.
 
     Raises ValueError (only) for a port that is not 1 to 65535 in canonical ASCII digits
-    (``cluster.parse``) or an unbalanced ``[``.
+    (``cluster.ground.parse``) or an unbalanced ``[``.
     """
     value = value.strip().lower()
     port: int | None = None

@@ -30,8 +30,8 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
+from cluster.ground.settings import VizSettings
 from cluster.runtime import RuntimeView
-from cluster.settings import VizSettings
 
 from . import connection
 from .app import create_app

@@ -76,12 +76,14 @@ TARGETS: dict[str, Target] = {
         Target("state", "push/pull state frames, both sides (swim.exchange)", ("swim", "cluster")),
         Target("rpc_frame", "cluster.node.frames: request and reply frames", ("cluster",)),
         Target("rpc_stream", "cluster.node.rpc: bytes on a server connection", ("cluster",), 8192),
-        Target("settings", "cluster.settings.parse_settings_text", ("cluster", "swim"), 8192),
-        Target("safeyaml", "cluster.safeyaml.load_marked", ("cluster", "yaml"), 8192),
+        Target(
+            "settings", "cluster.ground.settings.parse_settings_text", ("cluster", "swim"), 8192
+        ),
+        Target("safeyaml", "cluster.ground.safeyaml.load_marked", ("cluster", "yaml"), 8192),
         Target("scenario", "scenarios.parse_scenario (real and sim)", ("scenarios", "swim"), 8192),
         Target("hostfile", "cluster.node.hostfile.parse_hostfile_text", ("cluster",)),
         Target("query", "dashboard.params.parse_pairs: a query string", ("dashboard",)),
-        Target("numbers", "cluster.parse: ids, ports, sizes, rates, booleans", ("cluster",)),
+        Target("numbers", "cluster.ground.parse: ids, ports, sizes, rates, booleans", ("cluster",)),
         Target("keyring", "swim.keyring.load_keyring: a keyring file", ("swim",)),
     )
 }

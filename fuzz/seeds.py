@@ -31,8 +31,8 @@ from typing import Any
 import msgpack
 import yaml
 
+from cluster.ground.settings import Settings
 from cluster.node import frames
-from cluster.settings import Settings
 from scenarios.records import EXPECT_KINDS, STEP_KINDS
 from scenarios.spec import TOP_KEYS
 from swim import MemberState, SwimConfig, exchange, wire

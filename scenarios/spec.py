@@ -11,7 +11,7 @@ Rules:
 5. An expectation without ``within`` (or with ``within: auto``) gets the bound ``bounds``
    derives for the cluster's size at its step, the scenario's swim settings and the mode
    (real processes add the loop-lag allowances), at ``confidence`` (default 99.9 %).
-6. The YAML is read by ``cluster.safeyaml`` (at most 1 MiB, no anchors or aliases, bounded
+6. The YAML is read by ``cluster.ground.safeyaml`` (at most 1 MiB, no anchors or aliases, bounded
    depth), so no file can make the loader hang or grow without bound.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cluster.safeyaml import YamlError, YamlTooLarge, load, load_file
+from cluster.ground.safeyaml import YamlError, YamlTooLarge, load, load_file
 from swim import SwimConfig
 
 from .bounds import CONFIDENCE, BoundError, derive

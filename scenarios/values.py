@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cluster.parse import MAX_NODE_ID, ParseError, parse_int
+from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_int
 
 from .records import ScenarioError, Target
 
@@ -79,7 +79,7 @@ class Checker:
         return tuple(out)
 
     def _id_range(self, text: str, where: str) -> tuple[int, int]:
-        """``"3-7"``: ASCII digits only (``cluster.parse``), first <= last."""
+        """``"3-7"``: ASCII digits only (``cluster.ground.parse``), first <= last."""
         lo, _, hi = text.partition("-")
         try:
             first, last = (parse_int(p.strip(), low=0, high=MAX_NODE_ID) for p in (lo, hi))

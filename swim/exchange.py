@@ -44,7 +44,7 @@ __all__ = [
 
 Seed = tuple[str, int] | str
 
-MAX_NODE_ID = (1 << 31) - 1  # the highest node id handed out or accepted (cluster.parse's)
+MAX_NODE_ID = (1 << 31) - 1  # the highest node id handed out or accepted (cluster.ground.parse's)
 
 
 def parse_seed(seed: Seed) -> tuple[str, int]:

@@ -1,13 +1,26 @@
-"""Fixtures every test room may use: ``harness``, the processes of one test (tests/support)."""
+"""Fixtures every test room may use:
+
+harness        the processes of one test (tests/support/harness.py)
+runtime        a network-less runtime, workers served, the admin pool in (tests/support/runtime.py)
+cluster_home   a private RT_CLUSTER_HOME for rt_cluster, every process of it ended afterwards
+procs, zygote  the zygote that forks a local cluster's nodes, and the folder it records them in
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import signal
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
+from cluster.local import Member, Processes, Zygote, live_members
+from cluster.runtime import Runtime
 from tests.support import Harness, open_harness
+from tests.support.clusters import ZYGOTE, end_everything, holders_of, zygote_env
+from tests.support.runtime import serving_runtime
 
 
 @pytest.fixture
@@ -16,3 +29,47 @@ def harness(tmp_path: Path) -> Iterator[Harness]:
     test did."""
     with open_harness(tmp_path) as h:
         yield h
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+    """A network-free runtime with running workers and the admin pool."""
+    async with serving_runtime(tmp_path / "data") as rt:
+        yield rt
+
+
+@pytest.fixture
+def cluster_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private RT_CLUSTER_HOME; every process of its clusters is killed afterwards, whatever
+    happened."""
+    home = tmp_path / "clusters"
+    home.mkdir()
+    monkeypatch.setenv("RT_CLUSTER_HOME", str(home))
+    try:
+        yield home
+    finally:
+        end_everything(home)
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Path]:
+    """The directory the zygote records nodes in; every node recorded there, and anything
+    holding a file under ``tmp_path``, is killed afterwards."""
+    d = tmp_path / "procs"
+    d.mkdir()
+    try:
+        yield d
+    finally:
+        running = live_members(tmp_path)
+        trio.run(lambda: Processes().terminate(running, hard=True, name=Member.label))
+        for pid in holders_of(tmp_path):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture
+def zygote(tmp_path: Path, procs: Path) -> Iterator[Zygote]:
+    with Processes().open_zygote(ZYGOTE, zygote_env(tmp_path), tmp_path / "zygote.log") as z:
+        yield z

@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import trio
 
-from cluster.errors import ApiError
+from cluster.ground.errors import ApiError
 from cluster.local import LocalCluster
 from cluster.node import Monitor, rpc_call
 

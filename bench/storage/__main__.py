@@ -24,10 +24,10 @@ from typing import Any
 
 import trio
 
+from cluster.ground.settings import load_settings
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
 from cluster.runtime import Runtime
-from cluster.settings import load_settings
 
 BUDGET_S = 1.0  # seconds per measurement
 ROUNDS = 5  # a module figure and its raw one are taken in this many alternating slices

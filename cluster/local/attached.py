@@ -34,7 +34,7 @@ from typing import Any
 import psutil
 import trio
 
-from cluster.errors import ApiError, SettingsError
+from cluster.ground.errors import ApiError, SettingsError
 from cluster.node import (
     Call,
     Faults,

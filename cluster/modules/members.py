@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.errors import ValidationFailed
-from cluster.ids import PoolId, parse_node_id
+from cluster.ground.errors import ValidationFailed
+from cluster.ground.ids import PoolId, parse_node_id
 from cluster.runtime import ModuleContext, name_error
 from cluster.storage import BlockStore
 

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psutil
 import trio
 
-from cluster.errors import BadRequest, Conflict, ValidationFailed
-from cluster.parse import ParseError, int_value, size_value
+from cluster.ground.errors import BadRequest, Conflict, ValidationFailed
+from cluster.ground.parse import ParseError, int_value, size_value
 from cluster.runtime import (
     ApiParam,
     FormField,
@@ -84,7 +84,7 @@ YIELD_NS = 1_000_000  # ... which yields to other tasks at least this often (nan
 
 def size_bytes(value: Any) -> int:
     """Bytes of a size field: an int as YAML or JSON typed it, or size text as written
-    (``cluster.parse.parse_size``: ASCII digits, an optional K/M/G/T/P suffix, no spaces);
+    (``cluster.ground.parse.parse_size``: ASCII digits, an optional K/M/G/T/P suffix, no spaces);
     ValueError ``unparseable size '<value>'`` otherwise."""
     try:
         return size_value(value, low=0, high=MAX_SIZE)

@@ -21,10 +21,10 @@ import psutil
 import trio
 import yaml
 
-from cluster.errors import ApiError, PeerUnavailable, PeerUnreachable, SettingsError
-from cluster.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, parse_port
-from cluster.safeyaml import YamlError, YamlTooLarge, load_file
-from cluster.settings import Settings, load_settings
+from cluster.ground.errors import ApiError, PeerUnavailable, PeerUnreachable, SettingsError
+from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, parse_port
+from cluster.ground.safeyaml import YamlError, YamlTooLarge, load_file
+from cluster.ground.settings import Settings, load_settings
 
 from .frames import Call, Compose, Migrate, Monitor, Pools, Stop
 from .rpc import PeerTimeout, rpc_call
@@ -46,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse type from a strict parser of ``cluster.parse``."""
+    """An argparse type from a strict parser of ``cluster.ground.parse``."""
 
     def typed(text: str) -> Any:
         try:

@@ -6,7 +6,7 @@ Rules:
    the membership protocol's ``Swim`` frame is the SWIM handle's and is filed by the node.
 2. A refusal is an ``ApiError`` (it goes back with its status); the handlers check what a
    frame's well-typed fields mean, ``frames.decode_untrusted`` has checked their types. Every
-   number is ranged here (``cluster.parse``), before anything changes: a percentage in
+   number is ranged here (``cluster.ground.parse``), before anything changes: a percentage in
    0..100, a delay in 0..600,000 ms, node ids in 0..``MAX_NODE_ID``, at most
    ``MAX_BLOCKED`` peers and ``MAX_COMPOSE_ENTRIES`` entries. A hostile value is a 400, never
    a 500.
@@ -26,9 +26,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import swim
-from cluster.errors import ApiError, BadRequest
-from cluster.ids import ADMIN_POOL_ID, PoolId
-from cluster.parse import MAX_NODE_ID, ParseError, float_value, int_value
+from cluster.ground.errors import ApiError, BadRequest
+from cluster.ground.ids import ADMIN_POOL_ID, PoolId
+from cluster.ground.parse import MAX_NODE_ID, ParseError, float_value, int_value
 
 from .frames import (
     Adopt,

@@ -20,9 +20,9 @@ import os
 import re
 import socket
 
-from cluster.errors import SettingsError
-from cluster.parse import ParseError, parse_port, shown
-from cluster.settings import NetworkingSettings, Settings
+from cluster.ground.errors import SettingsError
+from cluster.ground.parse import ParseError, parse_port, shown
+from cluster.ground.settings import NetworkingSettings, Settings
 
 __all__ = [
     "advertised_host",

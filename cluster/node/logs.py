@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import sys
 
-from cluster.errors import SettingsError
-from cluster.settings import Settings
+from cluster.ground.errors import SettingsError
+from cluster.ground.settings import Settings
 
 __all__ = ["configure_logging", "set_node_id"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import trio
 
 import swim
-from cluster.errors import PeerUnavailable, PeerUnreachable
+from cluster.ground.errors import PeerUnavailable, PeerUnreachable
 from cluster.runtime import FORWARD_TIMEOUT, MemberLike
 
 from .frames import Call, Monitor, PoolMonitor

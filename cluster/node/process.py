@@ -30,9 +30,9 @@ from typing import Any
 
 import trio
 
-from cluster.errors import SettingsError
+from cluster.ground.errors import SettingsError
+from cluster.ground.settings import Settings
 from cluster.runtime import Runtime, preload_modules, serve_workload, startup_compose
-from cluster.settings import Settings
 from swim import SwimConfig, SwimHandle, open_swim
 
 from .control import Control

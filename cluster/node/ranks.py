@@ -5,8 +5,8 @@ Rules:
    wins, in the order Open MPI, PMI (MPICH, Intel MPI), Slurm, so a launcher's own variable
    beats the ``SLURM_PROCID=0`` a batch script hands to every process it starts. The local rank
    (the rank among the launched processes on this host) is the same launcher's variable, 0
-   when that one is unset. Both are parsed strictly (``cluster.parse``); a malformed value is a
-   ``SettingsError`` naming the variable. An empty variable is an unset one.
+   when that one is unset. Both are parsed strictly (``cluster.ground.parse``); a malformed
+   value is a ``SettingsError`` naming the variable. An empty variable is an unset one.
 2. The rank places the node only when nothing else does: ``networking.node_id`` is -1, a
    hostfile is set, and the runtime port was not given on the command line. ``--port`` is a
    per-process choice (``rt_cluster`` makes it for each node), so a launcher's variables that
@@ -36,9 +36,9 @@ from typing import Any
 
 import psutil
 
-from cluster.errors import SettingsError
-from cluster.parse import MAX_NODE_ID, PORT_MAX, ParseError, parse_int, shown
-from cluster.settings import Settings
+from cluster.ground.errors import SettingsError
+from cluster.ground.parse import MAX_NODE_ID, PORT_MAX, ParseError, parse_int, shown
+from cluster.ground.settings import Settings
 
 from .hostfile import is_wildcard, parse_hostfile
 

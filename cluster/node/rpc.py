@@ -44,7 +44,7 @@ from typing import Any
 import msgpack
 import trio
 
-from cluster.errors import (
+from cluster.ground.errors import (
     ApiError,
     BadRequest,
     Conflict,

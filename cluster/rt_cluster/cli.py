@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import trio
 
+from cluster.ground.parse import MAX_NODE_ID, shown
 from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
-from cluster.parse import MAX_NODE_ID, shown
 
 from .commands import ASYNC_COMMANDS, cmd_list, cmd_scenario
 from .hints import unknown_command, unknown_option

@@ -6,7 +6,7 @@ Rules:
    cluster exists and ``--name`` was left out.
 2. Node ids are numbers: a near string is no near node (``10`` is not a typo of ``1``), so an
    unknown id lists the ids there are, long runs shortened (``0..99``).
-3. Whatever the user typed is quoted through ``cluster.parse.shown`` (escaped, cut short).
+3. Whatever the user typed is quoted through ``cluster.ground.parse.shown`` (escaped, cut short).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from cluster.parse import shown
+from cluster.ground.parse import shown
 
 __all__ = [
     "did_you_mean",

@@ -5,7 +5,7 @@ Rules:
    is the table the runtime dispatches on (and the list the dashboard's per-node routes
    check). A peer answers a forwarded query from the same table, so a query added here is
    answered by every node.
-2. A query's parameters are parsed strictly (``cluster.parse``: canonical ASCII digits,
+2. A query's parameters are parsed strictly (``cluster.ground.parse``: canonical ASCII digits,
    ranged) by ``check_params``, which the runtime calls before it answers or forwards: a bad
    parameter is a 400 here, never a wait on a peer. The parsers sit in ``ADMIN_PARAMS``.
 3. Every answer is built from this node's own state: its SWIM table and history
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from cluster.errors import BadRequest
-from cluster.parse import ParseError, parse_int
+from cluster.ground.errors import BadRequest
+from cluster.ground.parse import ParseError, parse_int
 
 from .membership import faults_json, view_name
 

@@ -151,7 +151,7 @@ POOL_NAME: Schema = {
     "maxLength": 64,
     "pattern": r"^[^\s,\x00-\x1f\x7f]([^,\x00-\x1f\x7f]*[^\s,\x00-\x1f\x7f])?$",
 }
-# size text as ``cluster.parse.parse_size`` reads it: digits, a K/M/G/T/P suffix, one B
+# size text as ``cluster.ground.parse.parse_size`` reads it: digits, a K/M/G/T/P suffix, one B
 SIZE: Schema = {
     "type": "string",
     "maxLength": 64,

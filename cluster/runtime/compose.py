@@ -6,7 +6,7 @@ Rules:
    parameters by the module's ``config_errors``: an unknown key, then ``validate_config``).
 2. A pool id or name is taken while its pool is starting, too (``PoolManager.reserve``), so
    two requests for the same id cannot both pass.
-3. Module parameters given as YAML text are read by ``cluster.safeyaml`` within
+3. Module parameters given as YAML text are read by ``cluster.ground.safeyaml`` within
    ``CONFIG_LIMITS`` (64 KiB, no aliases): small enough to parse on the event loop in a few
    milliseconds, and a refusal is a ``config`` field error (400), never a hang. Every YAML
    complaint says where: a parse error its line and column, a module parameter's error the
@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cluster.errors import BadRequest, ValidationFailed
-from cluster.ids import ADMIN_POOL_ID, PoolId
-from cluster.safeyaml import KeyMarks, Limits, YamlError, load_marked
+from cluster.ground.errors import BadRequest, ValidationFailed
+from cluster.ground.ids import ADMIN_POOL_ID, PoolId
+from cluster.ground.safeyaml import KeyMarks, Limits, YamlError, load_marked
 
 from .module import Module
 from .peers import parse_routing

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.settings import Settings
+from cluster.ground.settings import Settings
 
 __all__ = ["config_answer"]
 

@@ -10,7 +10,7 @@ Rules:
 3. Route handlers receive a ``RouteCall`` and return a JSON-able dict or raise an ``ApiError``;
    the dashboard mounts them under ``/api/mod/<mod_name>/`` without knowing what they do.
    Parameters are read as written (never stripped): booleans through ``RouteCall.flag``, pool
-   ids through ``PoolId.parse``, numbers and sizes through ``cluster.parse``.
+   ids through ``PoolId.parse``, numbers and sizes through ``cluster.ground.parse``.
    Every module has the conventional ``GET pools``; one with a create form also ``GET create``
    (the form spec) and ``POST create`` (validate or create); its own ``action_routes`` follow.
    Each route carries its ``ApiSpec`` for ``/openapi.json`` (``ModuleRoute.api``): the
@@ -39,16 +39,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import trio
 
-from cluster.errors import BadRequest, Conflict, NotFound, PoolGone
-from cluster.ids import PoolId
-from cluster.parse import ParseError, parse_bool
+from cluster.ground.errors import BadRequest, Conflict, NotFound, PoolGone
+from cluster.ground.ids import PoolId
+from cluster.ground.parse import ParseError, parse_bool
 
 from . import answers
 from .apidoc import ACTION_PARAM, ApiParam, ApiSpec, Link, form_params
 from .costmodel import CostModel
 
 if TYPE_CHECKING:
-    from cluster.settings import Settings
+    from cluster.ground.settings import Settings
 
     from .pools import PoolManager
     from .workers import WorkerPool
@@ -164,7 +164,7 @@ class RouteCall:
 
     def flag(self, name: str, default: bool = False) -> bool:
         """A boolean parameter: ``default`` when left out or empty, else exactly one of
-        ``cluster.parse.BOOL_WORDS`` (any case); anything else (``maybe``, ``2``, `` 1``) is
+        ``cluster.ground.parse.BOOL_WORDS`` (any case); anything else (``maybe``, ``2``, `` 1``) is
         a BadRequest, before the handler changes anything."""
         value = self.params.get(name, "")
         if value == "":

@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cluster.errors import BadRequest
-from cluster.parse import MAX_NODE_ID, ParseError, parse_int, shown
+from cluster.ground.errors import BadRequest
+from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_int, shown
 
 from .membership import MemberLike
 

@@ -18,8 +18,8 @@ import bisect
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cluster.errors import Forbidden, NotFound
-from cluster.ids import ADMIN_POOL_ID, PoolId
+from cluster.ground.errors import Forbidden, NotFound
+from cluster.ground.ids import ADMIN_POOL_ID, PoolId
 
 from .module import Container, PoolInfo
 

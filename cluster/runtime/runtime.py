@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from cluster.errors import (
+from cluster.ground.errors import (
     ApiError,
     BadRequest,
     Conflict,
@@ -32,8 +32,8 @@ from cluster.errors import (
     PeerUnreachable,
     PoolGone,
 )
-from cluster.ids import ADMIN_POOL_ID, PoolId, parse_node_id
-from cluster.settings import Settings
+from cluster.ground.ids import ADMIN_POOL_ID, PoolId, parse_node_id
+from cluster.ground.settings import Settings
 
 from .admin import ProcessProbe, admin_query, check_params
 from .assets import find_assets

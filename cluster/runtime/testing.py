@@ -20,7 +20,7 @@ from typing import Any
 
 import trio
 
-from cluster.errors import PeerUnreachable
+from cluster.ground.errors import PeerUnreachable
 
 from .membership import MemberLike
 from .runtime import Runtime

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from cluster.errors import ApiError, PeerUnavailable, PeerUnreachable
-from cluster.parse import MAX_NODE_ID, ParseError, parse_int
+from cluster.ground.errors import ApiError, PeerUnavailable, PeerUnreachable
+from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_int
 
 from .admin import VIEW_QUERY, admin_query
 

@@ -30,9 +30,9 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
-from cluster.errors import PoolGone
-from cluster.ids import PoolId
-from cluster.parse import float_value
+from cluster.ground.errors import PoolGone
+from cluster.ground.ids import PoolId
+from cluster.ground.parse import float_value
 
 from .costmodel import CostModel
 

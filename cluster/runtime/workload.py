@@ -22,8 +22,8 @@ from typing import Any
 
 import trio
 
-from cluster.errors import ApiError
-from cluster.ids import ADMIN_POOL_ID
+from cluster.ground.errors import ApiError
+from cluster.ground.ids import ADMIN_POOL_ID
 
 from .runtime import Runtime
 

@@ -10,7 +10,8 @@ pools or workers: the modules (``cluster.modules``) wire it to the runtime.
     Target, BlobLoc, score, ...      blob placement on targets
     parse_size, format_size          sizes such as 16M, 512MB, 1GiB
 
-Storage imports only storage and the ground modules (``cluster.errors``, ``cluster.ids``).
+Storage imports only storage and the ground modules (``cluster.ground.errors``,
+``cluster.ground.ids``).
 """
 
 from .alloc import Allocator, Extent, NoSpace

@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cluster.errors import Conflict
+from cluster.ground.errors import Conflict
 
 __all__ = ["Allocator", "Extent", "NoSpace"]
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from cluster.errors import ApiError, Conflict, PoolGone
-from cluster.ids import PoolId
+from cluster.ground.errors import ApiError, Conflict, PoolGone
+from cluster.ground.ids import PoolId
 
 from .blockdev import BlockStore
 from .erasure import Buffer, Codec, load_numpy

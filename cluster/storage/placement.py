@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cluster.ids import PoolId
+from cluster.ground.ids import PoolId
 
 from .alloc import Extent
 from .iometer import IoSnapshot

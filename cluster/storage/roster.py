@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from cluster.ids import PoolId
+from cluster.ground.ids import PoolId
 
 __all__ = ["ArrayMember", "MemberState", "RecoveryProgress"]
 

@@ -6,7 +6,7 @@ NUL, no line break) and a port from 1 to 65535.
 
 from __future__ import annotations
 
-from cluster.errors import SettingsError
+from cluster.ground.errors import SettingsError
 from cluster.node.hostfile import parse_hostfile_text
 
 

@@ -1,5 +1,5 @@
 """Target ``numbers``: text, and the values JSON makes of it, through every parser of
-``cluster.parse`` (query parameters, environment variables and YAML values all end here).
+``cluster.ground.parse`` (query parameters, environment variables and YAML values all end here).
 
 Only ``ParseError`` may come out (rule 3). What is accepted keeps the rules: integers are
 canonical (``str(parse_int(t)) == t``, rule 1), every number is within the range asked for and
@@ -14,8 +14,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from cluster import parse
-from cluster.parse import ParseError
+from cluster.ground import parse
+from cluster.ground.parse import ParseError
 
 LOW, HIGH = -1, parse.MAX_NODE_ID
 SIZE_HIGH = 1 << 50

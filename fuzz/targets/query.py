@@ -7,7 +7,7 @@ holds at most ``MAX_FIELDS`` keys, and the first of repeated keys wins (rule 2).
 
 from __future__ import annotations
 
-from cluster.errors import BadRequest
+from cluster.ground.errors import BadRequest
 from dashboard.params import MAX_FIELDS, parse_pairs
 
 

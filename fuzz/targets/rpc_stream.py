@@ -22,7 +22,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from cluster.errors import BadRequest, PeerUnreachable
+from cluster.ground.errors import BadRequest, PeerUnreachable
 from cluster.node import frames, rpc
 from cluster.node.frames import BadFrame
 from cluster.node.rpclimits import RpcLimits, RpcServerStats

@@ -1,4 +1,4 @@
-"""Target ``safeyaml``: YAML bytes through ``cluster.safeyaml.load_marked`` with small limits.
+"""Target ``safeyaml``: YAML bytes through ``cluster.ground.safeyaml.load_marked``, small limits.
 
 Only ``YamlError`` may come out (rule 4); what it accepts is plain data (rule 3: dict, list,
 str, int, float, bool, None), nested no deeper than the limit, with no more values than the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.safeyaml import Limits, YamlError, load_marked
+from cluster.ground.safeyaml import Limits, YamlError, load_marked
 
 from ..mutators import yaml_mutator
 

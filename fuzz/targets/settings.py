@@ -1,5 +1,5 @@
 """Target ``settings``: a configuration file's bytes through
-``cluster.settings.parse_settings_text``.
+``cluster.ground.settings.parse_settings_text``.
 
 Only ``SettingsError`` may come out (rule 3); settings it accepts show as plain JSON
 (``to_dict``, what ``/api/config`` answers) and name their paths (``paths``).
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from cluster.errors import SettingsError
-from cluster.settings import parse_settings_text
+from cluster.ground.errors import SettingsError
+from cluster.ground.settings import parse_settings_text
 
 from ..mutators import yaml_mutator
 

@@ -14,12 +14,12 @@ import pytest
 import trio
 from quart_trio import QuartTrio
 
-from cluster.errors import NotFound
-from cluster.ids import PoolId
+from cluster.ground.errors import NotFound
+from cluster.ground.ids import PoolId
+from cluster.ground.settings import VizSettings, load_settings
 from cluster.runtime.module import Container, FormField, FormSpec, Module, ModuleRoute, RouteCall
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakeMembership, FakePeers
-from cluster.settings import VizSettings, load_settings
 from dashboard import create_app
 
 JSON = dict[str, Any]

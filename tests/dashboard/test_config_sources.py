@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cluster.ground.settings import load_settings
 from cluster.runtime.runtime import Runtime
-from cluster.settings import load_settings
 from dashboard import create_app
 
 from .conftest import call

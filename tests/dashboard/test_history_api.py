@@ -16,7 +16,7 @@ import trio
 import trio.testing
 from quart_trio import QuartTrio
 
-from cluster.errors import BadRequest, PeerUnreachable
+from cluster.ground.errors import BadRequest, PeerUnreachable
 from cluster.local import free_port
 from cluster.node import Faults, rpc_call
 from cluster.runtime import FORWARD_TIMEOUT, SingleNode, build_views

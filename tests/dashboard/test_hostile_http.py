@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from quart_trio import QuartTrio
 
+from cluster.ground.settings import load_settings
 from cluster.runtime import BUILTIN
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakeMembership, FakePeers
-from cluster.settings import load_settings
 from dashboard import create_app
 
 from .conftest import make_runtime

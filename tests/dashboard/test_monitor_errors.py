@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.errors import BadRequest
+from cluster.ground.errors import BadRequest
 from cluster.runtime.testing import FakePeers
 
 from .conftest import call

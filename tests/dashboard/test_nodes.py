@@ -67,7 +67,7 @@ async def test_system_stats_min_event_id(client: Any, runtime: Runtime) -> None:
 async def test_min_event_id_is_strict(client: Any, peers: FakePeers, value: str) -> None:
     """Issue 12: an Arabic-Indic digit, a space before the digit or ``1_0`` were read as a
     number (Python's ``int``) and answered 200. The runtime parses the parameter where the
-    query is answered (``cluster.runtime.admin``, with ``cluster.parse``): 400 over HTTP."""
+    query is answered (``cluster.runtime.admin``, with ``cluster.ground.parse``): 400 over HTTP."""
     target = f"/api/nodes/local/system_stats?min_event_id={value}"
     status, body, _ = await call(client, "GET", target)
     assert status == 400, (value, body)
@@ -132,7 +132,7 @@ async def test_refusing_peer_is_503_at_once(
 
 
 async def test_peer_error_status_passes_through(client: Any, peers: FakePeers) -> None:
-    from cluster.errors import BadRequest
+    from cluster.ground.errors import BadRequest
 
     def answer(node_id: int, frame: dict[str, Any]) -> Any:
         raise BadRequest("min_event_id must be an integer, got 'q'")

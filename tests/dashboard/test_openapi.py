@@ -21,12 +21,12 @@ import trio
 from openapi_spec_validator import validate
 from quart_trio import QuartTrio
 
+from cluster.ground.settings import load_settings
 from cluster.runtime import BUILTIN
 from cluster.runtime.admin import ADMIN_QUERIES
 from cluster.runtime.answers import NODE_ANSWERS
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakeMembership, FakePeers
-from cluster.settings import load_settings
 from dashboard import create_app
 
 JSON = dict[str, Any]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cluster.errors import BadRequest
+from cluster.ground.errors import BadRequest
 from dashboard.params import parse_pairs
 
 from .conftest import call

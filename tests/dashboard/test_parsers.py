@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from cluster.errors import BadRequest
+from cluster.ground.errors import BadRequest
 from dashboard.intake import MAX_HEADERS, Refusal, declared_length, head_refusal
 from dashboard.params import MAX_FIELDS, parse_pairs
 from dashboard.safety import SitePolicy, split_host
@@ -73,7 +73,7 @@ def test_split_host_raises_only_value_error(value: str) -> None:
      "h:0", "h:08080", "[::1]:065535", "h:65536", "h:99999", "h: 80", "h:8_0"],
 )  # fmt: skip
 def test_split_host_port_is_ascii_digits(value: str) -> None:
-    """Canonical ASCII digits from 1 to 65535 (``cluster.parse``), nothing else."""
+    """Canonical ASCII digits from 1 to 65535 (``cluster.ground.parse``), nothing else."""
     with pytest.raises(ValueError, match="bad port"):
         split_host(value)
 

@@ -11,9 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from cluster.errors import SettingsError
+from cluster.ground.errors import SettingsError
+from cluster.ground.settings import find_config_file, load_settings, parse_settings_text
 from cluster.node.hostfile import parse_hostfile
-from cluster.settings import find_config_file, load_settings, parse_settings_text
 from scenarios import ScenarioError, parse_scenario
 from swim import FrameError, SwimConfig, recv_frame
 from swim.framing import MAX_VALUES

@@ -3,21 +3,10 @@ tests.support)."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-from pathlib import Path
 
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
 from cluster.runtime import Runtime
-from cluster.settings import load_settings
-
-
-def make_runtime(data_dir: Path) -> Runtime:
-    settings = load_settings("embedded", env={})
-    settings = dataclasses.replace(
-        settings, runtime=dataclasses.replace(settings.runtime, data_dir=str(data_dir))
-    )
-    return Runtime(settings, 0)
 
 
 def digest(data: bytes) -> str:

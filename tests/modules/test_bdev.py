@@ -9,7 +9,7 @@ import shutil
 import pytest
 from storage_helpers import call_route
 
-from cluster.errors import ApiError, BadRequest, Conflict, NotFound, ValidationFailed
+from cluster.ground.errors import ApiError, BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.runtime import Runtime
 from cluster.storage import NoSpace
@@ -135,7 +135,7 @@ async def test_export_import_carries_ram_data(runtime: Runtime) -> None:
 
 
 async def test_destroyed_device_refuses_io(runtime: Runtime) -> None:
-    from cluster.errors import PoolGone
+    from cluster.ground.errors import PoolGone
 
     dev = await make(runtime, "gone", "ram", "64K")
     await runtime.destroy(str(dev.info.pool_id))

@@ -11,9 +11,9 @@ import pytest
 import trio
 from test_config_sweep import BASE
 
-from cluster.errors import ValidationFailed
+from cluster.ground.errors import ValidationFailed
+from cluster.ground.settings import parse_settings_text
 from cluster.runtime import Runtime, startup_compose
-from cluster.settings import parse_settings_text
 
 KNOWN = {
     "rt_bdev": "bdev_type, capacity",

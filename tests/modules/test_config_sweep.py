@@ -13,11 +13,11 @@ import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from storage_helpers import make_runtime
 
-from cluster.errors import ApiError
+from cluster.ground.errors import ApiError
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.runtime import Runtime
+from tests.support.runtime import make_runtime
 
 MEMBERS = ("m0", "m1", "m2")
 BASE: dict[str, dict[str, Any]] = {

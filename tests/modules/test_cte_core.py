@@ -7,7 +7,7 @@ import os
 import pytest
 from storage_helpers import call_route, digest
 
-from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from cluster.ground.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.modules.rt_cte_core import CteCoreContainer
 from cluster.runtime import Runtime
 from tests.support import wait_for_async

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 from storage_helpers import call_route
 
-from cluster.errors import ValidationFailed
+from cluster.ground.errors import ValidationFailed
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.modules.rt_cte_core import CteCoreContainer
 from cluster.modules.rt_safe_bdev import SafeBdevContainer

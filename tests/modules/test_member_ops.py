@@ -8,7 +8,7 @@ from typing import Any
 import trio
 from storage_helpers import call_route, digest, make_array, member_ids
 
-from cluster.errors import ApiError, Conflict
+from cluster.ground.errors import ApiError, Conflict
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
 from cluster.runtime import Runtime
 from tests.support import wait_for_async

@@ -11,7 +11,7 @@ import pytest
 import trio
 from storage_helpers import call_route, make_array, member_ids
 
-from cluster.errors import ValidationFailed
+from cluster.ground.errors import ValidationFailed
 from cluster.modules.members import MemberRequest
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
 from cluster.modules.rt_safe_bdev.container import DEFAULT_PACE_S

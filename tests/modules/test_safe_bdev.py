@@ -7,7 +7,7 @@ import os
 import pytest
 from storage_helpers import call_route, digest, make_array, member_ids
 
-from cluster.errors import Conflict, ValidationFailed
+from cluster.ground.errors import Conflict, ValidationFailed
 from cluster.runtime import Runtime
 from tests.support import wait_for_async
 

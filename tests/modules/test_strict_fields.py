@@ -1,6 +1,6 @@
 """Module route fields are read as written: booleans by ``RouteCall.flag``, pool ids by
-``PoolId.parse``, sizes and numbers by ``cluster.parse``; nothing is stripped. Each refused case
-here was accepted before (the hostile-input suite's findings) and must change nothing."""
+``PoolId.parse``, sizes and numbers by ``cluster.ground.parse``; nothing is stripped. Each refused
+case here was accepted before (the hostile-input suite's findings) and must change nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import pytest
 from storage_helpers import call_route, make_array, member_ids
 
-from cluster.errors import BadRequest, NotFound, ValidationFailed
+from cluster.ground.errors import BadRequest, NotFound, ValidationFailed
 from cluster.modules.rt_cte_core import CteCoreContainer
 from cluster.runtime import Runtime
 

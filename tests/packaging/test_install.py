@@ -38,8 +38,8 @@ from cluster.local import (
     process_state,
     read_record,
 )
-from tests.cluster_tool.helpers import end_everything
 from tests.support import Harness, open_harness
+from tests.support.clusters import end_everything
 
 pytestmark = pytest.mark.slow
 

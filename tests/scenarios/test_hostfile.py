@@ -17,8 +17,8 @@ from cluster.local import (
 )
 from cluster.node import Monitor, rpc_call
 from cluster.rt_cluster.cli import main
-from tests.cluster_tool.helpers import NO_WORKLOAD, end_everything, rt_cluster
 from tests.support import HOST, Harness
+from tests.support.clusters import NO_WORKLOAD, end_everything, rt_cluster
 
 
 @pytest.fixture

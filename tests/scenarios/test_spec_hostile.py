@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scenarios import Scenario, ScenarioError, load_scenario, parse_scenario
-from tests.cluster.test_safeyaml import ALIAS_BOMB
+from tests.ground.test_safeyaml import ALIAS_BOMB
 
 BASE = "nodes: 3\nsteps:\n  - {at: 1, kill: 2, name: k}\nexpect:\n  - {never_dead: [0, 1]}\n"
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import trio
 
-from cluster.errors import ApiError
+from cluster.ground.errors import ApiError
 from cluster.local import Processes, child_env, free_port, log_tail
 from cluster.node import Identity, rpc_call
 

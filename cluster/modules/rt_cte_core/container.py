@@ -10,7 +10,7 @@ nothing else holds space on them.
 
 Request fields are read as written, never stripped: a target name is a pool name
 (``name_error``), ``attach_pool_id`` a ``PoolId.parse`` id, a put's size canonical ASCII digits
-(``cluster.parse``), a blob's tag and name printable and at most ``MAX_KEY`` characters.
+(``cluster.ground.parse``), a blob's tag and name printable and at most ``MAX_KEY`` characters.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
-from cluster.ids import PoolId
-from cluster.parse import ParseError, parse_int
+from cluster.ground.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from cluster.ground.ids import PoolId
+from cluster.ground.parse import ParseError, parse_int
 from cluster.runtime import Container, name_error, parse_period
 from cluster.storage import BlobLoc, BlockStore, NoSpace, Target, plan_moves, score
 

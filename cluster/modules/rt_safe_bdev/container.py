@@ -29,9 +29,9 @@ from typing import Any
 
 import trio
 
-from cluster.errors import BadRequest, Conflict, NotFound
-from cluster.ids import PoolId
-from cluster.parse import ParseError, float_value
+from cluster.ground.errors import BadRequest, Conflict, NotFound
+from cluster.ground.ids import PoolId
+from cluster.ground.parse import ParseError, float_value
 from cluster.runtime import parse_period
 from cluster.storage import (
     Allocator,

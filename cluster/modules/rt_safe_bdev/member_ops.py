@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from cluster.errors import BadRequest, Conflict, NotFound, ValidationFailed
-from cluster.ids import PoolId
+from cluster.ground.errors import BadRequest, Conflict, NotFound, ValidationFailed
+from cluster.ground.ids import PoolId
 from cluster.runtime import ModuleContext
 from cluster.storage import ArrayMember, MemberState, StripeArray
 

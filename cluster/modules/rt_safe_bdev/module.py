@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from cluster.parse import ParseError, int_value, size_value
+from cluster.ground.parse import ParseError, int_value, size_value
 from cluster.runtime import (
     ApiParam,
     ApiSpec,

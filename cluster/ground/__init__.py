@@ -1,0 +1,12 @@
+"""The ground floor every room of ``cluster`` stands on, importing nothing above it (only
+``swim``, for the membership settings' schema):
+
+    errors      the ApiError tree (each error carries its HTTP status) and SettingsError
+    ids         pool and node ids
+    parse       the strict readers of numbers, ports, sizes, booleans (ASCII digits, ranged)
+    safeyaml    the one YAML loader, with limits
+    settings    the settings: their schema and how they are loaded, with each value's origin
+
+Import the module you need (``from cluster.ground.errors import BadRequest``): this package
+re-exports nothing, so reading ids does not load the settings' schema.
+"""
