@@ -4,7 +4,8 @@
     serve_dashboard(view, viz_settings, *, task_status)
                                                        bind, serve, report (bind, port)
 
-``view`` is a ``cluster.runtime.RuntimeView``. Only the node process
+``view`` is a ``cluster.runtime.RuntimeView``; the modules' routes, their forms and the API
+document's vocabulary are ``cluster.api``'s. Only the node process
 (``cluster/node/process.py``) imports this package, lazily. See ``docs/dashboard.md``.
 """
 

@@ -21,7 +21,8 @@ from typing import Any
 import trio
 from quart import Blueprint, Response, current_app
 
-from cluster.runtime import FormField, FormSpec, RuntimeView
+from cluster.api import FormField, FormSpec
+from cluster.runtime import RuntimeView
 
 from . import adminapi as api
 from .assets import asset_response, mounts

@@ -2,7 +2,7 @@
 ``ApiSpec`` per route, attached where the route is registered (``dashboard.admin``).
 
 Rules:
-1. Bodies are the runtime's (``cluster.runtime.answers``); parameters are described as the
+1. Bodies are the runtime's (``cluster.api.answers``); parameters are described as the
    runtime parses them (``cluster.ground.parse``: canonical ASCII digits, ranged), so a value the
    schema allows is one the node accepts, and the examples are ones it answers 200.
 2. Statuses listed here are the handler's own; the HTTP layer's refusals are added to every
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from cluster.runtime import ApiParam, ApiSpec, Link, answers, apidoc
-from cluster.runtime.apidoc import ACTION_PARAM, POOL_ID, POOL_NAME, POOL_PARAM, obj, one_of
+from cluster.api import ApiParam, ApiSpec, Link, answers, apidoc
+from cluster.api.apidoc import ACTION_PARAM, POOL_ID, POOL_NAME, POOL_PARAM, obj, one_of
 
 __all__ = [
     "CHIMODS",
@@ -95,18 +95,26 @@ ROUTES = ApiSpec(
     body=obj(
         {
             "routes": apidoc.array(
-                obj({"method": one_of("GET", "POST"), "path": apidoc.STRING,
-                     "mod_name": apidoc.STRING, "doc": apidoc.STRING})
+                obj(
+                    {
+                        "method": one_of("GET", "POST"),
+                        "path": apidoc.STRING,
+                        "mod_name": apidoc.STRING,
+                        "doc": apidoc.STRING,
+                    }
+                )
             ),
             "mounts": apidoc.array(
-                obj({"mod_name": apidoc.STRING, "url_prefix": apidoc.STRING,
-                     "dir": apidoc.STRING})
+                obj({"mod_name": apidoc.STRING, "url_prefix": apidoc.STRING, "dir": apidoc.STRING})
             ),
         }
     )
-)  # fmt: skip
-EVENTS = ApiSpec(params=(AFTER, LIMIT), body=answers.NODE_ANSWERS["events"],
-                 errors={400: "after or limit is not canonical digits in range"})  # fmt: skip
+)
+EVENTS = ApiSpec(
+    params=(AFTER, LIMIT),
+    body=answers.NODE_ANSWERS["events"],
+    errors={400: "after or limit is not canonical digits in range"},
+)
 FAULTS = ApiSpec(body=answers.NODE_ANSWERS["faults"])
 VIEWS = ApiSpec(
     body=answers.VIEWS,
@@ -164,32 +172,53 @@ def compose(modules: Iterable[str]) -> ApiSpec:
 
 COMPOSE = ApiSpec(
     params=(
-        ApiParam("mod_name", {**apidoc.STRING, "minLength": 1},
-                 "a loaded module other than rt_admin", True, ("rt_bdev",)),
-        ApiParam("pool_name", POOL_NAME, "1 to 64 printable characters, no comma, unique on "
-                 "this node", True, ("api_pool",)),
-        ApiParam("pool_id", POOL_ID, "<major>.<minor>, free, not 0.0 or 1.0", True,
-                 ("880.0",)),
+        ApiParam(
+            "mod_name",
+            {**apidoc.STRING, "minLength": 1},
+            "a loaded module other than rt_admin",
+            True,
+            ("rt_bdev",),
+        ),
+        ApiParam(
+            "pool_name",
+            POOL_NAME,
+            "1 to 64 printable characters, no comma, unique on this node",
+            True,
+            ("api_pool",),
+        ),
+        ApiParam("pool_id", POOL_ID, "<major>.<minor>, free, not 0.0 or 1.0", True, ("880.0",)),
         ApiParam("pool_query", ROUTING.schema, "the pool's routing (local)"),
-        ApiParam("config", doc="module parameters as a YAML mapping (64 KiB at most)",
-                 examples=("{bdev_type: ram, capacity: 64K}",)),
+        ApiParam(
+            "config",
+            doc="module parameters as a YAML mapping (64 KiB at most)",
+            examples=("{bdev_type: ram, capacity: 64K}",),
+        ),
         ACTION_PARAM,
     ),
     body=answers.COMPOSED,
     errors={409: "the pool could not start (nothing is left behind)"},
     fields=True,
     links=(
-        Link("monitor", "GET /api/pools/{pool}/monitor",
-             {"pool": "$response.body#/pool_id", "query": "stats"}),
+        Link(
+            "monitor",
+            "GET /api/pools/{pool}/monitor",
+            {"pool": "$response.body#/pool_id", "query": "stats"},
+        ),
         Link("destroy", "POST /api/pools/{pool}/destroy", {"pool": "$response.body#/pool_id"}),
     ),
-)  # fmt: skip
+)
 METRICS = ApiSpec(body=apidoc.STRING, media="text/plain")
-PAGE = ApiSpec(body=apidoc.STRING, media="text/html",
-               errors={404: "the page's file is not installed"})  # fmt: skip
+PAGE = ApiSpec(
+    body=apidoc.STRING, media="text/html", errors={404: "the page's file is not installed"}
+)
 DOCS_PAGE = PAGE
 OPENAPI = ApiSpec(
-    body=obj({"openapi": {"const": "3.1.0"}, "info": obj({"title": apidoc.STRING}),
-              "paths": apidoc.mapping(apidoc.ANY)}),
+    body=obj(
+        {
+            "openapi": {"const": "3.1.0"},
+            "info": obj({"title": apidoc.STRING}),
+            "paths": apidoc.mapping(apidoc.ANY),
+        }
+    ),
     doc="This document: every route of /api/routes, generated from the running app.",
-)  # fmt: skip
+)

@@ -73,8 +73,7 @@ class ResponseTap:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", ()),
-                                                  *_SECURITY_HEADERS]}  # fmt: skip
+                message = {**message, "headers": [*message.get("headers", ()), *_SECURITY_HEADERS]}
             await send(message)
 
         async def watched() -> Any:

@@ -3,7 +3,8 @@
 Rules:
 1. Every ``cluster.ground.errors.ApiError`` becomes its status and ``err.body()``
    (``{"error": ...}``, or ``{"ok": false, "errors": {...}}`` for a create/compose validation
-   failure).
+   failure). A node id that names no node (``cluster.runtime.UnknownNode``) is worded with
+   where ids are listed (``cluster.api.unknown_node``).
 2. Routing failures keep the reference's messages: an unknown path is 404
    ``no route or asset for <path>``; a wrong method 405 with the ``Allow`` header RFC 9110
    requires; a body over the cap 413; anything else the HTTP layer rejects is 400
@@ -36,13 +37,16 @@ from werkzeug.exceptions import (
     RequestEntityTooLarge,
 )
 
-from cluster.ground.errors import ApiError
+from cluster.api import unknown_node
+from cluster.ground.errors import ApiError, BadRequest
+from cluster.runtime import UnknownNode
 
 from .jsonio import dumps
 
 __all__ = [
     "MAX_BODY",
     "RESOURCE_ERRNOS",
+    "api_answer",
     "error_response",
     "escaped_answer",
     "install_error_handlers",
@@ -57,6 +61,13 @@ RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 
 def error_response(status: int, message: str) -> tuple[dict[str, Any], int]:
     return {"error": message}, status
+
+
+def api_answer(exc: ApiError) -> tuple[dict[str, object], int]:
+    """The body and status of an ``ApiError`` (rule 1)."""
+    if isinstance(exc, UnknownNode):
+        exc = BadRequest(unknown_node(exc.node))
+    return exc.body(), exc.status
 
 
 def _http_error(exc: HTTPException) -> tuple[dict[str, Any], int]:
@@ -125,8 +136,8 @@ def escaped_answer(exc: Exception, method: str, path: str) -> tuple[int, str]:
 
 def install_error_handlers(app: Quart) -> None:
     @app.errorhandler(ApiError)
-    async def api_error(exc: ApiError) -> tuple[dict[str, Any], int]:
-        return exc.body(), exc.status
+    async def api_error(exc: ApiError) -> tuple[dict[str, object], int]:
+        return api_answer(exc)
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> tuple[dict[str, Any], int, dict[str, str]]:
@@ -140,7 +151,7 @@ def install_error_handlers(app: Quart) -> None:
         if isinstance(exc, ExceptionGroup):  # e.g. from a nursery inside the runtime
             api = [e for e in exc.exceptions if isinstance(e, ApiError)]
             if api:
-                return api[0].body(), api[0].status
+                return api_answer(api[0])
         short = _short_of_resources(exc)
         if short is not None:
             return error_response(*short)

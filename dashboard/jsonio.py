@@ -69,8 +69,9 @@ def dumps(obj: Any, **kwargs: Any) -> str:
     try:
         return json.dumps(obj, **kwargs)
     except ValueError:  # a NaN or an infinity somewhere
-        return json.dumps(finite(json.loads(json.dumps(obj, **{**kwargs, "allow_nan": True}))),
-                          **kwargs)  # fmt: skip
+        return json.dumps(
+            finite(json.loads(json.dumps(obj, **{**kwargs, "allow_nan": True}))), **kwargs
+        )
 
 
 class JsonProvider(DefaultJSONProvider):

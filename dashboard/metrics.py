@@ -24,11 +24,25 @@ __all__ = ["CONTENT_TYPE", "DashboardMetrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _FORWARD_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
-_SWIM_COUNTERS = ("probes", "probe_failures", "suspicions", "refutations", "pushpulls",
-                  "refused_incarnation", "refused_new_member", "refused_address",
-                  "epochs")  # fmt: skip
-_SWIM_GAUGES = ("members_up", "members_total", "incarnation", "health_score", "loop_lag",
-                "loop_lag_max")  # fmt: skip
+_SWIM_COUNTERS = (
+    "probes",
+    "probe_failures",
+    "suspicions",
+    "refutations",
+    "pushpulls",
+    "refused_incarnation",
+    "refused_new_member",
+    "refused_address",
+    "epochs",
+)
+_SWIM_GAUGES = (
+    "members_up",
+    "members_total",
+    "incarnation",
+    "health_score",
+    "loop_lag",
+    "loop_lag_max",
+)
 _SWIM_BY_KIND = {
     "sent_packets": ("rt_swim_packets", "sent"),
     "recv_packets": ("rt_swim_packets", "received"),
@@ -85,8 +99,9 @@ class _RuntimeCollector:
         for state, n in counts.items():
             g.add_metric([state], n)
         yield g
-        yield GaugeMetricFamily("rt_is_leader", "1 if this node is the leader",
-                                value=float(self.runtime.is_leader))  # fmt: skip
+        yield GaugeMetricFamily(
+            "rt_is_leader", "1 if this node is the leader", value=float(self.runtime.is_leader)
+        )
 
     def _swim(self) -> Iterator[Metric]:
         fn = getattr(self.runtime.membership, "statistics", None)
@@ -153,13 +168,18 @@ class DashboardMetrics:
     def __init__(self, runtime: RuntimeView, admission: Callable[[], Mapping[str, int]]) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.requests = Counter(
-            "rt_http_requests", "HTTP requests answered", ["route", "method", "status"],
+            "rt_http_requests",
+            "HTTP requests answered",
+            ["route", "method", "status"],
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.forward_seconds = Histogram(
-            "rt_forward_seconds", "Per-node queries forwarded to a peer, until answer or error",
-            ["query", "outcome"], buckets=_FORWARD_BUCKETS, registry=self.registry,
-        )  # fmt: skip
+            "rt_forward_seconds",
+            "Per-node queries forwarded to a peer, until answer or error",
+            ["query", "outcome"],
+            buckets=_FORWARD_BUCKETS,
+            registry=self.registry,
+        )
         self.registry.register(_RuntimeCollector(runtime, admission))
         self._children: dict[tuple[str | None, str, int], Any] = {}
 

@@ -4,8 +4,9 @@ Rules:
 1. One blueprint per module, named by its ``mod_name`` (``/api/routes`` reads the registering
    module from the blueprint name). rt_admin's blueprint also holds the node routes
    (``dashboard.admin``).
-2. The routes are the module's own ``routes()`` (the conventional ``pools`` and ``create``
-   come from ``cluster.runtime.Module``); the dashboard mounts them and knows no more.
+2. The routes are the module's own (``cluster.api.routes_of``: the conventional ``pools`` and
+   ``create`` come from ``cluster.api.HttpModule``); the dashboard mounts them and knows no
+   more.
 3. A route's ``{name}`` segments match one path segment each; the handler receives a
    ``RouteCall`` with the merged parameters and the path arguments. Handlers stay thin.
 4. A route's ``ModuleRoute.api`` goes on its view for the API document (``dashboard.routes``).
@@ -18,7 +19,8 @@ from typing import Any
 
 from quart import Blueprint
 
-from cluster.runtime import Module, ModuleRoute, RouteCall, RuntimeView
+from cluster.api import ModuleRoute, RouteCall, routes_of
+from cluster.runtime import Module, RuntimeView
 
 from .params import request_params
 from .routes import declare
@@ -46,7 +48,7 @@ def _view(runtime: RuntimeView, route: ModuleRoute) -> Any:
 def add_module_routes(bp: Blueprint, runtime: RuntimeView, module: Module) -> None:
     """Register ``module``'s routes on ``bp``."""
     prefix = f"/api/mod/{module.mod_name}/"
-    for route in module.routes():
+    for route in routes_of(module):
         method = route.method.upper()
         path = route.path.strip("/")
         endpoint = re.sub(r"\W", "_", f"mod_{method}_{path}").lower()

@@ -3,7 +3,7 @@
 Rules:
 1. Built on each request from the app's URL map (``dashboard.routes.app_routes``: exactly the
    routes ``/api/routes`` lists, the modules' included) and each route's declaration
-   (``cluster.runtime.ApiSpec``); no path is written here by hand, so the document and the
+   (``cluster.api.ApiSpec``); no path is written here by hand, so the document and the
    app cannot drift apart.
 2. A route without a declaration is still listed, with any JSON as its answer, the common
    refusals, and ``x-rt-undeclared: true`` (the tests fail on it).
@@ -33,7 +33,8 @@ from typing import Any
 
 from quart import Quart
 
-from cluster.runtime import ApiParam, ApiSpec, RuntimeView
+from cluster.api import ApiParam, ApiSpec
+from cluster.runtime import RuntimeView
 
 from .routes import ADMIN, Route, app_routes
 
@@ -44,8 +45,11 @@ FORM = "application/x-www-form-urlencoded"
 ERROR = {"$ref": "#/components/schemas/Error"}
 FIELD_ERRORS = {"$ref": "#/components/schemas/FieldErrors"}
 COMMON: dict[int, tuple[str, str]] = {  # status -> (component name, when)
-    400: ("Malformed", "a query string or form body that is not UTF-8 or not urlencoded, too "
-          "many fields, a malformed Host header"),
+    400: (
+        "Malformed",
+        "a query string or form body that is not UTF-8 or not urlencoded, too "
+        "many fields, a malformed Host header",
+    ),
     403: ("Refused", "the Host header does not name this node, or a cross-site POST"),
     408: ("SlowBody", "the body was not complete 5 s after the request arrived"),
     413: ("TooLarge", "a body over 1 MiB"),
@@ -53,7 +57,7 @@ COMMON: dict[int, tuple[str, str]] = {  # status -> (component name, when)
     431: ("HeadersTooLarge", "headers over 16 KiB"),
     501: ("NotImplemented", "a transfer coding other than chunked"),
     503: ("Unavailable", "the node is short of resources, or a forward found no slot in time"),
-}  # fmt: skip
+}
 MAX_EXAMPLES = 8  # live examples per parameter (rule 5)
 NO_ROUTE = "no route: a path segment that does not match (one with / in it, say)"
 _SEGMENT = re.compile(r"\{([^{}]+)\}")
@@ -127,8 +131,12 @@ def _schema(p: ApiParam, required: bool, live: Mapping[str, list[Any]]) -> JSON:
 
 def _param(p: ApiParam, where: str, live: Mapping[str, list[Any]]) -> JSON:
     required = p.required or where == "path"
-    out: JSON = {"name": p.name, "in": where, "required": required,
-                 "schema": _schema(p, required, live)}  # fmt: skip
+    out: JSON = {
+        "name": p.name,
+        "in": where,
+        "required": required,
+        "schema": _schema(p, required, live),
+    }
     if p.doc:
         out["description"] = p.doc
     return out
@@ -165,8 +173,10 @@ def _responses(route: Route, spec: ApiSpec) -> JSON:
         schema = {"oneOf": [ERROR, FIELD_ERRORS]} if fields else ERROR
         responses[str(status)] = _error(when, schema)
     if spec.fields and "400" not in responses:
-        responses["400"] = _error("fields that do not validate (every one at once), or "
-                                  + COMMON[400][1], {"oneOf": [ERROR, FIELD_ERRORS]})  # fmt: skip
+        responses["400"] = _error(
+            "fields that do not validate (every one at once), or " + COMMON[400][1],
+            {"oneOf": [ERROR, FIELD_ERRORS]},
+        )
     if "{" in route.path and "404" not in responses:
         responses["404"] = _error(NO_ROUTE)
     for status, (name, _) in COMMON.items():

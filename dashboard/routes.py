@@ -5,7 +5,7 @@ Rules:
    one of its methods other than HEAD and OPTIONS; asset mounts and the retired stubs are not
    routes. ``app_routes`` is the one walk over the URL map that both answers use, so the
    document cannot list other routes than ``/api/routes``.
-2. A route's declaration for the document (``cluster.runtime.ApiSpec``) sits on its view
+2. A route's declaration for the document (``cluster.api.ApiSpec``) sits on its view
    function, put there by ``declare`` where the route is registered; ``Route.api`` is None
    for a route registered without one (the document still lists it, flagged).
 3. Paths are written as patterns: ``/api/nodes/<node>/workers`` -> ``/api/nodes/{node}/workers``.
@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from quart import Quart
 
-from cluster.runtime import ApiSpec
+from cluster.api import ApiSpec
 
 __all__ = ["ADMIN", "ASSET_ENDPOINTS", "Route", "app_routes", "declare", "declared", "pattern"]
 
@@ -63,8 +63,12 @@ class Route:
     api: ApiSpec | None
 
     def to_json(self) -> dict[str, str]:
-        return {"method": self.method, "path": self.path, "mod_name": self.mod_name,
-                "doc": self.doc}  # fmt: skip
+        return {
+            "method": self.method,
+            "path": self.path,
+            "mod_name": self.mod_name,
+            "doc": self.doc,
+        }
 
 
 def app_routes(app: Quart, modules: Mapping[str, Any]) -> Iterator[Route]:

@@ -2,11 +2,15 @@
 measured I/O, each allocation or free run as a task of the device's pool.
 
 A device sets ``allocator`` and ``meter`` in ``__post_init__`` and implements ``capacity``,
-``read`` and ``write``; ``rt_bdev`` devices and ``rt_safe_bdev`` arrays both do.
+``read`` and ``write``, each checking its range first (``check_range``); ``rt_bdev`` devices
+and ``rt_safe_bdev`` arrays both do.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from cluster.ground.errors import BadRequest
 from cluster.runtime import Container
 from cluster.storage import Allocator, BlockStore, Extent, IoMeter, IoSnapshot
 
@@ -16,6 +20,15 @@ __all__ = ["ExtentDevice"]
 class ExtentDevice(Container, BlockStore):
     allocator: Allocator
     meter: IoMeter
+    device_noun: ClassVar[str] = "block device"  # how a range error names the device
+
+    def check_range(self, offset: int, size: int) -> None:
+        """BadRequest unless ``size`` bytes at ``offset`` lie inside the device."""
+        if offset < 0 or size < 0 or offset + size > self.capacity:
+            raise BadRequest(
+                f"{size} bytes at offset {offset} are outside {self.device_noun} "
+                f"{self.info.pool_id} (capacity {self.capacity})"
+            )
 
     @property
     def remaining_capacity(self) -> int:

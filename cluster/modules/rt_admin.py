@@ -1,8 +1,9 @@
 """rt_admin: the admin pool ``1.0``, which is the runtime itself.
 
 Its monitor answers the per-node queries (workers, system_stats, containers, bdevs, ...); a
-per-node endpoint addressed to a peer is one such monitor task sent to the peer's admin pool.
-Its HTTP routes are the dashboard's node-local, per-node and per-pool routes.
+per-node query addressed to a peer is one such monitor task sent to the peer's admin pool.
+Its HTTP routes are the dashboard's node-local, per-node and per-pool routes, and the
+conventional ``pools`` of every ``HttpModule``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.runtime import Container, Module
+from cluster.api import HttpModule
+from cluster.runtime import Container
 
 __all__ = ["AdminContainer", "AdminModule"]
 
@@ -34,7 +36,7 @@ class AdminContainer(Container):
         }
 
 
-class AdminModule(Module):
+class AdminModule(HttpModule):
     mod_name = "rt_admin"
     title = "Runtime admin"
     container_class = AdminContainer

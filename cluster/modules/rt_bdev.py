@@ -32,17 +32,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psutil
 import trio
 
-from cluster.ground.errors import BadRequest, Conflict, ValidationFailed
-from cluster.ground.parse import ParseError, int_value, size_value
-from cluster.runtime import (
+from cluster.api import (
     ApiParam,
     FormField,
     FormSpec,
-    Module,
+    HttpModule,
     apidoc,
     pool_id_field,
     pool_name_field,
 )
+from cluster.ground.errors import BadRequest, Conflict, ValidationFailed
+from cluster.ground.parse import ParseError, int_value, size_value
 from cluster.storage import (
     Allocator,
     Buffer,
@@ -174,9 +174,11 @@ class BdevContainer(ExtentDevice):
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             if code in SIZE_ERRNOS or not isinstance(exc, OSError):
                 raise ValidationFailed(
-                    {"capacity": f"a {self.bdev_type} device of {self._capacity} bytes cannot "
-                     f"be made here: {reason}"}
-                ) from None  # fmt: skip
+                    {
+                        "capacity": f"a {self.bdev_type} device of {self._capacity} bytes cannot "
+                        f"be made here: {reason}"
+                    }
+                ) from None
             raise BadRequest(
                 f"cannot create the {self.bdev_type} device at {path}: {reason}"
             ) from None
@@ -198,15 +200,8 @@ class BdevContainer(ExtentDevice):
             raise BadRequest(f"block device {self.info.pool_id} is not started")
         return self.store
 
-    def _check_range(self, offset: int, size: int) -> None:
-        if offset < 0 or size < 0 or offset + size > self._capacity:
-            raise BadRequest(
-                f"{size} bytes at offset {offset} are outside block device {self.info.pool_id} "
-                f"(capacity {self._capacity})"
-            )
-
     async def read(self, offset: int, size: int) -> bytes:
-        self._check_range(offset, size)
+        self.check_range(offset, size)
 
         def op() -> bytes:
             try:
@@ -217,7 +212,7 @@ class BdevContainer(ExtentDevice):
         return await self._run_io("read", size, op)
 
     async def read_into(self, offset: int, out: memoryview) -> None:
-        self._check_range(offset, len(out))
+        self.check_range(offset, len(out))
 
         def op() -> None:
             try:
@@ -228,7 +223,7 @@ class BdevContainer(ExtentDevice):
         await self._run_io("read", len(out), op)
 
     async def write(self, offset: int, data: Buffer) -> None:
-        self._check_range(offset, len(data))
+        self.check_range(offset, len(data))
 
         def op() -> None:
             try:
@@ -239,7 +234,7 @@ class BdevContainer(ExtentDevice):
         await self._run_io("write", len(data), op)
 
     async def write_rows(self, offset: int, rows: Rows) -> None:
-        self._check_range(offset, rows.size)
+        self.check_range(offset, rows.size)
 
         def op() -> None:
             try:
@@ -316,7 +311,7 @@ class BdevContainer(ExtentDevice):
             import_chunks(self.store, ((_offset(o), bytes(memoryview(c))) for o, c in chunks))
 
 
-class BdevModule(Module):
+class BdevModule(HttpModule):
     mod_name = "rt_bdev"
     title = "Block device"
     container_class = BdevContainer

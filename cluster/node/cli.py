@@ -187,6 +187,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
+    from cluster.api import routes_of
     from cluster.runtime import Runtime, available_modules
 
     settings = _settings(args, "embedded")
@@ -196,7 +197,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         print(f"\n{name}: {module.title or name}")
         print(f"  methods: {', '.join(module.methods) or '-'}")
         print(f"  create form: {'yes' if module.has_create_form else 'no'}")
-        for r in module.routes():
+        for r in routes_of(module):
             print(f"  route: {r.method:4} /api/mod/{name}/{r.path}  {r.doc}")
         print(f"  assets: {runtime.assets.get(name, '(none found)')}")
     return 0

@@ -23,12 +23,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import swim
+from cluster.api import unknown_node
 from cluster.ground.errors import ApiError, BadRequest
 from cluster.ground.ids import ADMIN_POOL_ID, PoolId
 from cluster.ground.parse import MAX_NODE_ID, ParseError, float_value, int_value
+from cluster.runtime import UnknownNode
 
 from .frames import (
     Adopt,
@@ -44,9 +46,12 @@ from .frames import (
 from .rpc import Handler
 
 if TYPE_CHECKING:
-    from .process import Node
+    from cluster.runtime import Runtime
 
-__all__ = ["FAULT_ACTIONS", "MAX_BLOCKED", "MAX_COMPOSE_ENTRIES", "Control"]
+    from .peers import RpcPeers
+    from .rpc import RpcServerStats
+
+__all__ = ["FAULT_ACTIONS", "MAX_BLOCKED", "MAX_COMPOSE_ENTRIES", "Control", "ControlledNode"]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
@@ -77,10 +82,30 @@ FAULT_ACTIONS: dict[str, Callable[[swim.Faults, Faults], None]] = {
 }  # each checks every field it reads before it calls the one method that changes the faults
 
 
+class ControlledNode(Protocol):
+    """What the control operations need of their node (``process.Node`` is one)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def swim(self) -> swim.SwimHandle: ...
+    @property
+    def peers(self) -> RpcPeers: ...
+    @property
+    def rpc_port(self) -> int: ...
+    @property
+    def rpc_stats(self) -> RpcServerStats: ...
+    @property
+    def dashboard_url(self) -> str | None: ...
+    def request_stop(self) -> None: ...
+
+
 class Control:
     """The RPC handlers of one node (everything but ``Swim``)."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: ControlledNode) -> None:
         self.node = node
         self.runtime = node.runtime
 
@@ -147,7 +172,10 @@ class Control:
         container = self.runtime.pools.get(pool_id)
         if pool_id == ADMIN_POOL_ID:
             raise BadRequest("the admin pool cannot move")
-        target = self.runtime.resolve_node(str(req.to))
+        try:
+            target = self.runtime.resolve_node(str(req.to))
+        except UnknownNode as exc:  # worded as the dashboard words it
+            raise BadRequest(unknown_node(exc.node)) from None
         if target == self.node.node_id:
             raise BadRequest(f"pool {pool_id} is on node {target} already")
         adopt = Adopt(

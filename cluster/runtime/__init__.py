@@ -1,25 +1,34 @@
 """The runtime of one node, without its network: pools, workers, cost model, stats ring, the
-module contract and registry, and the view the dashboard and the node RPC serve.
+module contract and registry, the answers built from them, and the view the dashboard and
+the node RPC serve.
 
-    Runtime                   one node's runtime; answers from its own state
+    Runtime                   one node's runtime: the core and its answers, composed
+    RuntimeCore               identity, the pool table and the pools' life cycle, the one
+                              bounded forward to a peer
+    the answers               every answer a node gives, each a function of a Protocol
+                              (``NodeState``, ``Forwarder`` in nodestate.py): shapes.py
+                              (health, topology, pools, chimods, config), admin.py (the
+                              admin pool's queries), monitors.py (answered here or
+                              forwarded), views.py (the matrix), configview.py
     Membership, SingleNode    what the runtime reads of the cluster (the SWIM handle, or itself):
                               its table, history and faults (``faults_json``, ``view_name``)
-    build_views               the observer x subject matrix of /api/cluster/views
+    build_views               the observer x subject matrix of the cluster's views
     Peers, is_local           how it reaches peers, and the one "answer here?" decision
+    UnknownNode               a node id neither local nor in the host table
     parse_routing, name_error the strict readings of a routing and of a pool name
     RuntimeView               the narrow view the dashboard is given
     Module, Container, ...    the contract every module implements (``cluster.modules``)
     load_modules, BUILTIN     the registry: modules by dotted path, never imported by name here
     serve_workload            the synthetic workload
-    ApiSpec, apidoc, answers  how routes describe themselves for /openapi.json
 
-The runtime imports nothing of the node process, the dashboard or the modules.
+The runtime imports nothing of the node process, the dashboard, the modules or the HTTP
+description of its modules (``cluster.api``); no module here names the ``Runtime`` class but
+the one that defines it.
 """
 
-from . import answers, apidoc
-from .apidoc import ApiParam, ApiSpec, Link
 from .assets import find_assets, viz_roots
 from .compose import MAX_NAME, name_error
+from .core import RuntimeCore
 from .costmodel import CostModel
 from .membership import (
     EventLike,
@@ -32,20 +41,19 @@ from .membership import (
     state_name,
     view_name,
 )
-from .module import (
-    Container,
-    FormField,
-    FormSpec,
-    Module,
-    ModuleContext,
-    ModuleRoute,
-    PoolInfo,
-    RouteCall,
-    pool_id_field,
-    pool_name_field,
+from .module import Container, Module, ModuleContext, PoolInfo, PoolTable
+from .nodestate import Forwarder, NodeState
+from .peers import (
+    FORWARD_TIMEOUT,
+    Peers,
+    Routing,
+    UnknownNode,
+    is_local,
+    parse_routing,
+    routing_forwards,
 )
-from .peers import FORWARD_TIMEOUT, Peers, Routing, is_local, parse_routing, routing_forwards
 from .pools import PoolManager
+from .probe import ProcessProbe
 from .registry import BUILTIN, available_modules, load_modules, preload_modules
 from .runtime import Runtime
 from .sysstats import StatsRing
@@ -58,34 +66,31 @@ __all__ = [
     "BUILTIN",
     "FORWARD_TIMEOUT",
     "MAX_NAME",
-    "ApiParam",
-    "ApiSpec",
     "Container",
     "CostModel",
     "EventLike",
     "FaultsLike",
-    "FormField",
-    "FormSpec",
-    "Link",
+    "Forwarder",
     "MemberLike",
     "Membership",
     "Module",
     "ModuleContext",
-    "ModuleRoute",
     "NoFaults",
+    "NodeState",
     "Peers",
     "PeriodicTask",
     "PoolInfo",
     "PoolManager",
-    "RouteCall",
+    "PoolTable",
+    "ProcessProbe",
     "Routing",
     "Runtime",
+    "RuntimeCore",
     "RuntimeView",
     "SingleNode",
     "StatsRing",
+    "UnknownNode",
     "WorkerPool",
-    "answers",
-    "apidoc",
     "available_modules",
     "build_views",
     "faults_json",
@@ -95,8 +100,6 @@ __all__ = [
     "name_error",
     "parse_period",
     "parse_routing",
-    "pool_id_field",
-    "pool_name_field",
     "preload_modules",
     "routing_forwards",
     "serve_workload",

@@ -1,13 +1,14 @@
-"""The admin pool's monitor queries: what a per-node endpoint answers about this node.
+"""The admin pool's monitor queries: what a per-node query answers about this node.
 
 Rules:
-1. Each query is one function of the runtime and the request's parameters; ``ADMIN_QUERIES``
-   is the table the runtime dispatches on (and the list the dashboard's per-node routes
-   check). A peer answers a forwarded query from the same table, so a query added here is
-   answered by every node.
+1. Each query is one function of a ``NodeState`` and the request's parameters;
+   ``ADMIN_QUERIES`` is the table the runtime dispatches on (and the list the dashboard's
+   per-node routes check). A peer answers a forwarded query from the same table, so a query
+   added here is answered by every node.
 2. A query's parameters are parsed strictly (``cluster.ground.parse``: canonical ASCII digits,
    ranged) by ``check_params``, which the runtime calls before it answers or forwards: a bad
-   parameter is a 400 here, never a wait on a peer. The parsers sit in ``ADMIN_PARAMS``.
+   parameter is a ``BadRequest`` here, never a wait on a peer. The parsers sit in
+   ``ADMIN_PARAMS``.
 3. Every answer is built from this node's own state: its SWIM table and history
    (``Membership``), its faults, its own process (``ProcessProbe``, psutil on its own pid).
    Machine-wide figures are labelled ``machine`` and read from the stats ring, so this query
@@ -16,11 +17,8 @@ Rules:
 
 from __future__ import annotations
 
-import os
-import secrets
-import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 
@@ -28,9 +26,8 @@ from cluster.ground.errors import BadRequest
 from cluster.ground.parse import ParseError, parse_int
 
 from .membership import faults_json, view_name
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
+from .nodestate import NodeState
+from .shapes import health, pools_json, topology
 
 __all__ = [
     "ADMIN_PARAMS",
@@ -38,58 +35,18 @@ __all__ = [
     "EVENTS_LIMIT",
     "MAX_EVENTS_LIMIT",
     "VIEW_QUERY",
-    "ProcessProbe",
     "admin_query",
     "check_params",
     "events_params",
 ]
 
 JSON = dict[str, Any]
-Query = Callable[["Runtime", Mapping[str, str]], JSON]
+Query = Callable[[NodeState, Mapping[str, str]], JSON]
 MAX_EVENT_ID = (1 << 63) - 1
 MAX_SEQ = (1 << 63) - 1
 EVENTS_LIMIT = 500  # events one page holds unless ``limit`` says otherwise
 MAX_EVENTS_LIMIT = 5000
-VIEW_QUERY = "view"  # what each observer is asked for /api/cluster/views
-
-
-class ProcessProbe:
-    """This process's own figures (psutil on ``os.getpid()``) since the probe was made."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()  # seconds, host-monotonic
-        self.boot = secrets.token_hex(8)  # this process start; a restart draws another
-        self._pid = -1
-        self._proc: psutil.Process | None = None
-        try:
-            self._process()  # primes cpu_percent: its first reading is always 0.0
-        except (OSError, psutil.Error):
-            pass  # tried again at the first reading
-
-    def _process(self) -> psutil.Process:
-        if self._proc is None or self._pid != os.getpid():  # a forked child is another process
-            self._pid = os.getpid()
-            self._proc = psutil.Process(self._pid)
-            self._proc.cpu_percent(None)
-        return self._proc
-
-    def figures(self) -> JSON:
-        """``pid``, ``uptime_s``, ``cpu_percent`` (since the last reading; over 100 when more
-        than one core is busy) and ``rss_bytes``; None for what psutil could not read."""
-        cpu: float | None = None
-        rss: int | None = None
-        try:
-            proc = self._process()
-            cpu = proc.cpu_percent(None)
-            rss = proc.memory_info().rss
-        except (OSError, psutil.Error):
-            pass  # out of file descriptors, say: the figures are unknown, not an error
-        return {
-            "pid": os.getpid(),
-            "uptime_s": round(time.monotonic() - self.started, 3),
-            "cpu_percent": cpu,
-            "rss_bytes": rss,
-        }
+VIEW_QUERY = "view"  # what each observer is asked for the cluster's views (``views``)
 
 
 def _strict(params: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
@@ -102,8 +59,8 @@ def _strict(params: Mapping[str, str], key: str, default: int, low: int, high: i
 
 
 def events_params(params: Mapping[str, str]) -> tuple[int, int]:
-    """``after`` (default 0) and ``limit`` (default 500, 1 to 5000); BadRequest if either is
-    not canonical ASCII digits in range."""
+    """``after`` (default 0) and ``limit`` (default ``EVENTS_LIMIT``, 1 to ``MAX_EVENTS_LIMIT``);
+    BadRequest if either is not canonical ASCII digits in range."""
     after = _strict(params, "after", 0, 0, MAX_SEQ)
     return after, _strict(params, "limit", EVENTS_LIMIT, 1, MAX_EVENTS_LIMIT)
 
@@ -134,15 +91,15 @@ def check_params(query: str, params: Mapping[str, str]) -> None:
         parse(params)
 
 
-def _workers(rt: Runtime, params: Mapping[str, str]) -> JSON:
+def _workers(rt: NodeState, params: Mapping[str, str]) -> JSON:
     return {"workers": rt.workers.snapshot()}
 
 
-def _system_stats(rt: Runtime, params: Mapping[str, str]) -> JSON:
+def _system_stats(rt: NodeState, params: Mapping[str, str]) -> JSON:
     return {"entries": rt.stats.since(_min_event_id(params))}
 
 
-def _containers(rt: Runtime, params: Mapping[str, str]) -> JSON:
+def _containers(rt: NodeState, params: Mapping[str, str]) -> JSON:
     return {
         "containers": [
             {**c.info.to_json(), "methods": c.cost.to_json(), "learning_rate": c.cost.learning_rate}
@@ -151,7 +108,7 @@ def _containers(rt: Runtime, params: Mapping[str, str]) -> JSON:
     }
 
 
-def _bdevs(rt: Runtime, params: Mapping[str, str]) -> JSON:
+def _bdevs(rt: NodeState, params: Mapping[str, str]) -> JSON:
     return {
         "devices": [
             {"pool_id": str(c.info.pool_id), "stats": c.stats()}
@@ -161,7 +118,7 @@ def _bdevs(rt: Runtime, params: Mapping[str, str]) -> JSON:
     }
 
 
-def _events(rt: Runtime, params: Mapping[str, str]) -> JSON:
+def _events(rt: NodeState, params: Mapping[str, str]) -> JSON:
     after, limit = events_params(params)
     events, cursor, dropped = rt.membership.events(after, limit)
     return {
@@ -172,13 +129,13 @@ def _events(rt: Runtime, params: Mapping[str, str]) -> JSON:
     }
 
 
-def _faults(rt: Runtime, params: Mapping[str, str]) -> JSON:
+def _faults(rt: NodeState, params: Mapping[str, str]) -> JSON:
     return faults_json(rt.membership.faults)
 
 
-def _view(rt: Runtime, params: Mapping[str, str]) -> JSON:
+def _view(rt: NodeState, params: Mapping[str, str]) -> JSON:
     """What this node holds of every member, its leader and its faults: one observer's row of
-    ``/api/cluster/views`` in one round trip."""
+    the views matrix (``views``) in one round trip."""
     return {
         "leader": rt.membership.leader_id(),
         "views": {str(m.node_id): view_name(m.state) for m in rt.membership.members()},
@@ -186,7 +143,7 @@ def _view(rt: Runtime, params: Mapping[str, str]) -> JSON:
     }
 
 
-def _process(rt: Runtime, params: Mapping[str, str]) -> JSON:
+def _process(rt: NodeState, params: Mapping[str, str]) -> JSON:
     stats = getattr(rt.membership, "statistics", None)  # SingleNode has no SWIM statistics
     swim = stats() if stats is not None else None
     me = next((m for m in rt.membership.members() if m.node_id == rt.node_id), None)
@@ -218,9 +175,9 @@ ADMIN_QUERIES: dict[str, Query] = {
     "system_stats": _system_stats,
     "containers": _containers,
     "bdevs": _bdevs,
-    "health": lambda rt, params: rt.health(),
-    "topology": lambda rt, params: rt.topology(),
-    "pools": lambda rt, params: rt.pools_json(),
+    "health": lambda rt, params: health(rt),
+    "topology": lambda rt, params: topology(rt),
+    "pools": lambda rt, params: pools_json(rt),
     "events": _events,
     "faults": _faults,
     "process": _process,
@@ -228,7 +185,7 @@ ADMIN_QUERIES: dict[str, Query] = {
 }
 
 
-def admin_query(rt: Runtime, query: str, params: Mapping[str, str]) -> JSON:
-    """``{"node_id": ..., **answer}``; an unknown query or a bad parameter is a 400."""
+def admin_query(rt: NodeState, query: str, params: Mapping[str, str]) -> JSON:
+    """``{"node_id": ..., **answer}``; an unknown query or a bad parameter is a BadRequest."""
     check_params(query, params)
     return {"node_id": rt.node_id, **ADMIN_QUERIES[query](rt, params)}

@@ -8,7 +8,8 @@ Rules:
    two requests for the same id cannot both pass.
 3. Module parameters given as YAML text are read by ``cluster.ground.safeyaml`` within
    ``CONFIG_LIMITS`` (64 KiB, no aliases): small enough to parse on the event loop in a few
-   milliseconds, and a refusal is a ``config`` field error (400), never a hang. Every YAML
+   milliseconds, and a refusal is a ``config`` field error (``ValidationFailed``), never a
+   hang. Every YAML
    complaint says where: a parse error its line and column, a module parameter's error the
    line and column its key was written at (``line 2, column 1: unknown parameter ...``).
 4. Every identity field is text, checked as written (nothing is stripped): a pool id by

@@ -1,4 +1,4 @@
-"""The answer of ``GET /api/config``: the settings a node came up with, and their sources.
+"""The config answer: the settings a node came up with, and their sources.
 
 Rules:
 1. Values are what the node runs with (the bound dashboard address, the loaded modules), not
@@ -45,7 +45,8 @@ def _sources(s: Settings, viz_port: int) -> dict[str, str]:
 def config_answer(
     s: Settings, viz_address: tuple[str, int] | None, *, swim_enabled: bool, modules: list[str]
 ) -> JSON:
-    """``/api/config`` for settings ``s``; ``viz_address`` is the bound dashboard (or None)."""
+    """The config answer for settings ``s``; ``viz_address`` is the bound dashboard (or
+    None)."""
     viz_bind, viz_port = viz_address or (s.viz.bind, s.viz.port)
     return {
         "port": s.networking.port,

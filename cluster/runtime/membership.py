@@ -7,7 +7,7 @@ Rules:
    control RPC's business, not the runtime's.
 2. The names the API shows are made here once: ``state_name`` (the topology's ``state``, with
    ``left`` as ``dead``), ``view_name`` (a member as an observer holds it: ``alive``,
-   ``suspect``, ``dead`` or ``left``) and ``faults_json`` (the shape of ``GET /api/faults``).
+   ``suspect``, ``dead`` or ``left``) and ``faults_json`` (the shape of the faults answer).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ Rules:
    ``parse_routing``: its forms are fixed, every number is canonical ASCII and ranged, and
    anything else (``range:-5:10``, ``dynamic:x``, `` broadcast``) is a BadRequest before
    any node is asked.
+4. A node named that is neither local nor in the host table is an ``UnknownNode`` (a
+   ``BadRequest`` that keeps the name as written, so the HTTP layer can say where to look).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "MAX_RANGE_COUNT",
     "Peers",
     "Routing",
+    "UnknownNode",
     "is_local",
     "parse_routing",
     "routing_forwards",
@@ -44,6 +47,16 @@ LOCAL_ROUTINGS = ("", "local", "dynamic")
 MAX_RANGE_COUNT = 4096  # nodes one range names: more than a cluster holds (rt_cluster: 1024)
 MAX_HASH = (1 << 64) - 1  # a direct_hash is a 64-bit hash
 ROUTING_FORMS = "local, broadcast, dynamic, direct_id:N, direct_hash:N, range:OFF:CNT or physical:N"
+
+
+class UnknownNode(BadRequest):
+    """A node id that is malformed or not in the host table (rule 4); ``node`` as written."""
+
+    def __init__(self, node: str) -> None:
+        super().__init__(
+            f"unknown or malformed node id: {node} (use a node id from the host table, or 'local')"
+        )
+        self.node = node
 
 
 def is_local(node: str, own_id: int) -> bool:
@@ -90,7 +103,7 @@ def parse_routing(text: str) -> Routing:
 def routing_forwards(routing: str) -> bool:
     """Whether a pool monitor with this routing may ask other nodes. Never raises: it reads
     the kind only (a malformed routing of a forwarding kind counts as a forward until its
-    handler refuses it with a 400, so nothing that reaches a peer escapes the count)."""
+    handler refuses it as a BadRequest, so nothing that reaches a peer escapes the count)."""
     return routing.partition(":")[0] not in LOCAL_ROUTINGS
 
 
@@ -130,7 +143,8 @@ class Peers(Protocol):
         self, member: MemberLike, query: str, params: Mapping[str, str]
     ) -> dict[str, Any]:
         """``monitor`` on the observer's own channel, which injected faults do not cut: how
-        ``/api/cluster/views`` reads what a peer behind a partition believes."""
+        the views matrix (``cluster.runtime.views``) reads what a peer behind a partition
+        believes."""
         ...
 
     async def pool_monitor(

@@ -7,7 +7,8 @@ Rules:
 2. Every change is synchronous (no checkpoint inside), so no lock is needed.
 3. A suggestion reserves nothing: it is the smallest ``<major>.0`` at or above a base that no
    pool has (or is starting with) right now. Two forms may show the same id; the first compose
-   takes it and the second is refused as taken (400), so its form asks again.
+   takes it and the second is refused as taken (``ValidationFailed``), so its form asks
+   again.
 4. Suggesting is O(log n): the taken majors (of ``<major>.0`` ids) are kept as sorted runs of
    consecutive majors, so the next free one is one bisection away, however many pools exist.
 """

@@ -3,9 +3,9 @@ the SWIM statistics the dashboard's ``/metrics`` reads, a history and faults) an
 
     rt = Runtime(settings, 0, membership=FakeMembership.of(3))
     rt.membership.change(2, "dead", cause="test")   # table and history change together
-    rt.membership.faults.blocked.add(1)             # what /api/faults shows
+    rt.membership.faults.blocked.add(1)             # what the faults query shows
     peers = FakePeers(rt)          # installs itself as rt.peers
-    peers.hang(2)                  # node 2 never answers: forwards to it time out (503)
+    peers.hang(2)                  # node 2 never answers: forwards to it time out
 
 A real node answers a forwarded monitor by running the admin monitor of its own runtime; the
 fake answers with ``answer(node_id, request)``, where ``request`` is the RPC frame the node
@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
 from cluster.ground.errors import PeerUnreachable
 
 from .membership import MemberLike
-from .runtime import Runtime
+from .peers import Peers
 
 __all__ = [
     "FakeEvent",
@@ -35,6 +35,12 @@ __all__ = [
 ]
 
 JSON = dict[str, Any]
+
+
+class Wired(Protocol):
+    """A runtime whose peers can be set (``Runtime`` is one)."""
+
+    peers: Peers | None
 
 
 @dataclass(slots=True)
@@ -144,8 +150,9 @@ class FakeMembership:
             m = self.table[node_id] = FakeMember(node_id, port=9413 + node_id, state=state)
         m.state = state
         self.last_seq += 1
-        ev = FakeEvent(self.last_seq, wall, mono, self.observer, node_id, old, state,
-                       m.incarnation, cause)  # fmt: skip
+        ev = FakeEvent(
+            self.last_seq, wall, mono, self.observer, node_id, old, state, m.incarnation, cause
+        )
         self._since[node_id] = wall
         self.history = [*self.history[-(self.capacity - 1) :], ev] if self.capacity > 1 else [ev]
         return ev
@@ -179,9 +186,9 @@ class FakeMembership:
 
 
 class FakePeers:
-    """The peers as seen by ``Runtime.forward``: per peer, answer, hang or refuse."""
+    """The peers as seen by the runtime's ``forward``: per peer, answer, hang or refuse."""
 
-    def __init__(self, runtime: Runtime, answer: Callable[[int, JSON], Any] | None = None) -> None:
+    def __init__(self, runtime: Wired, answer: Callable[[int, JSON], Any] | None = None) -> None:
         self.runtime = runtime
         self.answer = answer or self._default_answer
         self.calls: list[tuple[int, JSON]] = []

@@ -1,16 +1,16 @@
-"""The runtime as the dashboard sees it: a narrow, read-mostly view (``Runtime`` satisfies it).
+"""The runtime as the dashboard sees it: a narrow, read-mostly view (``Runtime`` satisfies it;
+mypy checks that where the node hands its runtime to the dashboard).
 
 The dashboard depends on this Protocol, not on the ``Runtime`` class, so an HTTP handler
 can reach only what is named here: the node's own answers, the per-node and per-pool
 monitors and the cluster's views (which forward under the runtime's 5 s bound), compose and
-destroy, and what
-``/metrics`` and the asset lookup read.
+destroy, and what the dashboard's metrics and asset lookup read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .membership import Membership
 from .module import Container, Module, ModuleContext
@@ -41,13 +41,13 @@ class RuntimeView(ModuleContext, Protocol):
     def suggest_pool_id(self, mod_name: str) -> str: ...
 
     def resolve_node(self, node: str) -> int:
-        """``local``, ``self`` or a known id -> the node id; BadRequest otherwise."""
+        """``local``, ``self`` or a known id -> the node id; ``UnknownNode`` otherwise."""
 
     async def node_monitor(self, node: str, query: str, params: Mapping[str, str]) -> JSON:
         """A per-node query, answered here or forwarded."""
 
     async def cluster_views(self) -> JSON:
-        """Every member's view of every member (``cluster.runtime.views``), within 6 s."""
+        """Every member's view of every member (``cluster.runtime.views``)."""
 
     async def pool_monitor(
         self,
@@ -57,10 +57,3 @@ class RuntimeView(ModuleContext, Protocol):
         params: Mapping[str, str] | None = None,
     ) -> JSON:
         """A pool's monitor answer from each container the routing names."""
-
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
-
-    def _runtime_is_a_view(runtime: Runtime) -> RuntimeView:
-        return runtime  # mypy checks here that Runtime satisfies the view

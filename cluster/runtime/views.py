@@ -1,4 +1,4 @@
-"""Who sees whom as what: the observer x subject matrix of ``GET /api/cluster/views``.
+"""Who sees whom as what: the observer x subject matrix of the cluster's views.
 
 Each member's own table is its truth; this node asks every member it knows for its row (one
 admin monitor task, ``VIEW_QUERY``: its views of every member, its leader, its faults) and
@@ -26,7 +26,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
@@ -34,9 +34,7 @@ from cluster.ground.errors import ApiError, PeerUnavailable, PeerUnreachable
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_int
 
 from .admin import VIEW_QUERY, admin_query
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
+from .nodestate import Forwarder
 
 __all__ = ["MAX_ASKS", "VIEWS", "build_views", "cluster_views", "read_row"]
 
@@ -79,7 +77,7 @@ def _reason(exc: ApiError) -> str:
     return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
 
 
-async def cluster_views(rt: Runtime) -> JSON:
+async def cluster_views(rt: Forwarder) -> JSON:
     """The matrix as this node gathers it now (rules 1 to 3); see ``build_views``."""
     members = rt.membership.members()
     rows: dict[int, JSON] = {rt.node_id: read_row(admin_query(rt, VIEW_QUERY, {}))}
@@ -100,7 +98,7 @@ async def cluster_views(rt: Runtime) -> JSON:
                     errors[nid] = "malformed answer"
                 except PeerUnreachable:
                     errors[nid] = "unreachable"
-                except PeerUnavailable as exc:  # the forward's own bound, or the peer's 503
+                except PeerUnavailable as exc:  # the forward's own bound, or the peer's own
                     errors[nid] = "timeout" if trio.current_time() >= deadline else _reason(exc)
                 except ApiError as exc:
                     errors[nid] = _reason(exc)

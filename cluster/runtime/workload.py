@@ -18,16 +18,26 @@ from __future__ import annotations
 import logging
 import math
 import random
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import trio
 
 from cluster.ground.errors import ApiError
 from cluster.ground.ids import ADMIN_POOL_ID
+from cluster.ground.settings import Settings
 
-from .runtime import Runtime
+from .module import Module
+from .pools import PoolManager
 
-__all__ = ["MAX_IO_SIZE", "MAX_RATE", "serve_workload", "startup_compose", "workload_limits"]
+__all__ = [
+    "MAX_IO_SIZE",
+    "MAX_RATE",
+    "WorkloadHost",
+    "serve_workload",
+    "startup_compose",
+    "workload_limits",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +45,21 @@ MAX_RATE = 1000.0  # workload steps per second
 MAX_IO_SIZE = 1 << 20  # bytes per synthetic read or write
 
 
-async def startup_compose(runtime: Runtime) -> None:
+class WorkloadHost(Protocol):
+    """What the workload uses of its node (``Runtime`` is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def modules(self) -> Mapping[str, Module]: ...
+    @property
+    def pools(self) -> PoolManager: ...
+
+    async def compose_entry(self, entry: Any) -> dict[str, Any]: ...
+    async def run_admin_monitor(self, query: str, params: Mapping[str, str]) -> dict[str, Any]: ...
+
+
+async def startup_compose(runtime: WorkloadHost) -> None:
     """Compose the settings' pools (or the modules' demo pools); failures are logged, skipped."""
     entries = list(runtime.settings.compose)
     if not entries and runtime.settings.workload.enabled and runtime.settings.workload.pools:
@@ -59,7 +83,7 @@ def workload_limits(rate: Any, io_size: Any) -> tuple[float, int]:
     return period, min(max(1, size), MAX_IO_SIZE)
 
 
-async def serve_workload(runtime: Runtime, seed: int | None = None) -> None:
+async def serve_workload(runtime: WorkloadHost, seed: int | None = None) -> None:
     """Run the synthetic workload forever."""
     rng = random.Random(seed)
     cfg = runtime.settings.workload

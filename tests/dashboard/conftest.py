@@ -14,10 +14,12 @@ import pytest
 import trio
 from quart_trio import QuartTrio
 
+from cluster.api import FormField, FormSpec, ModuleRoute, RouteCall
+from cluster.api import HttpModule as Module
 from cluster.ground.errors import NotFound
 from cluster.ground.ids import PoolId
 from cluster.ground.settings import VizSettings, load_settings
-from cluster.runtime.module import Container, FormField, FormSpec, Module, ModuleRoute, RouteCall
+from cluster.runtime import Container
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakeMembership, FakePeers
 from dashboard import create_app

@@ -19,8 +19,8 @@ from quart_trio import QuartTrio
 from cluster.ground.errors import BadRequest, PeerUnreachable
 from cluster.local import free_port
 from cluster.node import Faults, rpc_call
-from cluster.runtime import FORWARD_TIMEOUT, SingleNode, build_views
-from cluster.runtime.admin import ProcessProbe, admin_query
+from cluster.runtime import FORWARD_TIMEOUT, ProcessProbe, SingleNode, build_views
+from cluster.runtime.admin import admin_query
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakeMembership, FakePeers, FakeStatistics
 from dashboard import dashboard_state
@@ -437,6 +437,18 @@ def down_event(events: list[JSON], subject: int) -> JSON | None:
     return next((e for e in events if e["subject"] == subject and e["new"] == "dead"), None)
 
 
+def wait_down_event(url: str, path: str, subject: int, what: str) -> list[JSON]:
+    """The events of ``url + path`` once they hold ``subject`` going dead (60 s at most);
+    ``what`` names whose record is awaited, for the timeout's message."""
+    return wait_for(
+        what,
+        lambda: get(url, path)["events"],
+        until=lambda evs: down_event(evs, subject) is not None,
+        timeout=60,
+        retry_on=(*RETRY_ON, httpx.HTTPError),
+    )
+
+
 @pytest.mark.slow
 def test_history_views_and_faults_on_real_nodes(harness: Harness) -> None:
     """Kill node 3: node 0's /api/events lists it going dead (seq increasing, the cursor pages
@@ -445,13 +457,7 @@ def test_history_views_and_faults_on_real_nodes(harness: Harness) -> None:
     node 3's row unreachable. A block set over the control RPC shows in /api/faults."""
     nodes, url = four_nodes(harness)
     harness.kill(nodes[3])
-    events = wait_for(
-        "node 0 to record node 3 dead",
-        lambda: get(url, "/api/events?limit=5000")["events"],
-        until=lambda evs: down_event(evs, 3) is not None,
-        timeout=60,
-        retry_on=(*RETRY_ON, httpx.HTTPError),
-    )
+    events = wait_down_event(url, "/api/events?limit=5000", 3, "node 0 to record node 3 dead")
     seqs = [e["seq"] for e in events]
     assert seqs == list(range(1, len(seqs) + 1))
     dead = down_event(events, 3)
@@ -465,12 +471,11 @@ def test_history_views_and_faults_on_real_nodes(harness: Harness) -> None:
         paged += page["events"]
         cursor = page["next"]
     assert paged[: len(events)] == events
-    peer = wait_for(
+    peer = wait_down_event(
+        url,
+        "/api/nodes/1/events?limit=5000",
+        3,
         "node 1 to record node 3 dead (read through node 0)",
-        lambda: get(url, "/api/nodes/1/events?limit=5000")["events"],
-        until=lambda evs: down_event(evs, 3) is not None,
-        timeout=60,
-        retry_on=(*RETRY_ON, httpx.HTTPError),
     )
     assert {e["observer"] for e in peer} == {1}
     topology = {n["node_id"]: n for n in get(url, "/api/topology")["nodes"]}

@@ -21,10 +21,10 @@ import trio
 from openapi_spec_validator import validate
 from quart_trio import QuartTrio
 
+from cluster.api.answers import NODE_ANSWERS
 from cluster.ground.settings import load_settings
 from cluster.runtime import BUILTIN
 from cluster.runtime.admin import ADMIN_QUERIES
-from cluster.runtime.answers import NODE_ANSWERS
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakeMembership, FakePeers
 from dashboard import create_app

@@ -17,7 +17,7 @@ async def call_route(
     runtime: Runtime, mod: str, method: str, path: str, params: dict[str, str] | None = None
 ) -> dict[str, object]:
     """Call a module route the way the dashboard does: ``path`` below /api/mod/<mod>/."""
-    from cluster.runtime import RouteCall
+    from cluster.api import RouteCall
 
     parts = path.split("/")
     for route in runtime.modules[mod].routes():

@@ -10,20 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.runtime import (
-    MAX_NAME,
+from cluster.api import (
     ApiParam,
     ApiSpec,
     FormSpec,
-    Module,
+    HttpModule,
     ModuleRoute,
     RouteCall,
     apidoc,
-    name_error,
-    parse_period,
     pool_id_field,
     pool_name_field,
 )
+from cluster.runtime import MAX_NAME, name_error, parse_period
 
 from .container import CteCoreContainer
 
@@ -36,11 +34,22 @@ MAX_TARGETS = 32  # targets of one core's compose entry
 _NAME = ApiParam("name", apidoc.POOL_NAME, "the target's name (a pool name)", True)
 _FIGURE, _COUNT = apidoc.nullable(apidoc.NUMBER), apidoc.INTEGER
 _TARGET = apidoc.obj(
-    {"name": apidoc.STRING, "score": _FIGURE, "remaining_space": _COUNT,
-     "bytes_read": _COUNT, "bytes_written": _COUNT, "ops_read": _COUNT, "ops_written": _COUNT},
-    {"capacity": _COUNT, "bdev_pool_id": apidoc.POOL_ID, "attached": apidoc.BOOLEAN,
-     "draining": apidoc.BOOLEAN},
-)  # fmt: skip
+    {
+        "name": apidoc.STRING,
+        "score": _FIGURE,
+        "remaining_space": _COUNT,
+        "bytes_read": _COUNT,
+        "bytes_written": _COUNT,
+        "ops_read": _COUNT,
+        "ops_written": _COUNT,
+    },
+    {
+        "capacity": _COUNT,
+        "bdev_pool_id": apidoc.POOL_ID,
+        "attached": apidoc.BOOLEAN,
+        "draining": apidoc.BOOLEAN,
+    },
+)
 _TARGET_SPECS = {
     "targets": ApiSpec(
         params=(apidoc.POOL_PARAM,),
@@ -48,21 +57,34 @@ _TARGET_SPECS = {
         errors=apidoc.POOL_ERRORS,
     ),
     "register_target": ApiSpec(
-        params=(apidoc.POOL_PARAM, _NAME,
-                ApiParam("attach_pool_id", apidoc.POOL_ID, "an existing block-device-like pool"),
-                ApiParam("bdev_type", apidoc.one_of("", "ram", "file", "hbm", "pinned", "noop"),
-                         "type of a device made for the target (ram)"),
-                ApiParam("capacity", apidoc.SIZE, "size of a device made for the target")),
-        body=apidoc.obj({"ok": {"const": True}, "name": apidoc.STRING,
-                         "bdev_pool_id": apidoc.POOL_ID, "attached": apidoc.BOOLEAN}),
-        errors=apidoc.POOL_ERRORS, fields=True,
+        params=(
+            apidoc.POOL_PARAM,
+            _NAME,
+            ApiParam("attach_pool_id", apidoc.POOL_ID, "an existing block-device-like pool"),
+            ApiParam(
+                "bdev_type",
+                apidoc.one_of("", "ram", "file", "hbm", "pinned", "noop"),
+                "type of a device made for the target (ram)",
+            ),
+            ApiParam("capacity", apidoc.SIZE, "size of a device made for the target"),
+        ),
+        body=apidoc.obj(
+            {
+                "ok": {"const": True},
+                "name": apidoc.STRING,
+                "bdev_pool_id": apidoc.POOL_ID,
+                "attached": apidoc.BOOLEAN,
+            }
+        ),
+        errors=apidoc.POOL_ERRORS,
+        fields=True,
     ),
     "unregister_target": ApiSpec(
         params=(apidoc.POOL_PARAM, _NAME),
         body=apidoc.obj({"ok": {"const": True}, "name": apidoc.STRING}),
         errors={**apidoc.POOL_ERRORS, 404: "no such pool, or no target of that name"},
     ),
-}  # fmt: skip
+}
 
 
 def _scalar(value: Any) -> bool:
@@ -84,7 +106,7 @@ def _targets_ok(targets: Any) -> bool:
     )
 
 
-class CteCoreModule(Module):
+class CteCoreModule(HttpModule):
     mod_name = "rt_cte_core"
     title = "Storage-target core"
     container_class = CteCoreContainer

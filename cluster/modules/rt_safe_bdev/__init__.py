@@ -2,8 +2,11 @@
 Reed-Solomon for more), with member management and recovery.
 
     SafeBdevContainer   one array: composition, block I/O, recover and scrub   (container)
-    add/remove/replace  member changes on a running array                        (member_ops)
+    add/remove/replace  member changes on a running array, on a ``MemberHost``   (member_ops)
     SafeBdevModule      the create form, its validation, the member routes       (module)
+
+The container hands member changes to ``member_ops``, which sees it as a ``MemberHost``
+Protocol and imports nothing of it, so the two modules do not import each other.
 
 Rules:
 1. The data path lives in ``cluster.storage`` (``StripeArray``); this package wires it to the

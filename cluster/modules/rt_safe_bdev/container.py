@@ -29,7 +29,7 @@ from typing import Any
 
 import trio
 
-from cluster.ground.errors import BadRequest, Conflict, NotFound
+from cluster.ground.errors import Conflict, NotFound
 from cluster.ground.ids import PoolId
 from cluster.ground.parse import ParseError, float_value
 from cluster.runtime import parse_period
@@ -72,6 +72,7 @@ def pace_of(config: Mapping[str, Any]) -> float:
 
 class SafeBdevContainer(ExtentDevice):
     methods = ("read", "write", "allocate", "free", "recover", "scrub", "verify")
+    device_noun = "array"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -215,15 +216,8 @@ class SafeBdevContainer(ExtentDevice):
     def capacity(self) -> int:
         return self.array.capacity if self.array else 0
 
-    def _check_range(self, offset: int, size: int) -> None:
-        if offset < 0 or size < 0 or offset + size > self.capacity:
-            raise BadRequest(
-                f"{size} bytes at offset {offset} are outside array {self.info.pool_id} "
-                f"(capacity {self.capacity})"
-            )
-
     async def read(self, offset: int, size: int) -> bytes:
-        self._check_range(offset, size)
+        self.check_range(offset, size)
 
         async def io() -> bytes:
             t0 = time.perf_counter()
@@ -234,7 +228,7 @@ class SafeBdevContainer(ExtentDevice):
         return await self._run_op("read", size / 1024, io)  # type: ignore[no-any-return]
 
     async def write(self, offset: int, data: Buffer) -> None:
-        self._check_range(offset, len(data))
+        self.check_range(offset, len(data))
 
         async def io() -> None:
             t0 = time.perf_counter()

@@ -11,27 +11,48 @@ Rules:
    between; a change refused then gives back the region and the device it made.
 4. A replaced member's region is freed on its old device when that device still answers; a
    broken device keeps its space.
+5. The changes work on a ``MemberHost`` (what they use of the array's container, which
+   ``SafeBdevContainer`` satisfies), so this module does not import the container's.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from cluster.ground.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.ground.ids import PoolId
 from cluster.runtime import ModuleContext
-from cluster.storage import ArrayMember, MemberState, StripeArray
+from cluster.storage import Allocator, ArrayMember, MemberState, StripeArray
 
 from ..members import MemberRequest
+from ..rt_bdev import BdevContainer
 
-if TYPE_CHECKING:
-    from .container import SafeBdevContainer
-
-__all__ = ["add_member", "member_of", "remove_member", "replace_member"]
+__all__ = ["MemberHost", "add_member", "member_of", "remove_member", "replace_member"]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
+
+
+class MemberHost(Protocol):
+    """What a member change uses of its array's container (rule 5)."""
+
+    max_failures: int
+    allocator: Allocator
+
+    @property
+    def chunk(self) -> int:
+        """Bytes of one chunk of the array."""
+
+    def member_change(self, what: str) -> AbstractContextManager[StripeArray]:
+        """The started array, while this change is the only one running (rule 1)."""
+
+    def require_array(self) -> StripeArray: ...
+    async def resolve_member(self, req: MemberRequest, needed: int) -> BdevContainer: ...
+    async def claim(self, bdev: BdevContainer, slots: int) -> ArrayMember: ...
+    async def release(self, pool_id: PoolId) -> None: ...
+    async def give_back(self, pool_id: PoolId) -> None: ...
 
 
 def member_of(ctx: ModuleContext, pool_id: PoolId) -> str | None:
@@ -63,7 +84,7 @@ def _check_tolerance(array: StripeArray, extra_out: int, what: str) -> None:
         )
 
 
-async def _new_member(c: SafeBdevContainer, req: MemberRequest, slots: int) -> ArrayMember:
+async def _new_member(c: MemberHost, req: MemberRequest, slots: int) -> ArrayMember:
     """Make or find the device ``req`` names and claim the array's region on it."""
     bdev = await c.resolve_member(req, slots * c.chunk)
     try:
@@ -73,7 +94,7 @@ async def _new_member(c: SafeBdevContainer, req: MemberRequest, slots: int) -> A
         raise
 
 
-async def add_member(c: SafeBdevContainer, req: MemberRequest, as_parity: bool) -> JSON:
+async def add_member(c: MemberHost, req: MemberRequest, as_parity: bool) -> JSON:
     """A parity member raises the parity level and recovers; a data member widens an empty
     array."""
     with c.member_change(f"add_member {req.member_name}") as array:
@@ -99,7 +120,7 @@ async def add_member(c: SafeBdevContainer, req: MemberRequest, as_parity: bool) 
     }
 
 
-async def remove_member(c: SafeBdevContainer, member_pool_id: str, was_faulty: bool) -> JSON:
+async def remove_member(c: MemberHost, member_pool_id: str, was_faulty: bool) -> JSON:
     """Mark a member ``faulty`` (``was_faulty``) or ``removed``."""
     with c.member_change(f"remove_member {member_pool_id}") as array:
         try:
@@ -132,7 +153,7 @@ def _check_replace(array: StripeArray, position: int, old: ArrayMember) -> None:
     _check_tolerance(array, active, f"replacing {old.pool_name}")
 
 
-async def replace_member(c: SafeBdevContainer, failed_pool_id: str, req: MemberRequest) -> JSON:
+async def replace_member(c: MemberHost, failed_pool_id: str, req: MemberRequest) -> JSON:
     """Put a fresh device in the failed member's position; it recovers from the others."""
     with c.member_change(f"replace_member of {failed_pool_id}") as array:
         position = _failed_position(array, failed_pool_id)
@@ -145,9 +166,10 @@ async def replace_member(c: SafeBdevContainer, failed_pool_id: str, req: MemberR
         except Exception:
             await c.give_back(member.pool_id)
             raise
-        array.set_member(position, ArrayMember(
-            member.pool_name, member.pool_id, member.base, MemberState.RECOVERING
-        ))  # fmt: skip
+        array.set_member(
+            position,
+            ArrayMember(member.pool_name, member.pool_id, member.base, MemberState.RECOVERING),
+        )
         array.recovery.generation += 1
         await c.release(old.pool_id)
     return {

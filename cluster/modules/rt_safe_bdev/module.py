@@ -18,20 +18,20 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from cluster.ground.parse import ParseError, int_value, size_value
-from cluster.runtime import (
+from cluster.api import (
     ApiParam,
     ApiSpec,
     FormField,
     FormSpec,
-    Module,
+    HttpModule,
     ModuleRoute,
     RouteCall,
     apidoc,
-    parse_period,
     pool_id_field,
     pool_name_field,
 )
+from cluster.ground.parse import ParseError, int_value, size_value
+from cluster.runtime import parse_period
 
 from ..members import MemberRequest, member_names
 from ..rt_bdev import BdevContainer
@@ -51,34 +51,56 @@ _OK, _TEXT = {"const": True}, apidoc.STRING
 _POOL_ID = apidoc.POOL_ID
 _FLAG = apidoc.one_of("", "true", "false", "1", "0", "yes", "no", "on", "off")  # any case
 _NEW_MEMBER = (
-    ApiParam("member_name", apidoc.POOL_NAME,
-             "an existing free rt_bdev pool, or the name of one to make", True),
+    ApiParam(
+        "member_name",
+        apidoc.POOL_NAME,
+        "an existing free rt_bdev pool, or the name of one to make",
+        True,
+    ),
     ApiParam("capacity", apidoc.SIZE, "size of a device made for the member"),
     ApiParam("bdev_type", apidoc.one_of("", "file", "ram"), "type of a made device (file)"),
     ApiParam("node_id", doc="this node's id (members are made here)"),
-)  # fmt: skip
+)
 _MEMBER_SPECS = {
     "add_member": ApiSpec(
-        params=(apidoc.POOL_PARAM, *_NEW_MEMBER,
-                ApiParam("as_parity", _FLAG, "a parity member (else data)")),
-        body=apidoc.obj({"ok": _OK, "member_name": _TEXT, "member_pool_id": _POOL_ID,
-                         "as_parity": apidoc.BOOLEAN}),
-        errors=apidoc.POOL_ERRORS, fields=True,
+        params=(
+            apidoc.POOL_PARAM,
+            *_NEW_MEMBER,
+            ApiParam("as_parity", _FLAG, "a parity member (else data)"),
+        ),
+        body=apidoc.obj(
+            {
+                "ok": _OK,
+                "member_name": _TEXT,
+                "member_pool_id": _POOL_ID,
+                "as_parity": apidoc.BOOLEAN,
+            }
+        ),
+        errors=apidoc.POOL_ERRORS,
+        fields=True,
     ),
     "replace_member": ApiSpec(
-        params=(apidoc.POOL_PARAM, ApiParam("failed_pool_id", _POOL_ID, required=True),
-                *_NEW_MEMBER),
-        body=apidoc.obj({"ok": _OK, "failed_pool_id": _TEXT, "member_name": _TEXT,
-                         "member_pool_id": _POOL_ID}),
-        errors=apidoc.POOL_ERRORS, fields=True,
+        params=(
+            apidoc.POOL_PARAM,
+            ApiParam("failed_pool_id", _POOL_ID, required=True),
+            *_NEW_MEMBER,
+        ),
+        body=apidoc.obj(
+            {"ok": _OK, "failed_pool_id": _TEXT, "member_name": _TEXT, "member_pool_id": _POOL_ID}
+        ),
+        errors=apidoc.POOL_ERRORS,
+        fields=True,
     ),
     "remove_member": ApiSpec(
-        params=(apidoc.POOL_PARAM, ApiParam("member_pool_id", _POOL_ID, required=True),
-                ApiParam("was_faulty", _FLAG, "mark it faulty (else removed)")),
+        params=(
+            apidoc.POOL_PARAM,
+            ApiParam("member_pool_id", _POOL_ID, required=True),
+            ApiParam("was_faulty", _FLAG, "mark it faulty (else removed)"),
+        ),
         body=apidoc.obj({"ok": _OK, "member_pool_id": _TEXT}),
         errors=apidoc.POOL_ERRORS,
     ),
-}  # fmt: skip
+}
 
 
 def _int_field(raw: Any, low: int, high: int) -> int | None:
@@ -107,7 +129,7 @@ def _chunk(config: Mapping[str, Any], errors: dict[str, str]) -> int:
     return chunk
 
 
-class SafeBdevModule(Module):
+class SafeBdevModule(HttpModule):
     mod_name = "rt_safe_bdev"
     title = "Safe block device (EC array)"
     container_class = SafeBdevContainer
@@ -225,8 +247,9 @@ class SafeBdevModule(Module):
         """The form's fields, ``recover_pace_s``, and ``data_members`` in the answer."""
         spec = super().create_api()
         pace = ApiParam("recover_pace_s", doc="seconds per recovery step, 0 to 1 (0.05)")
-        composed = apidoc.obj({"ok": _OK}, {"pool_name": _TEXT, "pool_id": _POOL_ID,
-                                            "data_members": apidoc.INTEGER})  # fmt: skip
+        composed = apidoc.obj(
+            {"ok": _OK}, {"pool_name": _TEXT, "pool_id": _POOL_ID, "data_members": apidoc.INTEGER}
+        )
         return replace(spec, params=(*spec.params, pace), body=composed)
 
     def create_result(self, body: JSON, config: Mapping[str, Any]) -> JSON:

@@ -1,10 +1,10 @@
 """The shapes of the runtime's answers, as JSON Schema for the API document.
 
 Rules:
-1. One schema per answer the runtime builds (``Runtime.health``, ``topology``, the admin
-   queries of ``cluster.runtime.admin``, the views matrix, a pool monitor, compose, destroy),
-   kept here beside the code that builds them; ``NODE_ANSWERS`` has one entry per per-node
-   query (``ADMIN_QUERIES``), and a test holds the two tables equal.
+1. One schema per answer the runtime builds (``cluster.runtime``: health, topology,
+   the admin queries, the views matrix, a pool monitor; compose, destroy);
+   ``NODE_ANSWERS`` has one entry per per-node query (``ADMIN_QUERIES``), and a test holds
+   the two tables equal.
 2. Required keys are the ones every answer carries; a measured float is ``FIGURE`` (a number,
    or null: the API writes NaN and infinities as null and a figure that cannot be read is
    null). Other keys are allowed, so adding a field breaks no client.
@@ -86,8 +86,9 @@ TOPOLOGY = obj(
     }
 )
 
-POOL_ROW = obj({"pool_id": POOL_ID_TEXT, "pool_name": STRING, "mod_name": STRING,
-                "container_id": NODE_ID})  # fmt: skip
+POOL_ROW = obj(
+    {"pool_id": POOL_ID_TEXT, "pool_name": STRING, "mod_name": STRING, "container_id": NODE_ID}
+)
 POOLS = obj({"pools": array(POOL_ROW)})
 MODULE_POOLS = obj({"pools": array(obj({"pool_id": POOL_ID_TEXT, "pool_name": STRING}))})
 

@@ -1,6 +1,6 @@
 """How a route describes itself for the API document (``/openapi.json``): its parameters, the
 body it answers and the refusals it can make. Data only; the dashboard turns it into OpenAPI
-(``dashboard.openapi``), modules attach it to their routes (``ModuleRoute.api``).
+(``dashboard.openapi``), modules attach it to their routes (``cluster.api.ModuleRoute.api``).
 
 Rules:
 1. A schema is a plain JSON Schema mapping (draft 2020-12, which OpenAPI 3.1 embeds), built
