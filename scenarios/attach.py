@@ -131,8 +131,10 @@ async def run_attached(
     took = await converge(nodes, CONVERGE_TIMEOUT)
     if say is not None:
         kind = "an rt_cluster cluster" if target.record is not None else "a running cluster"
-        say(f"{kind} of {len(target.nodes)} nodes ({hostfile}), converged in {took:.1f} s; "
-            "steps start now")  # fmt: skip
+        say(
+            f"{kind} of {len(target.nodes)} nodes ({hostfile}), converged in {took:.1f} s; "
+            "steps start now"
+        )
     seen: list[Action] = []
 
     def hear(a: Action, t0: float) -> None:

@@ -3,12 +3,10 @@
 Rules:
 1. One queued update per subject member: a newer update about a member replaces the older one
    (the older one can only be stale under the precedence rules).
-2. Each update goes out at most ``retransmit_mult * ceil(log10(N + 1))`` times, then is dropped.
-   Only sends to members held alive count: a suspected or dead member may not pass the news
-   on, and with memberlist's small budget (2 sends below ten members) spending it on the
-   failed member that a rumour is about left a survivor unaware (issue 13). Nor is the
-   budget smaller than one gossip tick's fanout (``gossip_nodes``): below ten members
-   memberlist's 2 sends left one of three survivors unaware of a rumour about once in 27.
+2. Each update goes out ``retransmit_mult * ceil(log10(N + 1))`` times, but never fewer than
+   one gossip tick's fanout (``gossip_nodes``), then is dropped. Only sends to members held
+   alive count: a suspected or dead member cannot pass the news on, so the budget is never
+   spent on the failed member a rumour is about.
 3. ``take(budget)`` fills a packet: fewest transmissions first, then newest first.
 """
 

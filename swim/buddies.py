@@ -5,8 +5,7 @@ Rules:
    sends it and says so here (``sent``); its ack clears the count of misses (``answered``).
 2. A period ending with the ping unanswered is a miss. ``BUDDY_MISSES`` misses in a row are the
    member's own failed probe of that suspect, which confirms the suspicion as memberlist counts
-   a member's own failed probe. One miss is too weak a sign: under 20 % loss it caused false
-   deaths (issue 13).
+   a member's own failed probe. A single miss never does: under loss it is too weak a sign.
 3. Misses are forgotten for members no longer suspected. Pure bookkeeping: no clock, no I/O.
 """
 

@@ -50,9 +50,10 @@ class SwimConfig:
         leave_propagate_time: how long ``leave()`` keeps gossiping the departure.
         max_members: cap on the member table, self included: at the cap a new member is
             refused unless one held down longer than gossip_to_the_dead_time makes room
-            (``membership`` rule 7).
+            (``newcomers`` rule 2).
         new_members_per_period: previously unknown members learned per protocol period from
-            gossip and push/pull; the rest are refused until the next period (rule 7).
+            gossip and push/pull; the rest are refused until the next period (``newcomers``
+            rule 1).
         keyring_file: path of the shared keys that seal every UDP packet and TCP exchange
             (AES-GCM; one base64 key per line, the first seals; docs/gossip-keys.md), or
             None for plain gossip. Members with and without keys do not form a cluster.

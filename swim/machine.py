@@ -14,29 +14,22 @@ Rules:
 4. Only a member raises its own incarnation, when it hears it is suspected or dead (refutation).
 5. Updates (alive, suspect, dead) in a packet are applied before the ping they ride on, so a
    suspected member refutes in the very ack that answers the probe carrying the suspicion.
-6. Beyond memberlist, cheap nudges make refutation robust under loss: the accuser tells the
-   suspect directly; every (unscaled) period, each member also pings the member it has
-   suspected the longest (with the suspicion attached; an ack makes it alive again, as in the
-   reference);
-   an ack or relayed ping to a member we suspect or hold dead carries that verdict too (and
-   see ``membership`` rules 3 and 6). None of them adds traffic while nobody is suspected.
-   Buddy pings left unanswered (``buddies``) are our own failed probe and confirm the
-   suspicion, so an observer that missed every confirmation and the ``dead`` rumour no longer
-   waits out the Max timeout (issue 13). An accuser cannot confirm itself: it gossips its
-   suspicion again, and members holding the suspect dead answer with their own suspicion
-   (``membership`` rule 3).
-
+6. A live member hears every accusation against it, loss or not: the accuser tells it
+   directly; each (unscaled) period we ping the member suspected the longest, the suspicion
+   attached (its ack makes it alive again); every ack or relayed ping to a member we suspect
+   or hold dead carries that verdict (``membership`` rules 3 and 6). None of this costs
+   traffic while nobody is suspected. Our own unanswered buddy pings (``buddies``) confirm a
+   suspicion as a failed probe does; an accuser never confirms its own suspicion, members
+   holding the suspect dead do (``membership`` rule 3).
 7. The gossip tick is rate-limited, not phase-locked: at most one gossip per GossipInterval,
    and a member quiet for a whole interval passes a fresh update on at once.
 8. A member that was alone and learns of others (a join, a restart, a re-join after being cut
    off) tells up to ``ANNOUNCE_MAX`` of them its ``alive`` directly, after the merge (so a
-   refutation it needed is already in it): gossip with memberlist's retransmit budget misses
-   some member about once a rumour in thirty nodes, and a newcomer should not wait for a
-   push/pull to be known (issue 13).
+   refutation it needed is already in it): a newcomer is known to every member at once,
+   without waiting on gossip's retransmit budget or a push/pull.
 9. A member we held dead coming back (a healed partition) brings our next push/pull forward
    (``resync`` rule 3): a member that missed a refutation across the split is not heard from
-   while we hold it dead (issue 13: ``partition_heal`` never converged within 32 s on 2 of
-   1,000 seeds).
+   while we hold it dead, so only a push/pull can tell it.
 10. Work done for others is bounded: at most ``MAX_RELAYS`` ping-reqs are relayed at a time
    (each makes us probe a third member); more are dropped and counted (``relay_full``).
 
@@ -178,7 +171,7 @@ class SwimMachine:
         """Reserve and return an id no member known here has (for a node joining without one).
 
         Above every known id while that is within ``MAX_NODE_ID``; else (a ghost may hold the
-        top id: ``membership`` rule 7) the next id up from the last one handed out, wrapping
+        top id: ``newcomers`` rule 1) the next id up from the last one handed out, wrapping
         to 0, that no member holds. The table is far smaller than the range: one is found.
         """
         top = max(max(e.node_id for e in self.table), self._reserved_id) + 1

@@ -2,7 +2,7 @@
 
 ``alive``, ``suspect`` and ``dead`` updates (from gossip, push/pull or our own probes) are
 applied here; this is where suspicions start, get confirmed and expire, and where a member
-refutes what is said about itself.
+refutes what is said about itself. Who may enter the table at all: ``newcomers``.
 
 Rules:
 1. Validate, then mutate: ``members.overrides`` decides, and a rejected update leaves the
@@ -10,18 +10,15 @@ Rules:
 2. Every accepted update is queued for gossip again, and every change of a member's state or
    incarnation yields exactly one event.
 3. Only a member raises its own incarnation (a refutation), and only when it hears a current
-   accusation or a conflicting alive from another boot of itself. A stale accusation is
-   answered directly to its author with our newer ``alive``, and a refutation is also sent
-   straight to the accuser: neither waits for gossip to reach them. A suspicion of a member
-   we hold dead at that incarnation is answered to its author with our own suspicion: the
-   confirmation that a lone accuser (``machine`` rule 6) lacked, at most once a protocol
-   period per accuser and subject (or two such members answer each other for ever). And a
-   member that passes on a stale suspicion or death of a third member (one we hold alive at
-   a newer incarnation) gets that newer ``alive`` straight back from us: otherwise nobody
-   tells it, since everybody else already has the refutation and its gossip budget may be
-   spent, and it would declare a live member dead (issue 13: 22 of 1,000 ``loss_20`` seeds).
+   accusation or a conflicting alive from another boot of itself. A correction goes straight
+   to the member that needs it, never waiting for gossip: the author of a stale accusation
+   gets our newer ``alive``, and so does the accuser we refute; a member that passes on a
+   stale suspicion or death of a third member (one we hold alive at a newer incarnation)
+   gets that newer ``alive`` back; the author of a suspicion of a member we hold dead at that
+   incarnation gets our own suspicion, the confirmation a lone accuser lacks (``machine``
+   rule 6), at most once a protocol period per author and subject.
 
-No single message can make a live member unrefutable (issue 12). Incarnations live in
+No single message can make a live member unrefutable. Incarnations live in
 0..``MAX_INCARNATION`` (the codec's range), and:
 
 4. Bounded jumps. An update about a known member other than us whose incarnation is more than
@@ -40,25 +37,8 @@ No single message can make a live member unrefutable (issue 12). Incarnations li
    precedence. Copies of the claim a new boot answered get that boot, not another one.
 6. Like a suspicion (``machine`` rule 6), a packet to a member we hold dead or left carries
    that verdict, so a live member we wrongly hold down hears it the first time it talks to us.
-
-Nor can messages about members nobody knows (ghosts) grow the table without bound, or take
-a live member's address; these hold without a keyring too:
-
-7. Bounded growth. A member we do not know enters the table (from gossip or push/pull) only
-   within a budget: at most ``new_members_per_period`` per protocol period. The rest are
-   refused for now (``new_member_rate``): their alives wait for the next periods' budgets in
-   a room of ``WAITING`` budgets (the oldest forgotten when it is full), and a refusal brings
-   the next push/pull forward to the next period, so a large join still converges, a budget
-   a period. And at most ``max_members`` entries in all: at the cap, the member held down
-   the longest makes room if it has been down longer than ``gossip_to_the_dead_time``, else
-   the newcomer is refused (``table_full``). Both count as ``refused_new_member``. Below the
-   cap nothing is removed: every dead member stays shown.
-8. One address, one live member. A member may not take a host:port (joining there, or
-   moving there) that the table holds for another member we hold up (alive, probe_failed,
-   suspected), us included: refused and counted (``refused_address``), so a ghost cannot
-   take over the address lookup (intake, fault injection) of a live member. A holder held
-   dead or left gives its address up: a new id on a reused port (a restarted or inducted
-   node) takes it once the old one is known to be down.
+7. A member we do not know enters the table only through ``newcomers``: within a budget a
+   period, below ``max_members``, and never at the address of another member we hold up.
 """
 
 from __future__ import annotations
@@ -69,6 +49,7 @@ from . import wire
 from .config import SwimConfig
 from .lifeguard import Awareness, Suspicion, suspicion_bounds
 from .members import MemberState, overrides
+from .newcomers import Newcomers
 from .outbox import Outbox
 from .outputs import Counters
 from .table import Entry, MemberTable
@@ -79,7 +60,6 @@ __all__ = ["MAX_INCARNATION", "MAX_JUMP", "Membership"]
 MAX_INCARNATION = (1 << 63) - 1  # the codec's range (wire: u63)
 MAX_JUMP = 1 << 20  # a million refutations between two views: never by honest gossip
 CONFIRMED_MAX = 4096  # rule 3: (asker, subject) pairs remembered to pace confirmations
-WAITING = 4  # rule 7: newcomers over budget wait in a room of this many periods' budgets
 
 _ALIVE, _SUSPECTED, _DEAD, _LEFT = (
     MemberState.ALIVE,
@@ -109,10 +89,7 @@ class Membership:
         self.counters = counters
         self._new_boot = new_boot
         self._epoch_for = -1  # the incarnation of the claim our last new boot answered
-        self._budget_ends = float("-inf")  # rule 7: the new-member budget's period
-        self._budget = 0
-        self._waiting: dict[int, tuple[Alive, str]] = {}  # rule 7: newcomers over budget
-        self.crowded = False  # rule 7: a newcomer was refused for the budget since the last sync
+        self.newcomers = Newcomers(config, table, counters)  # rule 7
         self.rejoined = False  # a member held dead came back (``resync`` rule 3)
         self.left = False
         self.suspects: set[int] = set()  # ids with a running suspicion
@@ -148,7 +125,7 @@ class Membership:
             alive = Alive(s.incarnation, s.node, s.host, s.port, s.boot)
             if not known and s.state.is_down:
                 # Listed for display only; a live one refutes when it hears of it.
-                if self._admit_new(s.node, s.host, s.port, now, None):
+                if self.newcomers.admit(s.node, s.host, s.port, now, None):
                     e = Entry(s.node, s.host, s.port, s.incarnation, s.state, s.boot, now)
                     self.table.add(e)
                     self.out.event(now, e, None, "pushpull")
@@ -272,6 +249,11 @@ class Membership:
         if isinstance(m, Suspect | Dead):
             self._answer(m.src, alive)
 
+    def admit_waiting(self, now: float) -> None:
+        """``newcomers`` rule 1: let in the newcomers that waited for this period's budget."""
+        for m, cause in self.newcomers.due(now):
+            self._alive(m, cause, now)
+
     def _within_reach(self, e: Entry, incarnation: int) -> bool:
         """Rule 4: is ``incarnation`` at most ``MAX_JUMP`` above what we hold? Counted if not."""
         if incarnation - e.incarnation > MAX_JUMP:
@@ -279,63 +261,12 @@ class Membership:
             return False
         return True
 
-    def admit_waiting(self, now: float) -> None:
-        """Rule 7: let in the newcomers that waited for this period's budget, oldest first."""
-        while self._waiting and self._refill(now) > 0:
-            node = next(iter(self._waiting))
-            m, cause = self._waiting.pop(node)
-            self._alive(m, cause, now)
-
-    def _refill(self, now: float) -> int:
-        if now >= self._budget_ends:
-            self._budget_ends = now + self.config.probe_interval
-            self._budget = self.config.new_members_per_period
-        return self._budget
-
-    def _admit_new(
-        self, node_id: int, host: str, port: int, now: float, wait: tuple[Alive, str] | None
-    ) -> bool:
-        """Rules 7 and 8: may a member we do not know enter the table? Counted if not.
-
-        ``wait`` (the newcomer's alive and its cause) waits for the next period's budget
-        if this one is spent, in a room of ``WAITING`` that forgets the oldest when full.
-        """
-        if not self._address_free(node_id, host, port):
-            return False
-        if self._refill(now) <= 0:
-            self.counters.drop("new_member_rate")
-            self.crowded = True
-            if wait is not None:
-                self._waiting.pop(node_id, None)
-                if len(self._waiting) >= WAITING * self.config.new_members_per_period:
-                    del self._waiting[next(iter(self._waiting))]
-                self._waiting[node_id] = wait
-            return False
-        if len(self.table) >= self.config.max_members:
-            old = self.table.longest_down()
-            if old is None or now - old.changed <= self.config.gossip_to_the_dead_time:
-                self.counters.drop("table_full")
-                return False
-            self.table.remove(old)
-            self.counters.evicted += 1
-        self._budget -= 1
-        return True
-
-    def _address_free(self, node_id: int, host: str, port: int) -> bool:
-        """Rule 8: is host:port free for ``node_id`` (held by nobody up but it)? Counted if not."""
-        holder = self.table.holder(host, port)
-        if holder is None or holder.node_id == node_id or holder.state.is_down:
-            return True
-        self.counters.drop("refused_address")
-        return False
-
     def _confirm_to(self, node_id: int, dead: Entry, now: float) -> None:
         """Rule 3: ``node_id`` still suspects a member we hold dead: our confirmation (a
         suspicion, never the death itself, so a member wrongly held dead can still refute).
 
         At most one a protocol period per asker and subject: two members that both hold the
-        subject dead would otherwise answer each other's confirmation for ever (a storm of a
-        packet per network delay; 450,000 of 530,000 packets of a 1,000-node kill_one)."""
+        subject dead would otherwise answer each other's confirmation for ever."""
         key, seen = (node_id, dead.node_id), self._confirmed
         last = seen.get(key)
         if last is not None and now - last < self.config.probe_interval:
@@ -368,7 +299,7 @@ class Membership:
     def _alive(self, m: Alive, cause: str, now: float) -> None:
         e = self.table.get(m.node)
         if e is None:
-            if not self._admit_new(m.node, m.host, m.port, now, (m, cause)):
+            if not self.newcomers.admit(m.node, m.host, m.port, now, (m, cause)):
                 return
             e = Entry(m.node, m.host, m.port, m.incarnation, _ALIVE, m.boot, now)
             self.table.add(e)
@@ -383,7 +314,7 @@ class Membership:
         if not restarted and not self._within_reach(e, m.incarnation):
             return
         moved = self.table.id_at(m.host, m.port) != e.node_id
-        if moved and not self._address_free(e.node_id, m.host, m.port):
+        if moved and not self.newcomers.address_free(e.node_id, m.host, m.port):
             return
         old = e.state
         if restarted:

@@ -7,8 +7,8 @@ Rules:
 3. Drops are counted by reason; the reasons fall into a few classes that the statistics sum up:
    shed load (``RATE_REASONS``), failed authentication (``auth``), undecodable input
    (``MALFORMED_REASONS``), refused incarnation jumps (``refused_incarnation``), refused
-   newcomers (``NEW_MEMBER_REASONS``: ``membership`` rule 7) and refused addresses
-   (``refused_address``: rule 8).
+   newcomers (``NEW_MEMBER_REASONS``: ``newcomers`` rules 1 and 2) and refused addresses
+   (``refused_address``: ``newcomers`` rule 3).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class Counters:
     pushpulls: int = 0
     arrived: int = 0  # every packet handed in, before any check
     epochs: int = 0  # new boot epochs taken to refute (membership rule 5)
-    evicted: int = 0  # members held down long forgotten to make room (membership rule 7)
+    evicted: int = 0  # members held down long forgotten to make room (newcomers rule 2)
 
     def sent(self, kind: str, size: int) -> None:
         self.sent_packets[kind] += 1

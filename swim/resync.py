@@ -9,7 +9,7 @@ Rules:
    seed listening), so a cluster launched all at once converges at once. The first comes one
    period after start.
 3. Catch-up: the next push/pull comes early, a period later when newcomers were refused for
-   the budget (``membership`` rule 7: a large join converges), ``CATCH_UP`` periods after a
+   the budget (``newcomers`` rule 1: a large join converges), ``CATCH_UP`` periods after a
    member held dead came back (``machine`` rule 9: a member that missed a refutation across a
    healed partition is not heard from while we hold it dead).
 4. Only asks: ``Outbox.sync`` records the exchange, the driver or simnet runs it over TCP.
@@ -17,7 +17,7 @@ Rules:
    is enough to enter (its state names everyone the seed knows, and the seed gossips our
    alive on); a few more guard against seeds that are down, and rule 2 tries the others, one
    a period, while we are alone. Every seed would cost node k of a cluster launched in order
-   k full-state exchanges, N^3/6 entries in all: 203 s to start 250 nodes on 2 cores.
+   k full-state exchanges, N^3/6 entries in all.
 """
 
 from __future__ import annotations
@@ -87,11 +87,11 @@ class Resync:
     def catch_up(self, membership: Membership, now: float) -> None:
         """Rule 3, for what ``membership`` noted since the last call."""
         soon = None
-        if membership.crowded:
+        if membership.newcomers.crowded:
             soon = now + self.config.probe_interval
         elif membership.rejoined:
             soon = now + CATCH_UP * self.config.probe_interval
-        membership.crowded = membership.rejoined = False
+        membership.newcomers.crowded = membership.rejoined = False
         if soon is not None:
             self._next_pushpull = min(self._next_pushpull, soon)
 

@@ -33,7 +33,7 @@ Rules:
 1. One seeded ``random.Random`` drives everything (the network and every machine), and ties in
    the event queue break by insertion order, so a run is a pure function of its arguments.
 2. TCP push/pull is modelled as a reliable request and reply, each delayed like a packet; it
-   hands the state over as records (``StateEntry``), not bytes: the codec's round trip is
+   hands the state over as records (``simsync.SyncState``), not bytes: the codec's round trip is
    held by its own tests (tests/swim/test_swim_wire.py, test_swim_untrusted.py), real nodes
    encode. It fails when the two sides are partitioned, blocked, killed or paused, or when
    one side cannot open what the other seals (keyrings without the sender's primary key).
@@ -54,7 +54,7 @@ import gc
 import heapq
 import random
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +63,8 @@ from .faults import Faults
 from .machine import SwimMachine
 from .members import Member, MemberState
 from .outputs import DROPPED, Output
-from .table import Entry, MemberTable, Roster
+from .simsync import SyncState, keys_match
+from .table import Entry, Roster
 from .wire import StateEntry
 
 __all__ = ["SimNetwork"]
@@ -324,13 +325,13 @@ class SimNetwork:
             self._work(node, when)
         elif kind == _SYNC:
             src_id, src_gen, state = payload
-            reply = _State.of(m)
+            reply = SyncState.of(m)
             self._merge(node, state, when, src_id)
             self._push(when + self._latency(), _REPLY, src_id, src_gen, (node.node_id, reply))
         elif kind == _REPLY:
             self._merge(node, payload[1], when, payload[0])
 
-    def _merge(self, node: _Node, state: _State, when: float, peer: int) -> None:
+    def _merge(self, node: _Node, state: SyncState, when: float, peer: int) -> None:
         """A push/pull state arrives, as records (rule 2)."""
         entries = state.rows_for(node.machine.table)
         self._apply(node, node.machine.merge_state(entries, when, peer=peer))
@@ -384,7 +385,7 @@ class SimNetwork:
             j = self._addr.get((sync.host, sync.port))
             if j is None or self._cut(i, j, tcp=True):
                 continue
-            state = _State.of(node.machine)
+            state = SyncState.of(node.machine)
             self._push(
                 self.now + self._latency(i, j), _SYNC, j, self._nodes[j].gen, (i, node.gen, state)
             )
@@ -395,7 +396,7 @@ class SimNetwork:
         a, b = self._nodes[i], self._nodes.get(j)
         if b is None or not b.running or (tcp and b.paused):
             return True
-        if tcp and not _keys_match(a.machine, b.machine):
+        if tcp and not keys_match(a.machine, b.machine):
             return True
         if self._groups is not None and self._groups.get(i, -1 - i) != self._groups.get(j, -1 - j):
             return True
@@ -431,46 +432,3 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def _keys_match(a: SwimMachine, b: SwimMachine) -> bool:
-    """Can each of the two open what the other seals? (Both plain counts as a match.)"""
-    ka, kb = a.config.keyring, b.config.keyring
-    if ka is None or kb is None:
-        return ka is None and kb is None
-    return ka.can_open_from(kb) and kb.can_open_from(ka)
-
-
-@dataclass(frozen=True, slots=True)
-class _State:
-    """A member's push/pull state as sent (rule 2): the rows in which its table differs from
-    the roster it shares with others, that roster for the rest (``table`` rule 4), less the
-    members it removed."""
-
-    rows: tuple[StateEntry, ...]
-    ids: frozenset[int]
-    roster: Mapping[int, Entry]
-    removed: frozenset[int]
-
-    @classmethod
-    def of(cls, m: SwimMachine) -> _State:
-        table = m.table
-        rows = tuple(_row(table.peek(i)) for i in table.changed_ids())  # type: ignore[arg-type]
-        return cls(rows, frozenset(r.node for r in rows), table.roster, table.removed())
-
-    def rows_for(self, table: MemberTable) -> list[StateEntry]:
-        """The rows that may change ``table``: all of ours, and the roster's for members the
-        receiver holds apart from the roster. A roster row neither side holds itself says what
-        the receiver holds already, so merging it would change nothing."""
-        out = list(self.rows)
-        skip, roster = self.ids | self.removed, self.roster
-        if roster is table.roster:
-            wanted: Iterable[int] = (*table.changed_ids(), *table.removed())
-        else:
-            wanted = roster
-        out += [_row(roster[i]) for i in wanted if i in roster and i not in skip]
-        return out
-
-
-def _row(e: Entry) -> StateEntry:
-    return StateEntry(e.node_id, e.host, e.port, e.incarnation, e.state.wire, e.boot)

@@ -3,7 +3,7 @@
 Rules:
 1. Entries are not removed: dead and left members stay listed (the API shows them dead) and
    keep their incarnation, so a stale ``alive`` cannot resurrect them. The one exception is
-   a full table (``membership`` rule 7): ``remove`` forgets the member held down the longest
+   a full table (``newcomers`` rule 2): ``remove`` forgets the member held down the longest
    (``longest_down``, O(1)) to make room.
 2. Probing walks a shuffled order of member ids, drawn lazily (Fisher-Yates one step per
    probe, so a pass costs nothing up front); a full pass starts a new one, and a newcomer, or
@@ -320,7 +320,7 @@ class MemberTable:
             self._addr.pop(addr, None)
 
     def id_at(self, host: str, port: int) -> int | None:
-        """The id of the member that holds host:port, if any (``membership`` rule 8)."""
+        """The id of the member that holds host:port, if any (``newcomers`` rule 3)."""
         i = self._addr.get((host, port))
         if i is None:
             return self._base_addr.get((host, port))

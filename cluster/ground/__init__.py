@@ -5,8 +5,10 @@
     ids         pool and node ids
     parse       the strict readers of numbers, ports, sizes, booleans (ASCII digits, ranged)
     safeyaml    the one YAML loader, with limits
-    settings    the settings: their schema and how they are loaded, with each value's origin
+    schema      the settings' sections: every field with its default, unit and range
+    settings    how settings are loaded and layered, with each value's origin (and the
+                schema's names re-exported)
 
 Import the module you need (``from cluster.ground.errors import BadRequest``): this package
-re-exports nothing, so reading ids does not load the settings' schema.
+re-exports nothing, so reading ids does not load the settings.
 """

@@ -1,4 +1,5 @@
-"""Node settings: built-in defaults < configuration file < ``RT_`` environment < command line.
+"""Node settings loaded: built-in defaults < configuration file < ``RT_`` environment < command
+line, with the origin of every value. The fields, their defaults and ranges: ``schema.py``.
 
 Rules:
 1. The file is ``$RT_SERVER_CONF`` if set, else ``~/.rt/rt.yaml``, else built-in defaults
@@ -6,10 +7,8 @@ Rules:
    at most ``MAX_CONFIG_BYTES`` (a larger file is refused unread), no aliases, bounded depth.
 2. Only ``RT_`` variables are read. An unset variable is not an error; a malformed one is.
 3. An unknown key, a wrong type or a value out of range in the file is a SettingsError naming
-   the key and the file. Every number has its range next to its field (``_int``/``_float``);
-   every string is bounded and has no NUL; a path's ``~`` names a home. The ranges hold for
-   every source: the file, the variables (parsed by ``cluster.ground.parse``), flags and ``replace``
-   (each section checks itself in ``__post_init__``), so no Settings out of range can exist.
+   the key and the file. The ranges are the schema's and hold for every source: the file, the
+   variables (parsed by ``cluster.ground.parse``), flags and ``replace``.
 4. ``viz.enabled`` defaults to true for the daemon (``rt_run start``) and false for embedded
    runtimes. ``RT_VIZ_ENABLE`` is an explicit choice the daemon default does not override;
    command-line flags (``--viz``, ``--no-viz``, ``--viz-port``, ``--viz-bind``) override it.
@@ -20,17 +19,26 @@ Rules:
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import Field, dataclass, field, fields, replace
+from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from .errors import SettingsError
-from .parse import MAX_NODE_ID, PORT_MAX, ParseError, float_value, int_value, parse_int, shown
+from .parse import ParseError, parse_int, shown
 from .safeyaml import Limits, YamlError, YamlTooLarge, load, load_file
+from .schema import (
+    MAX_COMPOSE_ENTRIES,
+    SECTIONS,
+    LoggingSettings,
+    NetworkingSettings,
+    RuntimeSettings,
+    Settings,
+    VizSettings,
+    WorkloadSettings,
+    check_value,
+)
 
 __all__ = [
     "MAX_COMPOSE_ENTRIES",
@@ -47,189 +55,8 @@ __all__ = [
 ]
 
 LaunchMode = Literal["daemon", "embedded"]
-LOG_LEVELS = ("debug", "info", "warn", "error")
-DEFAULT_MODULES = ("rt_admin", "rt_bdev", "rt_safe_bdev", "rt_cte_core")
 MAX_CONFIG_BYTES = 1 << 20  # a configuration file larger than this is refused, unread
-MAX_COMPOSE_ENTRIES = 1000  # pools a configuration may compose at start-up
-MAX_TEXT = 4096  # characters of one string setting (a path, a host name)
-MAX_ITEMS = 64  # entries of one list setting (modules, asset paths)
-MAX_THREADS = 1024  # workers, dashboard request slots
 _YAML_LIMITS = Limits(max_bytes=MAX_CONFIG_BYTES)
-_HOST_NAME = re.compile(r"(?:[0-9a-f.]*(?::[0-9a-f.]*){2,8}|(?!-)[a-z0-9-]{1,63}(?<!-)"  # IPv6, or
-                        r"(?:\.(?!-)[a-z0-9-]{1,63}(?<!-)){0,126}\.?)\Z", re.I)  # fmt: skip
-
-
-def _int(default: int, low: int, high: int) -> Any:
-    return field(default=default, metadata={"range": (low, high)})
-
-
-def _float(default: float, low: float, high: float, *, low_open: bool = False) -> Any:
-    return field(default=default, metadata={"range": (low, high), "low_open": low_open})
-
-
-@dataclass(frozen=True, slots=True)
-class NetworkingSettings:
-    host: str = "127.0.0.1"
-    port: int = _int(9413, 0, PORT_MAX)  # 0: any free port (tests)
-    hostfile: str = field(default="", metadata={"path": True})
-    node_id: int = _int(-1, -1, MAX_NODE_ID)  # -1: this node's line offset in the hostfile
-    advertise: str = ""  # the address peers are told; "": host (a wildcard host needs one)
-
-    def __post_init__(self) -> None:
-        _check_section(self, "networking")
-        if self.advertise and not _HOST_NAME.match(self.advertise):
-            raise SettingsError(f"networking.advertise: expected an address or host name, "
-                                f"got {shown(self.advertise)}")  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeSettings:
-    num_threads: int = _int(4, 1, MAX_THREADS)
-    worker_count: int = _int(0, 0, MAX_THREADS)  # 0: as many workers as num_threads
-    learning_rate: float = _float(0.2, 0.0, 1.0, low_open=True)
-    conf_dir: str = field(default="~/.rt", metadata={"path": True})
-    data_dir: str = field(default="", metadata={"path": True})  # "": <conf_dir>/data/node-<port>
-    modules: tuple[str, ...] = DEFAULT_MODULES
-
-    def __post_init__(self) -> None:
-        _check_section(self, "runtime")
-
-    @property
-    def workers(self) -> int:
-        return self.worker_count or self.num_threads
-
-
-@dataclass(frozen=True, slots=True)
-class VizSettings:
-    enabled: bool = False
-    port: int = _int(8080, 0, PORT_MAX)
-    bind: str = "127.0.0.1"
-    max_threads: int = _int(16, 1, MAX_THREADS)
-    path: tuple[str, ...] = field(default=(), metadata={"path": True})
-    allowed_hosts: tuple[str, ...] = ()  # extra Host names accepted besides the bind address
-
-    def __post_init__(self) -> None:
-        _check_section(self, "viz")
-
-
-@dataclass(frozen=True, slots=True)
-class LoggingSettings:
-    level: str = "info"
-    file: str = field(default="", metadata={"path": True})
-    events: str = field(default="", metadata={"path": True})  # membership events (JSON lines)
-
-    def __post_init__(self) -> None:
-        _check_section(self, "logging")
-        if self.level not in LOG_LEVELS:
-            raise SettingsError(
-                f"logging.level: expected one of {', '.join(LOG_LEVELS)}, got {self.level!r}"
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class WorkloadSettings:
-    enabled: bool = True
-    rate: float = _float(20.0, 0.0, 1000.0)  # tasks per second over the node's pools
-    io_size: int = _int(4096, 1, 64 << 20)  # bytes per synthetic read or write
-    pools: bool = True  # compose a small demo bdev, array and cte pool when compose is empty
-
-    def __post_init__(self) -> None:
-        _check_section(self, "workload")
-
-
-def _check_section(section: Any, name: str) -> None:
-    """Every field of ``section`` in its range (the backstop for flags and ``replace``)."""
-    for f in fields(section):
-        _check_value(getattr(section, f.name), f, f"{name}.{f.name}")
-
-
-def _check_value(value: Any, f: Field[Any], where: str) -> Any:
-    """``value`` if it is in the field's range or bounds; SettingsError naming ``where``."""
-    try:
-        if "range" in f.metadata:
-            low, high = f.metadata["range"]
-            if isinstance(value, str):  # text is parsed where it enters (cluster.ground.parse)
-                raise ParseError(f"{where}: expected a number, got {value[:40]!r}")
-            if isinstance(low, float):
-                return float_value(
-                    value, low=low, high=high, what=where, low_open=f.metadata["low_open"]
-                )
-            return int_value(value, low=low, high=high, what=where)
-    except ParseError as exc:
-        raise SettingsError(str(exc)) from None
-    for text in value if isinstance(value, tuple) else (value,):
-        if isinstance(text, str) and (len(text) > MAX_TEXT or "\x00" in text):
-            raise SettingsError(f"{where}: longer than {MAX_TEXT} characters or holds a NUL")
-        if f.metadata.get("path") and os.path.expanduser(str(Path(str(text))))[:1] == "~":
-            raise SettingsError(f"{where}: {shown(text)} names no user's home directory")
-    if isinstance(value, tuple) and len(value) > MAX_ITEMS:
-        raise SettingsError(f"{where}: more than {MAX_ITEMS} entries")
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    networking: NetworkingSettings = field(default_factory=NetworkingSettings)
-    runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
-    viz: VizSettings = field(default_factory=VizSettings)
-    logging: LoggingSettings = field(default_factory=LoggingSettings)
-    workload: WorkloadSettings = field(default_factory=WorkloadSettings)
-    swim: Mapping[str, Any] = field(default_factory=dict)
-    compose: tuple[Mapping[str, Any], ...] = ()
-    source: str = ""  # the configuration file read, "" for built-in defaults
-    # "section.key" -> where its value came from (rule 5); a key not here is a default
-    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
-
-    def origin(self, key: str) -> str:
-        """Where the value of ``key`` (``section.key``) came from: ``default``, ``file <path>``,
-        ``env RT_...`` or ``flag --...``."""
-        return self.origins.get(key, "default")
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            if f.name == "origins":
-                continue
-            value = getattr(self, f.name)
-            if dataclasses.is_dataclass(value) and not isinstance(value, type):
-                out[f.name] = {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
-            else:
-                out[f.name] = _plain(value)
-        return out
-
-    def paths(self) -> dict[str, str | None]:
-        """The paths in use with ``~`` expanded: ``conf_dir``, ``data_dir``, ``hostfile`` and
-        ``config_file`` (None when unset)."""
-        host = self.networking.hostfile
-        return {
-            "conf_dir": str(Path(self.runtime.conf_dir).expanduser()),
-            "data_dir": str(self.data_dir),
-            "hostfile": str(Path(host).expanduser()) if host else None,
-            "config_file": self.source or None,
-        }
-
-    @property
-    def data_dir(self) -> Path:
-        if self.runtime.data_dir:
-            return Path(self.runtime.data_dir).expanduser()
-        return Path(self.runtime.conf_dir).expanduser() / "data" / f"node-{self.networking.port}"
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
-
-
-_SECTIONS: dict[str, type] = {
-    "networking": NetworkingSettings,
-    "runtime": RuntimeSettings,
-    "viz": VizSettings,
-    "logging": LoggingSettings,
-    "workload": WorkloadSettings,
-}
 
 
 def find_config_file(env: Mapping[str, str]) -> Path | None:
@@ -266,7 +93,7 @@ def _coerce(value: Any, f: Field[Any], default: Any, where: str) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise SettingsError(f"{where}: expected a list of strings, got {shown(value)}")
         value = tuple(value)
-    return _check_value(value, f, where)
+    return check_value(value, f, where)
 
 
 def _key(key: Any) -> str:
@@ -315,8 +142,8 @@ def _settings_from(data: Any, source: str) -> Settings:
     origins: dict[str, str] = {}
     kwargs: dict[str, Any] = {"source": source, "origins": origins}
     for key, value in data.items():
-        if key in _SECTIONS:
-            kwargs[key] = _section(_SECTIONS[key], value, f"{source}: {key}")
+        if key in SECTIONS:
+            kwargs[key] = _section(SECTIONS[key], value, f"{source}: {key}")
         elif key == "swim":
             kwargs["swim"] = _swim_section(value, f"{source}: swim")
         elif key == "compose":
@@ -325,7 +152,7 @@ def _settings_from(data: Any, source: str) -> Settings:
         else:
             raise SettingsError(
                 f"{source}: {_key(key)}: unknown section (known: "
-                f"{', '.join(sorted([*_SECTIONS, 'swim', 'compose']))})"
+                f"{', '.join(sorted([*SECTIONS, 'swim', 'compose']))})"
             )
         if key != "compose" and isinstance(value, Mapping):
             origins.update({f"{key}.{k}": f"file {source}" for k in value})
@@ -415,16 +242,20 @@ def load_settings(
         swim_cfg = _swim_section(keyring, "--keyring: swim")
         origins["swim.keyring_file"] = _FLAG_ORIGIN["keyring"]
     return replace(
-        settings, viz=viz, networking=net, logging=log, runtime=runtime, swim=swim_cfg,
+        settings,
+        viz=viz,
+        networking=net,
+        logging=log,
+        runtime=runtime,
+        swim=swim_cfg,
         origins=origins,
-    )  # fmt: skip
+    )
 
 
+_FLAGS = ("port", "hostfile", "node_id", "host", "advertise", "data_dir", "events", "log_file")
 _FLAG_ORIGIN = {  # a flags key -> how the origin names it
-    k: "flag --" + k.replace("_", "-")
-    for k in ("port", "hostfile", "node_id", "host", "advertise", "data_dir", "events", "log_file")
-} | {"keyring": "flag --keyring", "viz": "flag --viz/--no-viz", "viz_port": "flag --viz-port",
-     "viz_bind": "flag --viz-bind"}  # fmt: skip
+    k: "flag --" + k.replace("_", "-") for k in (*_FLAGS, "keyring", "viz_port", "viz_bind")
+} | {"viz": "flag --viz/--no-viz"}
 
 
 def _read_config(path: Path | None) -> tuple[Settings, Mapping[str, Any]]:

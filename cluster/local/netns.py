@@ -275,8 +275,9 @@ def make_node(network: Network, node: NodeRecord) -> None:
         if bridge is None:
             raise ClusterError(f"the bridge {network.bridge} is gone")
         _pyroute2().netns.create(node.netns)
-        ipr.link("add", ifname=link, kind="veth", peer={"ifname": INNER_LINK,
-                                                       "net_ns_fd": node.netns})  # fmt: skip
+        ipr.link(
+            "add", ifname=link, kind="veth", peer={"ifname": INNER_LINK, "net_ns_fd": node.netns}
+        )
         ipr.link("set", index=_index(ipr, link), master=bridge, state="up")
     prefixlen = ipaddress.IPv4Network(network.subnet).prefixlen
     with _netlink(node.netns) as inner:
@@ -388,8 +389,7 @@ def restore(node: NodeRecord) -> None:
     """Remove every partition route inside the node's namespace."""
     with _netlink(node.netns) as inner:
         for r in _cut_routes(inner):
-            inner.route("del", dst=f"{r.get('RTA_DST')}/32", type="unreachable",
-                        proto=ROUTE_PROTO)  # fmt: skip
+            inner.route("del", dst=f"{r.get('RTA_DST')}/32", type="unreachable", proto=ROUTE_PROTO)
 
 
 def _cut_routes(inner: Any) -> list[Any]:
@@ -409,9 +409,11 @@ def cut_nodes(record: ClusterRecord) -> dict[int, list[int] | None]:
     cuts: dict[int, list[int] | None] = {}
     for n in record.nodes:
         addresses = cut_addresses(n)
-        cuts[n.node_id] = None if addresses is None else sorted(
-            by_address[a] for a in addresses if a in by_address
-        )  # fmt: skip
+        cuts[n.node_id] = (
+            None
+            if addresses is None
+            else sorted(by_address[a] for a in addresses if a in by_address)
+        )
     return cuts
 
 

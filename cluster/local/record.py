@@ -153,8 +153,13 @@ class Network:
 
     def to_status(self) -> dict[str, Any]:
         """The ``status --json`` shape: where the nodes are, and which faults are real."""
-        return {"subnet": self.subnet, "bridge": self.bridge, "gateway": self.gateway,
-                "real": ["partition"], "simulated": ["loss", "delay"]}  # fmt: skip
+        return {
+            "subnet": self.subnet,
+            "bridge": self.bridge,
+            "gateway": self.gateway,
+            "real": ["partition"],
+            "simulated": ["loss", "delay"],
+        }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Network:

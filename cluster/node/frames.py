@@ -310,8 +310,17 @@ def decode_untrusted(obj: Any) -> Request:
 # -- frames from the network ------------------------------------------------------------------
 
 _RECORDS: tuple[type[Request], ...] = (
-    Monitor, PoolMonitor, Swim, Identity, Stop, Faults, Compose, Pools, Migrate, Adopt,
-)  # fmt: skip
+    Monitor,
+    PoolMonitor,
+    Swim,
+    Identity,
+    Stop,
+    Faults,
+    Compose,
+    Pools,
+    Migrate,
+    Adopt,
+)
 _BY_KIND: dict[tuple[str, str | None], type[Request]] = {r.KIND: r for r in _RECORDS}
 PEEK_BYTES = 64  # a frame's first bytes that name its kind: {"k": <kind>, "op": <op>, ...}
 

@@ -109,8 +109,12 @@ def _ending(status: int, log: str) -> dict[str, Any]:
         sig = os.WTERMSIG(status)
         name = signal.Signals(sig).name if sig in signal.valid_signals() else f"signal {sig}"
         return {"code": None, "signal": name, "last_line": last, "at": time.time()}
-    return {"code": os.waitstatus_to_exitcode(status), "signal": "", "last_line": last,
-            "at": time.time()}  # fmt: skip
+    return {
+        "code": os.waitstatus_to_exitcode(status),
+        "signal": "",
+        "last_line": last,
+        "at": time.time(),
+    }
 
 
 # ---- the node -------------------------------------------------------------------------------
@@ -181,9 +185,16 @@ def _watch(request: dict[str, Any], report: int) -> NoReturn:
         theirs.close()
         ours.recv(1)  # READY, or nothing when the node died already
         me = os.getpid()
-        doc = {"pid": pid, "started": _start_ticks(pid), "watcher": me,
-               "watcher_started": _start_ticks(me), "argv": request["argv"],
-               "log": request["log"], "tag": request.get("tag") or {}, "exit": None}  # fmt: skip
+        doc = {
+            "pid": pid,
+            "started": _start_ticks(pid),
+            "watcher": me,
+            "watcher_started": _start_ticks(me),
+            "argv": request["argv"],
+            "log": request["log"],
+            "tag": request.get("tag") or {},
+            "exit": None,
+        }
         try:
             _write_record(str(request["procs"]), doc)
         except OSError as exc:

@@ -2,9 +2,7 @@
 reconstruct around unusable members, recovery onto fresh members, parity checks.
 
 Rules:
-1. Geometry: ``k`` data and ``m`` parity positions; every member holds ``slots`` chunks of
-   ``chunk`` bytes from its ``base`` offset. Slot ``s`` is one stripe: chunk ``s`` of every
-   member. Logical byte ``L`` lives in slot ``L // (k·chunk)`` on data member ``(L // chunk) % k``.
+1. Geometry (``layout``): ``k`` data and ``m`` parity positions, a slot is one stripe.
 2. A position is readable when its member is ``active``; it is written when ``active`` or
    ``recovering``; ``faulty`` and ``removed`` positions are skipped. A member whose device
    fails an I/O is marked ``faulty`` on the spot.
@@ -14,10 +12,10 @@ Rules:
    rebuild and a parity check of the same slot never interleave.
 5. ``dirty`` slots are those whose redundancy is not current: written while a position was out
    of service, or found inconsistent by a check. A finished recovery leaves none.
-6. Whole stripes move in runs of up to ``RUN_BYTES`` per member: one coding pass and one I/O
-   per member for the run (the data chunks straight from the caller's buffer, ``write_rows``;
-   recovery reads into and codes in reused matrices, ``ScratchPool``). Member I/O up to
-   ``SMALL_IO`` is done in turn: the member devices do it in the caller's task anyway.
+6. Whole stripes move in runs of up to ``layout.RUN_BYTES`` per member: one coding pass and
+   one I/O per member for the run (the data chunks straight from the caller's buffer,
+   ``write_rows``; recovery reads into and codes in reused matrices, ``ScratchPool``). Member
+   I/O up to ``SMALL_IO`` is done in turn: the member devices do it in the caller's task anyway.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from cluster.ground.ids import PoolId
 
 from .blockdev import BlockStore
 from .erasure import Buffer, Codec, load_numpy
+from .layout import StripeLayout
 
 if TYPE_CHECKING:
     from .erasure import Bytes as Rows
@@ -51,7 +50,6 @@ PARALLEL_SLOTS = 8
 PARALLEL_RUNS = 2  # runs rebuilt at once: one is read or written while the other is coded
 WALK_STEPS = 100  # a paced recovery walks the slots in at most this many steps
 SMALL_IO = 1 << 20  # bytes: member I/O up to this size is done in turn (see _read_positions)
-RUN_BYTES = 1 << 20  # consecutive slots are coded and moved in runs of up to this much per member
 
 
 def _nbytes(block: Buffer | Rows) -> int:
@@ -62,7 +60,7 @@ class Unreadable(Conflict):
     """A slot with fewer readable blocks than data members."""
 
 
-class StripeArray:
+class StripeArray(StripeLayout):
     """Stripes over members; ``open_member`` finds a member's device, ``run_op`` runs a task."""
 
     def __init__(
@@ -75,8 +73,7 @@ class StripeArray:
         open_member: Callable[[PoolId], BlockStore | None],
         run_op: RunOp,
     ) -> None:
-        self.name, self.chunk, self.slots = name, chunk, slots
-        self.data, self.parity = list(data), list(parity)
+        super().__init__(name, chunk, slots, data, parity)
         self.codec = Codec(len(self.data), len(self.parity))
         self._open_member, self._run_op = open_member, run_op
         self.written: set[int] = set()
@@ -86,50 +83,7 @@ class StripeArray:
         self._zero = bytes(chunk)
         self._scratch = ScratchPool(keep=PARALLEL_RUNS + 1)  # the rebuilt runs and a write
 
-    # -- geometry and roster ----------------------------------------------------------------
-
-    @property
-    def k(self) -> int:
-        return len(self.data)
-
-    @property
-    def m(self) -> int:
-        return len(self.parity)
-
-    @property
-    def stripe_bytes(self) -> int:
-        return self.k * self.chunk
-
-    @property
-    def run_slots(self) -> int:
-        """Slots coded and moved together: ``RUN_BYTES`` per member."""
-        return max(1, RUN_BYTES // self.chunk)
-
-    @property
-    def capacity(self) -> int:
-        return self.slots * self.stripe_bytes
-
-    def member(self, position: int) -> ArrayMember:
-        return self.data[position] if position < self.k else self.parity[position - self.k]
-
-    def set_member(self, position: int, member: ArrayMember) -> None:
-        if position < self.k:
-            self.data[position] = member
-        else:
-            self.parity[position - self.k] = member
-
-    def positions(self) -> range:
-        return range(self.k + self.m)
-
-    def position_of(self, pool_id: PoolId) -> int | None:
-        return next((p for p in self.positions() if self.member(p).pool_id == pool_id), None)
-
-    def out_of_service(self) -> int:
-        """Positions not ``active`` (faulty, removed or still recovering)."""
-        return sum(self.member(p).state != MemberState.ACTIVE for p in self.positions())
-
-    def set_state(self, position: int, state: MemberState) -> None:
-        self.set_member(position, replace(self.member(position), state=state))
+    # -- changes of the roster --------------------------------------------------------------
 
     def add_parity(self, member: ArrayMember) -> None:
         """Raise the parity level; the new member recovers (existing parity stays valid)."""
@@ -247,21 +201,6 @@ class StripeArray:
 
     # -- logical I/O ------------------------------------------------------------------------
 
-    def _split(
-        self, offset: int, size: int, start: int | None = None
-    ) -> dict[int, list[tuple[int, int, int, int]]]:
-        """Slot -> pieces ``(data index, offset in chunk, length, offset in the buffer)`` of
-        ``size`` bytes at ``offset``, for a buffer that starts at ``start`` (``offset``)."""
-        out: dict[int, list[tuple[int, int, int, int]]] = {}
-        pos, end, base = offset, offset + size, offset if start is None else start
-        while pos < end:
-            slot, rest = divmod(pos, self.stripe_bytes)
-            index, within = divmod(rest, self.chunk)
-            n = min(self.chunk - within, end - pos)
-            out.setdefault(slot, []).append((index, within, n, pos - base))
-            pos += n
-        return out
-
     async def read(self, offset: int, size: int) -> bytes:
         out = bytearray(size)
         sb, end = self.stripe_bytes, offset + size
@@ -346,10 +285,6 @@ class StripeArray:
             self.written.update(range(first, first + n))
             if self._degraded():
                 self.dirty.update(range(first, first + n))
-
-    def _degraded(self) -> bool:
-        states = (MemberState.FAULTY, MemberState.REMOVED)
-        return any(self.member(p).state in states for p in self.positions())
 
     async def _per_slot(self, split: dict[int, list[tuple[int, int, int, int]]], fn: Any) -> None:
         limiter = trio.CapacityLimiter(PARALLEL_SLOTS)

@@ -16,6 +16,9 @@ CFG = SwimConfig()
 
 
 def test_budget_counts_only_sends_to_live_members_and_covers_one_fanout() -> None:
+    """``broadcast`` rule 2. Below ten members memberlist's budget is 2 sends: spent on the
+    failed member a rumour is about, it left a survivor unaware, and 2 sends for a fanout of 3
+    left one of three survivors unaware of a rumour about once in 27 (issue 13)."""
     q = BroadcastQueue()
     q.push(7, b"news")
     for _ in range(5):  # sends to suspected or dead members are free
@@ -47,6 +50,8 @@ def test_a_buddy_ping_left_unanswered_confirms_a_suspicion() -> None:
     """An observer that heard of a suspicion but of no confirmation (or of the death) waits
     Min from its own start, not Max: its own failed buddy ping is the confirmation.
 
+    ``machine`` rule 6: before, such an observer waited out the Max timeout (issue 13).
+
     (The seed matters: with some probe orders our regular probe of 2 is under way when the
     buddy ping would go, so it goes to another member we came to suspect.)"""
     m = SwimMachine(CFG, 0, "10.0.0.0", 7946, rng=random.Random(0), now=0.0)
@@ -68,6 +73,8 @@ def test_a_buddy_ping_left_unanswered_confirms_a_suspicion() -> None:
 
 
 def test_a_newcomer_is_known_to_every_member_at_once() -> None:
+    """``machine`` rule 8. On gossip alone (memberlist's retransmit budget) some member of
+    thirty missed a newcomer's alive about once a rumour, until a push/pull (issue 13)."""
     for seed in range(20):
         net = SimNetwork(30, CFG, seed=seed)
         net.run_for(2.0)
@@ -100,8 +107,9 @@ def _answers(m: SwimMachine, msg: object, sender: tuple[str, int]) -> list[tuple
 
 def test_a_member_passing_on_a_stale_accusation_gets_the_refutation_back() -> None:
     """Member 1 gossips that 2 is suspected (or dead) at incarnation 0, but 2 has refuted
-    at 3: we tell 1 at once (loss_20 seed 1045 had an observer that never heard the
-    refutation and declared 2 dead). Its author is 4, but the one to correct is 1."""
+    at 3: we tell 1 at once (``membership`` rule 3; issue 13: on 22 of 1,000 ``loss_20``
+    seeds, 1045 among them, an observer never heard the refutation and declared 2 dead).
+    Its author is 4, but the one to correct is 1."""
     from swim.wire import Alive, Dead
 
     for stale in (Suspect(0, 2, 4), Dead(0, 2, 4)):
@@ -116,3 +124,21 @@ def test_a_member_passing_on_a_stale_accusation_gets_the_refutation_back() -> No
     # A stranger's stale gossip gets no answer: corrections go to members only.
     m = _holding_2_alive_at(3)
     assert _answers(m, Suspect(0, 2, 4), ("10.9.9.9", 7946)) == []
+
+
+def test_a_member_held_dead_coming_back_brings_the_next_push_pull_forward() -> None:
+    """``machine`` rule 9. A member that missed a refutation across a healed partition is not
+    heard from while we hold it dead: only a push/pull tells it. Without the early push/pull
+    ``partition_heal`` did not converge within 32 s on 2 of 1,000 seeds (issue 13)."""
+    from swim.resync import CATCH_UP
+    from swim.wire import Alive, Dead
+
+    m = _holding_2_alive_at(0)
+    m.membership.apply(Dead(0, 2, 1), "gossip", 0.6)
+    assert m.table.get(2).state is MemberState.DEAD  # type: ignore[union-attr]
+    m.outbox.flush()
+    assert m.resync.next_deadline() > 1.0 + CATCH_UP * CFG.probe_interval  # the regular one
+    _answers(m, Alive(1, 2, "10.0.0.2", 7946, 2), ("10.0.0.1", 7946))  # 2 is back, at 1.0
+    assert m.table.get(2).state is MemberState.ALIVE  # type: ignore[union-attr]
+    assert m.resync.next_deadline() == 1.0 + CATCH_UP * CFG.probe_interval
+    assert m.tick(1.0 + CATCH_UP * CFG.probe_interval).syncs

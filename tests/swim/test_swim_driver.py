@@ -25,6 +25,7 @@ from swim import (
     send_frame,
 )
 from swim.testing import query, serve_tcp_for
+from tests.support import wait_for_async
 
 # Fast but not fragile: 0.2 s periods; timeouts below are generous multiples.
 FAST = SwimConfig(
@@ -202,9 +203,12 @@ async def test_garbage_udp_and_tcp_do_not_stop_the_member(tmp_path: Path) -> Non
         assert bad["ok"] is False
         bad = await query("127.0.0.1", hs[0].port, {"k": "swim", "op": "pushpull", "state": 3})
         assert bad["ok"] is False
-        with trio.fail_after(10):
-            while sum(hs[0].statistics().dropped.values()) < 5:
-                await trio.sleep(0.05)
+        await wait_for_async(
+            "member 0 to count the 5 bad inputs as dropped",
+            lambda: sum(hs[0].statistics().dropped.values()),
+            until=lambda n: n >= 5,
+            timeout=10,
+        )
         # still working: it answers and stays in the cluster
         stats = await query("127.0.0.1", hs[0].port, {"k": "stats"})
         assert stats["ok"] is True

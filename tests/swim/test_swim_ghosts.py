@@ -1,4 +1,4 @@
-"""Ghosts cannot grow the table or take a live member's address (membership rules 7 and 8).
+"""Ghosts cannot grow the table or take a live member's address (``newcomers`` rules 1-3).
 
 All on the simulated network, in virtual time, without a keyring: deterministic, no sockets.
 """

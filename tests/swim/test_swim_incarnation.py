@@ -209,6 +209,7 @@ def _hostile(data: st.DataObject, net: SimNetwork) -> Message:
 )
 @given(st.data())
 def test_no_single_message_keeps_a_live_member_from_being_seen_alive(data: st.DataObject) -> None:
+    """``membership`` rules 4-6: one spoofed message could keep a live member dead (issue 12)."""
     net = settled(seed=data.draw(st.integers(0, 3), label="seed"))
     msg = _hostile(data, net)
     to = data.draw(st.integers(0, 2), label="to")
@@ -233,6 +234,7 @@ def test_no_single_message_keeps_a_live_member_from_being_seen_alive(data: st.Da
 def test_no_single_push_pull_state_keeps_a_live_member_from_being_seen_alive(
     data: st.DataObject,
 ) -> None:
+    """``membership`` rules 4-6, for a push/pull state instead of a packet (issue 12)."""
     net = settled(seed=data.draw(st.integers(0, 3), label="seed"))
     rows = []
     for _ in range(data.draw(st.integers(1, 4), label="rows")):

@@ -17,6 +17,7 @@ from swim.exchange import open_sealed, pushpull_request, seal
 from swim.keyring import OVERHEAD, SEAL_VERSION, TCP_REPLY, TCP_REQUEST, UDP, Keyring, load_keyring
 from swim.members import MemberState
 from swim.wire import VERSION, Ping, StateEntry, encode
+from tests.support import wait_for_async
 from tests.swim.test_swim_driver import FAST, run_member
 
 K1, K2, K3 = bytes(range(16)), bytes(range(100, 132)), bytes(range(50, 74))
@@ -259,8 +260,11 @@ async def test_real_members_with_and_without_a_key_do_not_form_a_cluster(tmp_pat
         with trio.fail_after(30):
             await k1.wait_members(lambda ms: len(ms) == 2 and all(m.state == "alive" for m in ms))
             # the plain member keeps re-joining, and the keyed seed keeps refusing it
-            while k0.counters()["dropped_auth"] < 3:
-                await trio.sleep(0.05)
+            await wait_for_async(
+                "the keyed seed to refuse the plain member 3 times",
+                lambda: k0.counters()["dropped_auth"],
+                until=lambda n: n >= 3,
+            )
         assert [m.node_id for m in p2.members()] == [2]
         assert sorted(m.node_id for m in k0.members()) == [0, 1]
         nursery.cancel_scope.cancel()

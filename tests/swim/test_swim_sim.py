@@ -95,7 +95,10 @@ def test_buddy_probe_carries_the_suspicion() -> None:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_no_false_dead_at_20_percent_loss_lan_profile(seed: int) -> None:
-    """Serf's LAN profile (k = 3 helpers) rides out 20 % loss with no false verdict."""
+    """Serf's LAN profile (k = 3 helpers) rides out 20 % loss with no false verdict.
+
+    ``buddies`` rule 2: when one unanswered buddy ping confirmed a suspicion, 20 % loss made
+    false deaths (issue 13)."""
     net = SimNetwork(6, SwimConfig.lan(), seed=seed, loss=20.0)
     net.run_for(300.0)
     assert not [e for e in net.events if e["new"] in ("dead", "left")]

@@ -34,6 +34,7 @@ from swim.wire import (
     encode_compound,
     encode_part,
 )
+from tests.support.strategies import msgpack_scalars, msgpack_values
 
 U16, U32, U63 = 2**16 - 1, 2**32 - 1, 2**63 - 1
 _host = st.text(min_size=1, max_size=40)
@@ -47,20 +48,10 @@ MESSAGES: st.SearchStrategy[Message] = st.one_of(
     st.builds(Suspect, _u63, _u32, _u32),
     st.builds(Dead, _u63, _u32, _u32),
 )
-_scalar = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**64 - 1),
-    st.floats(),
-    st.text(max_size=12),
-    st.binary(max_size=12),
-    st.sampled_from(["alive", "suspected", "dead", "left", "probe_failed"]),
+_scalar = msgpack_scalars(
+    12, st.sampled_from(["alive", "suspected", "dead", "left", "probe_failed"])
 )
-_value = st.recursive(
-    _scalar,
-    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=4), inner),
-    max_leaves=10,
-)
+_value = msgpack_values(_scalar, width=6, key_size=4, max_leaves=10)
 _row = st.tuples(_u32 | _scalar, _host | _scalar, _u16 | _scalar, _u63 | _scalar,
                  st.sampled_from(["alive", "suspected", "dead", "left", "probe_failed"]) | _scalar,
                  _u63 | _scalar).map(list)  # fmt: skip

@@ -24,6 +24,7 @@ from swim.wire import (
     encode_compound,
     encode_part,
 )
+from tests.support.strategies import msgpack_scalars, msgpack_values
 
 SAMPLES: list[Message] = [
     Ping(1, 2, 3, "127.0.0.1", 7946),
@@ -105,15 +106,7 @@ def test_random_bodies_behind_valid_headers(body: bytes) -> None:
             pass
 
 
-_scalar = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**64 - 1),
-    st.floats(),
-    st.text(max_size=20),
-    st.binary(max_size=20),
-)
-_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=4), max_leaves=8)
+_value = msgpack_values(msgpack_scalars(20), width=4, max_leaves=8)
 
 
 @settings(max_examples=200, deadline=None)
