@@ -41,6 +41,7 @@ test: lint typecheck unit
 bench: $(STAMP)
 	$(BIN)/python -m bench.membership
 	$(BIN)/python -m bench.idle
+	$(BIN)/python -m bench.idle.wakeups
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.storage
 	$(BIN)/python -m bench.sim

@@ -24,6 +24,7 @@ from quart_trio import QuartTrio
 
 from cluster.runtime.runtime import Runtime
 from dashboard import serve_dashboard
+from tests.support import wait_for_async
 
 from .conftest import call
 
@@ -110,11 +111,13 @@ async def test_server_survives_emfile_and_accepts_again(
     try:
         with descriptors_exhausted():
             await late.connect(("127.0.0.1", port))  # queued: accept() fails with EMFILE
-            with trio.fail_after(30):
-                while not any(
-                    "EMFILE" in m or "Too many open files" in m for m in accepts.messages
-                ):
-                    await trio.sleep(0.01)
+            await wait_for_async(
+                "the listener to log that accept() failed with EMFILE",
+                lambda: list(accepts.messages),  # all of them, for the timeout's message
+                until=lambda ms: any("EMFILE" in m or "Too many open files" in m for m in ms),
+                timeout=30,
+                interval=0.01,
+            )
             status, body = await old.get("/viz/rt_admin/index.html")
             assert (status, json.loads(body)) == (
                 503, {"error": "node is short of resources (EMFILE): try again"}

@@ -122,6 +122,10 @@ async def _gone(app: Any, path: str, parts: list[dict[str, Any]]) -> list[dict[s
     async def receive() -> Any:
         if incoming:
             return incoming.pop(0)
+        # What is tested, not a guess: the client hangs up 1 s after its last part, while the
+        # app still waits for the rest of the body or for the silent peer (its bound is 5 s).
+        # The caller runs on trio's MockClock, so the second is virtual and always elapses
+        # before the forward bound, whatever the machine's speed.
         await trio.sleep(1.0)
         return {"type": "http.disconnect"}
 

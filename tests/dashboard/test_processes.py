@@ -8,7 +8,6 @@ Every process runs on the tests' harness (``tests.support``), which ends it at t
 from __future__ import annotations
 
 import re
-import socket
 import sys
 import time
 from typing import Any
@@ -16,9 +15,10 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from prometheus_client.parser import text_string_to_metric_families
 
 from cluster.local import free_port
-from tests.support import RETRY_ON, Child, Harness, wait_for
+from tests.support import RETRY_ON, Child, Harness, hold_port, wait_for, wait_for_async
 
 pytestmark = pytest.mark.slow
 
@@ -87,10 +87,7 @@ def test_embedded_runtime_serves_only_when_enabled(harness: Harness, enable: str
 
 
 def test_taken_port_warns_and_node_runs_on(harness: Harness) -> None:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        viz_port = holder.getsockname()[1]
+    with hold_port() as viz_port:
         node = harness.start_node(viz_port=viz_port)
         harness.wait_log(node, up_line(node.port))
         text = harness.log_text(node)
@@ -168,6 +165,18 @@ def test_forward_to_live_then_killed_peer(harness: Harness) -> None:
     assert httpx.get(url + "/api/health", timeout=10).status_code == 200
 
 
+async def forwards_in_flight(http: httpx.AsyncClient) -> float:
+    """The node's forward slots taken now (``rt_http_slots{kind="forwards_in_flight"}`` of
+    its ``/metrics``: a forward holds its slot until its answer or its 5 s bound)."""
+    r = await http.get("/metrics")
+    r.raise_for_status()
+    for family in text_string_to_metric_families(r.text):
+        for sample in family.samples:
+            if sample.name == "rt_http_slots" and sample.labels == {"kind": "forwards_in_flight"}:
+                return sample.value
+    raise AssertionError(f"no forwards_in_flight slot gauge in /metrics: {r.text}")
+
+
 async def test_paused_peer_forwards_time_out_while_local_routes_answer(harness: Harness) -> None:
     url, peer = two_nodes(harness)
     harness.pause(peer)
@@ -184,7 +193,13 @@ async def test_paused_peer_forwards_time_out_while_local_routes_answer(harness: 
         async with trio.open_nursery() as nursery:
             for i in range(12):
                 nursery.start_soon(forward, ("workers", "system_stats", "containers")[i % 3])
-            await trio.sleep(0.5)  # the forwards are in flight now
+            await wait_for_async(
+                "all 12 forwards to paused node 1 in flight (node 0's forward slots)",
+                lambda: forwards_in_flight(http),
+                until=lambda n: n == 12,
+                timeout=10,
+                retry_on=(*RETRY_ON, httpx.HTTPError),
+            )
             for _ in range(5):
                 for path in ("/api/health", "/api/topology", "/api/nodes/local/workers",
                              "/api/pools", "/metrics"):  # fmt: skip

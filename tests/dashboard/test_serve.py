@@ -3,7 +3,6 @@ request slots under forwards to a silent peer."""
 
 from __future__ import annotations
 
-import socket
 import time
 from dataclasses import replace
 
@@ -14,6 +13,7 @@ import trio
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakePeers
 from dashboard import serve_dashboard
+from tests.support import hold_port, wait_for_async
 
 
 async def test_port_zero_reports_bound_port(runtime: Runtime, nursery: trio.Nursery) -> None:
@@ -55,10 +55,7 @@ async def test_declared_oversized_body_refused_unread(
 
 
 async def test_taken_port_is_oserror(runtime: Runtime, nursery: trio.Nursery) -> None:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        port = holder.getsockname()[1]
+    with hold_port() as port:
         viz = replace(runtime.settings.viz, port=port)
         with pytest.raises(OSError) as info:
             await nursery.start(serve_dashboard, runtime, viz)
@@ -86,8 +83,13 @@ async def test_health_answers_while_forwards_hang(runtime: Runtime, nursery: tri
         async with trio.open_nursery() as inner:
             for _ in range(8):
                 inner.start_soon(forward)
-            while peers.in_flight < 3:
-                await trio.sleep(0.01)
+            await wait_for_async(
+                "three forwards in flight at the silent peer (every forward slot)",
+                lambda: peers.in_flight,
+                until=lambda n: n >= 3,
+                timeout=10,
+                interval=0.01,
+            )
             t0 = time.monotonic()
             for path in ("/api/health", "/api/nodes/local/workers", "/api/topology"):
                 r = await http.get(path)

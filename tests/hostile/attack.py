@@ -114,7 +114,7 @@ async def sample_health(
             samples[f"node{i}"].append(round(best, 3))
             if best >= HEALTH_LIMIT:
                 ct.fail(f"node {i}: /api/health not within 1 s during the attack", f"{best:.2f} s")
-        await trio.sleep(interval)
+        await trio.sleep(interval)  # the sampling interval (rule 2), not a wait
     ct.notes["health_during_attack_s"] = samples
 
 

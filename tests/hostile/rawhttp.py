@@ -9,13 +9,15 @@ Rules:
 3. Every exchange ends in one ``Answer`` within its own time limit, whatever the server does:
    ``answered`` (a status), ``closed`` or ``reset`` (no response), ``timeout``, or
    ``bad-response`` (bytes that are not HTTP).
+4. ``under_way`` (if given) is called once per exchange, as soon as its first piece is sent,
+   or when the exchange ended without sending it: a test waits for that, not for a guess.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,13 +90,16 @@ def _reader() -> h11.Connection:
     return conn
 
 
-async def _send(stream: trio.SocketStream, pieces: Sequence[Piece]) -> None:
+async def _send(
+    stream: trio.SocketStream, pieces: Sequence[Piece], sent: Callable[[], None]
+) -> None:
     try:
         for piece in pieces:
             if isinstance(piece, float):
-                await trio.sleep(piece)
+                await trio.sleep(piece)  # the client's own pace (a trickle), part of the probe
             else:
                 await stream.send_all(piece)
+                sent()
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass  # the server closed (it answered early, or refused): the reader sees how
 
@@ -122,19 +127,37 @@ async def _read(stream: trio.SocketStream) -> tuple[str, int | None, bytes]:
             return "answered" if status is not None else "closed", status, bytes(body)
 
 
-async def exchange(port: int, request: bytes | Sequence[Piece], *, timeout: float = 10.0) -> Answer:
-    """Send ``request`` to ``127.0.0.1:port`` and read the answer within ``timeout`` seconds."""
+async def exchange(
+    port: int,
+    request: bytes | Sequence[Piece],
+    *,
+    timeout: float = 10.0,
+    under_way: Callable[[], None] | None = None,
+) -> Answer:
+    """Send ``request`` to ``127.0.0.1:port`` and read the answer within ``timeout`` seconds;
+    ``under_way()`` once the first piece is sent, or at the end if it never was (rule 4)."""
     pieces: Sequence[Piece] = [request] if isinstance(request, bytes) else request
+    told = False
+
+    def sent() -> None:
+        nonlocal told
+        if not told and under_way is not None:
+            under_way()
+        told = True
+
     t0 = time.monotonic()
     outcome: tuple[str, int | None, bytes] = ("timeout", None, b"")
-    with trio.move_on_after(timeout):
-        try:
-            stream = await trio.open_tcp_stream(HOST, port)
-        except OSError as exc:
-            outcome = (f"refused ({exc.errno})", None, b"")
-        else:
-            async with stream, trio.open_nursery() as nursery:
-                nursery.start_soon(_send, stream, pieces)
-                outcome = await _read(stream)
-                nursery.cancel_scope.cancel()
+    try:
+        with trio.move_on_after(timeout):
+            try:
+                stream = await trio.open_tcp_stream(HOST, port)
+            except OSError as exc:
+                outcome = (f"refused ({exc.errno})", None, b"")
+            else:
+                async with stream, trio.open_nursery() as nursery:
+                    nursery.start_soon(_send, stream, pieces, sent)
+                    outcome = await _read(stream)
+                    nursery.cancel_scope.cancel()
+    finally:
+        sent()
     return Answer(outcome[0], outcome[1], outcome[2], time.monotonic() - t0)

@@ -17,6 +17,8 @@ import httpx
 import pytest
 import trio
 
+from tests.support import wait_for_async
+
 from .attack import finish, fire, sample_health
 from .cluster import Cluster
 from .http_framing import body_probes, header_probes
@@ -82,16 +84,29 @@ async def _slow_bodies(cluster: Cluster, ct: Any) -> list[Answer]:
         pieces += [b"a", 0.5]
     answers: list[Answer] = []
     all_answered = trio.Event()
+    heads_sent = 0  # clients that sent their request head (or ended without: refused)
+
+    def head_sent() -> None:
+        nonlocal heads_sent
+        heads_sent += 1
 
     async def client() -> None:
-        answers.append(await exchange(cluster.viz_ports[0], pieces, timeout=SLOW_WINDOW + 4))
+        answer = await exchange(
+            cluster.viz_ports[0], pieces, timeout=SLOW_WINDOW + 4, under_way=head_sent
+        )
+        answers.append(answer)
         if len(answers) == SLOW_CLIENTS:
             all_answered.set()
 
     async with trio.open_nursery() as nursery:
         for _ in range(SLOW_CLIENTS):
             nursery.start_soon(client)
-        await trio.sleep(0.5)  # the slow clients have connected and sent their headers
+        await wait_for_async(
+            "every slow client to send its request head",
+            lambda: heads_sent,
+            until=lambda n: n == SLOW_CLIENTS,
+            timeout=SLOW_WINDOW + 5,  # beyond each exchange's own limit, which tells at its end
+        )
         await sample_health(cluster, ct, SLOW_WINDOW - 1.0, until=all_answered)
     return answers
 
@@ -119,6 +134,8 @@ async def _vanish(cluster: Cluster) -> None:
         headers=[FORM, ("Content-Length", "1000")],
         content_length=False,
     )
+    # The client's own behaviour, on purpose: 3 body bytes, 0.3 s of silence, and its 0.5 s
+    # limit ends the exchange (the connection closes) long before the 1000 bytes come.
     async with trio.open_nursery() as nursery:
         for _ in range(SLOW_CLIENTS):
             nursery.start_soon(
@@ -141,18 +158,22 @@ async def _idle(cluster: Cluster, ct: Any) -> list[float | None]:
     None: still open after ``IDLE_WAIT``)."""
     port = cluster.viz_ports[0]
     closed_after: list[float | None] = []
+    settled = 0  # connections open (the half request line sent, for odd ones) or refused
 
     async def hold(i: int) -> None:
+        nonlocal settled
         t0 = time.monotonic()
         with trio.move_on_after(IDLE_WAIT):
             try:
                 stream = await trio.open_tcp_stream(HOST, port)
             except OSError as exc:
+                settled += 1
                 ct.record(f"refused ({exc.errno})", "idle connection")
                 return
             async with stream:
                 if i % 2:
                     await stream.send_all(b"GET /api/health HTTP/1.1\r\nHost: 127")
+                settled += 1
                 try:
                     while await stream.receive_some(4096):
                         pass
@@ -165,7 +186,12 @@ async def _idle(cluster: Cluster, ct: Any) -> list[float | None]:
     async with trio.open_nursery() as nursery:
         for i in range(IDLE_CONNECTIONS):
             nursery.start_soon(hold, i)
-        await trio.sleep(0.5)  # every connection is open
+        await wait_for_async(
+            "every idle connection to open",
+            lambda: settled,
+            until=lambda n: n == IDLE_CONNECTIONS,
+            timeout=IDLE_WAIT + 1,  # a connection not open by then has failed (``hold``'s bound)
+        )
         await sample_health(cluster, ct, 3.0)
     return closed_after
 

@@ -238,7 +238,7 @@ async def _stall(cluster: Cluster, ct: ClassTally) -> int:
         nonlocal peak
         while True:
             peak = max(peak, node.memory_info().rss - base)
-            await trio.sleep(0.1)
+            await trio.sleep(0.1)  # the RSS sampling interval, a measurement
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch)

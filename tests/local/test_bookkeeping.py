@@ -13,8 +13,7 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +21,17 @@ import pytest
 
 from cluster.local import load_record, process_state
 from tests.support import wait_for
-from tests.support.clusters import NO_WORKLOAD, read_until, rt_cluster, wait_nothing_holds
+from tests.support.clusters import (
+    interrupt,
+    open_rt_cluster,
+    quiet_config,
+    read_until,
+    rt_cluster,
+    up_argv,
+    wait_nothing_holds,
+)
 
 pytestmark = pytest.mark.slow
-
-
-def _config(tmp_path: Path) -> Path:
-    cfg = tmp_path / "node.yaml"
-    cfg.write_text(NO_WORKLOAD)
-    return cfg
-
-
-def _up_args(name: str, n: int, cfg: Path) -> list[str]:
-    return ["up", "-n", str(n), "--name", name, "--base-port", "0", "--runtime-base-port", "0",
-            "--config", str(cfg)]  # fmt: skip
 
 
 def _status(name: str) -> dict[str, Any]:
@@ -45,17 +41,20 @@ def _status(name: str) -> dict[str, Any]:
     return body
 
 
-def _foreground(name: str, n: int, cfg: Path) -> subprocess.Popen[str]:
-    """``up --foreground``: stdout a pipe to us, stderr to ``<cfg dir>/<name>.err``."""
-    with open(cfg.parent / f"{name}.err", "w") as err:
-        return subprocess.Popen(
-            [sys.executable, "-m", "cluster.rt_cluster.cli", *_up_args(name, n, cfg),
-             "--foreground"],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            env=os.environ.copy(),
-        )  # fmt: skip
+def _foreground(name: str, n: int, tmp_path: Path) -> AbstractContextManager[subprocess.Popen[str]]:
+    """``up --foreground`` of ``n`` nodes at rest, its errors in ``<tmp_path>/<name>.err``."""
+    argv = up_argv(name, n, quiet_config(tmp_path), "--foreground")
+    return open_rt_cluster(argv, tmp_path / f"{name}.err")
+
+
+def _wait_forks_begin(up: subprocess.Popen[str], log: Path) -> None:
+    """Until ``log`` (node 1's, opened just before it is forked) exists, or ``up`` has ended;
+    looked at every 2 ms, so what the test does next lands while the forks go on."""
+
+    def begun() -> bool:
+        return log.exists() or up.poll() is not None
+
+    wait_for("node 1's log (the forks begin)", begun, timeout=120, interval=0.002)
 
 
 def _ignores_sigpipe(pid: int) -> bool:
@@ -82,7 +81,7 @@ def test_paused_node_survives_a_client_that_gave_up_and_status_says_why_nodes_en
 ) -> None:
     # Every node forked the way rt_cluster forks them ignores SIGPIPE (as Python does at
     # start): a write to a socket whose peer left is an error, not death.
-    assert rt_cluster(*_up_args("p", 3, _config(tmp_path))).returncode == 0
+    assert rt_cluster(*up_argv("p", 3, quiet_config(tmp_path))).returncode == 0
     nodes = _status("p")["nodes"]
     assert all(_ignores_sigpipe(n["pid"]) for n in nodes)
     for node in nodes:
@@ -133,9 +132,7 @@ def test_paused_node_survives_a_client_that_gave_up_and_status_says_why_nodes_en
 def test_ctrl_c_of_foreground_stops_restarted_and_added_nodes(
     cluster_home: Path, tmp_path: Path
 ) -> None:
-    cfg = _config(tmp_path)
-    fg = _foreground("f", 2, cfg)
-    try:
+    with _foreground("f", 2, tmp_path) as fg:
         assert fg.stdout is not None
         read_until(fg.stdout, "changes, one line each")
         first = {n["node_id"]: n["pid"] for n in _status("f")["nodes"]}
@@ -146,12 +143,7 @@ def test_ctrl_c_of_foreground_stops_restarted_and_added_nodes(
         now = {n["node_id"]: n["pid"] for n in _status("f")["nodes"]}
         assert now[1] != first[1]
         assert set(now) == {0, 1, 2}
-        fg.send_signal(signal.SIGINT)
-        out, _ = fg.communicate(timeout=60)
-    finally:
-        if fg.poll() is None:
-            fg.kill()
-            fg.communicate()
+        out = interrupt(fg)
     assert fg.returncode == 0, (tmp_path / "f.err").read_text()
     assert "cluster 'f' is down: 3 processes ended, none left running" in out
     wait_nothing_holds(cluster_home / "f")
@@ -162,8 +154,7 @@ def test_ctrl_c_of_foreground_stops_restarted_and_added_nodes(
 
 def test_closed_stdout_then_ctrl_c_leaves_nothing(cluster_home: Path, tmp_path: Path) -> None:
     # rt_cluster up --foreground | head -1, then Ctrl-C
-    fg = _foreground("h", 2, _config(tmp_path))
-    try:
+    with _foreground("h", 2, tmp_path) as fg:
         assert fg.stdout is not None
         read_until(fg.stdout, "changes, one line each")
         fg.stdout.close()  # the reader is gone; the next line, on a change, meets a broken pipe
@@ -176,10 +167,6 @@ def test_closed_stdout_then_ctrl_c_leaves_nothing(cluster_home: Path, tmp_path: 
         if fg.poll() is None:
             fg.send_signal(signal.SIGINT)
         fg.wait(timeout=60)
-    finally:
-        if fg.poll() is None:
-            fg.kill()
-            fg.wait()
     wait_nothing_holds(cluster_home / "h")
     assert fg.returncode == 0
 
@@ -187,26 +174,14 @@ def test_closed_stdout_then_ctrl_c_leaves_nothing(cluster_home: Path, tmp_path: 
 def test_kill_9_of_up_mid_way_leaves_nothing_down_cannot_find(
     cluster_home: Path, tmp_path: Path
 ) -> None:
-    up = subprocess.Popen(
-        [sys.executable, "-m", "cluster.rt_cluster.cli", *_up_args("k", 4, _config(tmp_path))],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=os.environ.copy(),
-    )
-    try:
-        # node 1's log is opened just before it is forked: kill -9 as the forks begin
-        log = cluster_home / "k" / "node-1.log"
-        deadline = time.monotonic() + 120
-        while not log.exists() and up.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        up.kill()
-    finally:
-        up.wait()
+    with open_rt_cluster(up_argv("k", 4, quiet_config(tmp_path)), tmp_path / "k.err") as up:
+        _wait_forks_begin(up, cluster_home / "k" / "node-1.log")
+        up.kill()  # kill -9 as the forks begin
     res = rt_cluster("down", "--name", "k")
     assert res.returncode == 0, res.stderr
     wait_nothing_holds(cluster_home / "k")
     # the same name starts afresh (new ports, new hostfile, new record) and stops again
-    res = rt_cluster(*_up_args("k", 2, tmp_path / "node.yaml"))
+    res = rt_cluster(*up_argv("k", 2, tmp_path / "node.yaml"))
     assert res.returncode == 0, res.stderr
     assert {n["state"] for n in _status("k")["nodes"]} == {"running"}
     assert rt_cluster("down", "--name", "k").returncode == 0
@@ -214,24 +189,10 @@ def test_kill_9_of_up_mid_way_leaves_nothing_down_cannot_find(
 
 
 def test_ctrl_c_of_up_mid_way_ends_what_it_started(cluster_home: Path, tmp_path: Path) -> None:
-    up = subprocess.Popen(
-        [sys.executable, "-m", "cluster.rt_cluster.cli", *_up_args("i", 4, _config(tmp_path))],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
-    try:
-        log = cluster_home / "i" / "node-1.log"
-        deadline = time.monotonic() + 120
-        while not log.exists() and up.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        up.send_signal(signal.SIGINT)
-        _, err = up.communicate(timeout=60)
-    finally:
-        if up.poll() is None:
-            up.kill()
-            up.communicate()
+    with open_rt_cluster(up_argv("i", 4, quiet_config(tmp_path)), tmp_path / "i.err") as up:
+        _wait_forks_begin(up, cluster_home / "i" / "node-1.log")
+        interrupt(up)  # Ctrl-C as the forks begin
+    err = (tmp_path / "i.err").read_text()
     assert up.returncode == 130, err
     assert "interrupted; no node of cluster 'i' is left running" in err
     assert "Traceback" not in err

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +12,10 @@ import pytest
 import trio
 
 from cluster.local import LocalCluster, load_record, pick_free_ports
-from tests.support import wait_for
+from tests.support import hold_port, wait_for
+from tests.support.clusters import quiet_config, rt_cluster, up_argv
 
 pytestmark = pytest.mark.slow
-NO_WORKLOAD = "workload: {enabled: false}\n"
-
-
-def rt_cluster(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cluster.rt_cluster.cli", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
 
 
 def gone(pid: int) -> bool:
@@ -39,21 +26,7 @@ def gone(pid: int) -> bool:
 
 
 def up(name: str, n: int, tmp_path: Path) -> dict[str, Any]:
-    cfg = tmp_path / "node.yaml"
-    cfg.write_text(NO_WORKLOAD)
-    res = rt_cluster(
-        "up",
-        "-n",
-        str(n),
-        "--name",
-        name,
-        "--base-port",
-        "0",
-        "--runtime-base-port",
-        "0",
-        "--config",
-        str(cfg),
-    )
+    res = rt_cluster(*up_argv(name, n, quiet_config(tmp_path)))
     assert res.returncode == 0, res.stdout + res.stderr
     status = rt_cluster("status", "--json", "--name", name)
     assert status.returncode == 0, status.stderr
@@ -111,9 +84,7 @@ def test_failed_up_cleans_up(cluster_home: Path, tmp_path: Path) -> None:
     # a taken dashboard port: refused before anything starts, naming the node and the holder
     # (node 0's own port, checked first: no other port's chance state can be named instead)
     (port,) = pick_free_ports("127.0.0.1", 1, udp=False)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", port))
-        s.listen()
+    with hold_port(port=port):
         res = rt_cluster(
             "up",
             "-n",

@@ -5,7 +5,6 @@ ports picked where no outgoing connection can take them."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,8 @@ from cluster.local import (
 from cluster.local.ports import QUIET_LOW, ephemeral_range
 from cluster.local.startup import REPORT_EVERY
 from cluster.rt_cluster.output import progress, progress_line
-from tests.support.clusters import NO_WORKLOAD, holders_of, rt_cluster
+from tests.support import hold_port
+from tests.support.clusters import holders_of, quiet_config, rt_cluster, up_argv
 
 
 def test_a_progress_line_counts_started_listening_and_converged() -> None:
@@ -94,10 +94,7 @@ async def test_convergence_asks_the_laggards_then_everyone_once_more(tmp_path: P
 
 @pytest.mark.slow
 def test_up_shows_progress_and_ends_converged(cluster_home: Path, tmp_path: Path) -> None:
-    cfg = tmp_path / "node.yaml"
-    cfg.write_text(NO_WORKLOAD)
-    res = rt_cluster("up", "-n", "4", "--name", "p4", "--base-port", "0",
-                     "--runtime-base-port", "0", "--config", str(cfg))  # fmt: skip
+    res = rt_cluster(*up_argv("p4", 4, quiet_config(tmp_path)))
     try:
         assert res.returncode == 0, res.stdout + res.stderr
         lines = [ln for ln in res.stdout.splitlines() if "started " in ln]
@@ -114,17 +111,16 @@ def test_up_shows_progress_and_ends_converged(cluster_home: Path, tmp_path: Path
 async def test_a_node_failing_after_the_forks_ends_the_launch(tmp_path: Path) -> None:
     """Node 2's dashboard port is taken after planning: the readiness round that finds it
     raises NodeFailed naming it, and every process of the cluster is ended."""
-    cfg = tmp_path / "node.yaml"
-    cfg.write_text(NO_WORKLOAD)
+    cfg = quiet_config(tmp_path)
     record = plan_cluster(
         tmp_path / "c", "late", 3, base_port=0, runtime_base_port=0, config=str(cfg)
     )
     cluster = LocalCluster(record)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", record.node(2).dashboard_port))
-        s.listen()
-        with pytest.raises(NodeFailed, match=r"node 2 \(pid \d+\) has no dashboard"):
-            await launch(cluster, timeout=60.0 + REPORT_EVERY)
+    with (
+        hold_port(port=record.node(2).dashboard_port),
+        pytest.raises(NodeFailed, match=r"node 2 \(pid \d+\) has no dashboard"),
+    ):
+        await launch(cluster, timeout=60.0 + REPORT_EVERY)
     assert cluster.running() == []
     assert holders_of(tmp_path / "c") == []
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -38,7 +37,7 @@ from cluster.local import (
 from cluster.local import plan as plan_module
 from cluster.local.ledger import fold_endings, forget
 from cluster.rt_cluster.cli import build_parser
-from tests.support import wait_for
+from tests.support import hold_port, wait_for
 
 
 def _node(directory: Path, node_id: int, pid: int = 0, started: int = 0) -> NodeRecord:
@@ -148,8 +147,7 @@ def test_endings_are_folded_into_the_record(tmp_path: Path) -> None:
 def test_a_taken_port_names_the_process_that_holds_it(tmp_path: Path) -> None:
     (port,) = pick_free_ports("127.0.0.1", 1, udp=True)
     me = os.getpid()
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", port))  # UDP only: the gossip half of a runtime port
+    with hold_port(port=port, udp=True):  # UDP only: the gossip half of a runtime port
         assert port_holders(port) == [me]
         with pytest.raises(ClusterError) as info:
             plan_cluster(tmp_path / "x", "x", 2, base_port=0, runtime_base_port=port)

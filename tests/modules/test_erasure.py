@@ -11,6 +11,7 @@ import random
 
 import pytest
 import trio
+import trio.testing
 from storage_helpers import make_array, member_ids
 
 from cluster.modules.rt_bdev import BdevContainer
@@ -101,7 +102,9 @@ async def test_slot_runs_are_held_by_one_task_at_a_time() -> None:
             slots = set(range(first, first + n))
             overlaps.extend(inside & slots)
             inside.update(slots)
-            await trio.sleep(0.01)
+            # Held until every other task has tried for its run and is blocked (on a lock, or
+            # done): a lock that let a task in would show as an overlap first.
+            await trio.testing.wait_all_tasks_blocked()
             inside.difference_update(slots)
 
     async with trio.open_nursery() as nursery:

@@ -8,7 +8,6 @@ import os
 from typing import Any
 
 import pytest
-import trio
 from storage_helpers import call_route, make_array, member_ids
 
 from cluster.ground.errors import ValidationFailed
@@ -26,6 +25,28 @@ def counts_add_up(s: dict[str, Any]) -> bool:
     return parts == s["recovery_ops_total"] and s["recovery_ops_remaining"] == (
         s["recovery_ops_total"] - s["recovery_ops_completed"]
     )
+
+
+async def recovery_samples(array: SafeBdevContainer, interval: float) -> list[dict[str, Any]]:
+    """``array.stats()`` every ``interval`` seconds until its recovery is complete (30 s at
+    most), each sample's counts checked as it is taken; every sample, the complete one last."""
+    seen: list[dict[str, Any]] = []
+
+    def look() -> dict[str, Any]:
+        s = array.stats()
+        seen.append(s)
+        assert counts_add_up(s), s  # not a "not yet": ends the wait at once
+        return s
+
+    await wait_for_async(
+        f"the recovery of {array.info.pool_name} to complete",
+        look,
+        until=lambda s: s["recovery_state"] == "complete",
+        timeout=30,
+        interval=interval,
+        retry_on=(),
+    )
+    return seen
 
 
 async def degraded_array(runtime: Runtime, pace_s: float) -> tuple[SafeBdevContainer, str]:
@@ -54,15 +75,8 @@ async def test_a_paced_recovery_is_seen_in_steps_with_consistent_figures(
         {"failed_pool_id": failed, "member_name": "fresh", "capacity": "256K", "bdev_type": "ram"},
     )  # fmt: skip
     assert array.stats()["recovery_state"] in ("starting", "recovering")
-    seen: list[dict[str, Any]] = []
-    with trio.fail_after(30):
-        while True:
-            s = array.stats()
-            seen.append(s)
-            assert counts_add_up(s), s
-            if s["recovery_state"] == "complete":
-                break
-            await trio.sleep(0.01)
+    seen = await recovery_samples(array, interval=0.01)
+    s = seen[-1]
     running = [x for x in seen if x["recovery_state"] == "recovering"]
     partial = {x["recovery_ops_completed"] for x in running} - {0, s["recovery_ops_total"]}
     assert len(partial) >= 2, "progress was seen in steps, not all at once"
@@ -144,12 +158,8 @@ async def test_a_large_array_is_walked_in_at_most_100_steps(runtime: Runtime) ->
     failed = member_ids(array, "data")[1]
     await array.remove_member(failed, True)
     await array.replace_member(failed, _request("fresh", "1M"))
-    seen = set()
-    with trio.fail_after(30):
-        while (s := array.stats())["recovery_state"] != "complete":
-            assert counts_add_up(s), s
-            seen.add(s["recovery_ops_completed"])
-            await trio.sleep(0.005)
+    *running, s = await recovery_samples(array, interval=0.005)
+    seen = {x["recovery_ops_completed"] for x in running}
     assert all(c % 3 == 0 for c in seen), "whole steps of ceil(256 / 100) slots"
     assert len(seen) > 2
     assert s["recovery_elapsed_s"] >= 86 * 0.01

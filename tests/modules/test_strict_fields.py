@@ -5,6 +5,9 @@ case here was accepted before (the hostile-input suite's findings) and must chan
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TypeVar
 
 import pytest
 from storage_helpers import call_route, make_array, member_ids
@@ -13,11 +16,24 @@ from cluster.ground.errors import BadRequest, NotFound, ValidationFailed
 from cluster.modules.rt_cte_core import CteCoreContainer
 from cluster.runtime import Runtime
 
+E = TypeVar("E", bound=BaseException)
+
 
 def snapshot(runtime: Runtime) -> str:
     """What a refused request may not change: the pool table and every pool's own view."""
     own = [c.stats() for c in runtime.containers() if c.info.mod_name != "rt_admin"]
     return json.dumps([runtime.pools_json(), own], sort_keys=True, default=str)
+
+
+@contextmanager
+def refused(
+    runtime: Runtime, kind: type[E], match: str | None = None
+) -> Iterator[pytest.ExceptionInfo[E]]:
+    """The block raises ``kind`` (matching ``match``) and changes nothing of ``snapshot``."""
+    before = snapshot(runtime)
+    with pytest.raises(kind, match=match) as info:
+        yield info
+    assert snapshot(runtime) == before
 
 
 async def make_core(runtime: Runtime) -> CteCoreContainer:
@@ -39,13 +55,11 @@ async def test_remove_member_refuses_a_flag_that_is_no_boolean(
 ) -> None:
     # Before, was_faulty=maybe was read as false and the member was removed.
     array = await make_array(runtime, 2, 1)
-    before = snapshot(runtime)
-    with pytest.raises(BadRequest, match="was_faulty: expected one of true/1/yes/on"):
+    with refused(runtime, BadRequest, "was_faulty: expected one of true/1/yes/on"):
         await call_route(
             runtime, "rt_safe_bdev", "POST", f"{array.info.pool_id}/remove_member",
             {"member_pool_id": member_ids(array, "data")[0], "was_faulty": value},
         )  # fmt: skip
-    assert snapshot(runtime) == before
 
 
 @pytest.mark.parametrize(
@@ -73,12 +87,10 @@ async def test_remove_member_flag_spellings(runtime: Runtime, value: str, state:
 )
 async def test_add_member_refuses_a_bad_as_parity(runtime: Runtime, params: dict[str, str]) -> None:
     array = await make_array(runtime, 2, 1)
-    before = snapshot(runtime)
-    with pytest.raises(BadRequest, match="as_parity: expected one of"):
+    with refused(runtime, BadRequest, "as_parity: expected one of"):
         await call_route(
             runtime, "rt_safe_bdev", "POST", f"{array.info.pool_id}/add_member", params
         )
-    assert snapshot(runtime) == before
 
 
 @pytest.mark.parametrize(
@@ -101,14 +113,12 @@ async def test_add_member_fields_are_read_as_written(
     # Before, every field was stripped: " 256K" was 256K and " 0" this node.
     array = await make_array(runtime, 2, 1)
     await runtime.compose("rt_bdev", "arr_extra", "899.0", {"capacity": "256K"})
-    before = snapshot(runtime)
-    with pytest.raises(ValidationFailed) as info:
+    with refused(runtime, ValidationFailed) as info:
         await call_route(
             runtime, "rt_safe_bdev", "POST", f"{array.info.pool_id}/add_member",
             {**params, "as_parity": "1"},
         )  # fmt: skip
     assert list(info.value.errors) == [field]
-    assert snapshot(runtime) == before
 
 
 @pytest.mark.parametrize(
@@ -125,11 +135,9 @@ async def test_array_parameters_are_read_as_written(
 ) -> None:
     for i in range(2):
         await runtime.compose("rt_bdev", f"b{i}", f"80{i}.0", {"capacity": "64K"})
-    before = snapshot(runtime)
-    with pytest.raises(ValidationFailed) as info:
+    with refused(runtime, ValidationFailed) as info:
         await runtime.compose("rt_safe_bdev", "arr", "850.0", config)
     assert list(info.value.errors) == [field]
-    assert snapshot(runtime) == before
 
 
 # -- rt_bdev: capacity ------------------------------------------------------------------------
@@ -137,14 +145,12 @@ async def test_array_parameters_are_read_as_written(
 
 @pytest.mark.parametrize("capacity", [" 16K", "16K ", "16 K", "\uff11\uff16K", "1_6K", "+16K"])
 async def test_a_capacity_is_read_as_written(runtime: Runtime, capacity: str) -> None:
-    before = snapshot(runtime)
-    with pytest.raises(ValidationFailed) as info:
+    with refused(runtime, ValidationFailed) as info:
         await call_route(
             runtime, "rt_bdev", "POST", "create",
             {"pool_name": "b", "pool_id": "800.0", "capacity": capacity},
         )  # fmt: skip
     assert info.value.errors == {"capacity": f"unparseable size '{capacity}'"}
-    assert snapshot(runtime) == before
 
 
 # -- rt_cte_core: targets and monitor queries -------------------------------------------------
@@ -169,25 +175,21 @@ async def test_register_target_fields_are_read_as_written(
     # Before, attach_pool_id " 800.0 " was stripped and attached pool 800.0.
     core = await make_core(runtime)
     await runtime.compose("rt_bdev", "b", "800.0", {"capacity": "64K"})
-    before = snapshot(runtime)
-    with pytest.raises(ValidationFailed) as info:
+    with refused(runtime, ValidationFailed) as info:
         await call_route(
             runtime, "rt_cte_core", "POST", f"{core.info.pool_id}/register_target", params
         )
     assert list(info.value.errors) == [field]
-    assert snapshot(runtime) == before
 
 
 async def test_unregister_does_not_strip_the_name(runtime: Runtime) -> None:
     core = await make_core(runtime)
-    before = snapshot(runtime)
     for name in (" t", "t "):  # before, stripped to "t": that target was unregistered
-        with pytest.raises(NotFound, match="no target named"):
+        with refused(runtime, NotFound, "no target named"):
             await call_route(
                 runtime, "rt_cte_core", "POST", f"{core.info.pool_id}/unregister_target",
                 {"name": name},
             )  # fmt: skip
-    assert snapshot(runtime) == before
     assert list(core.targets) == ["t"]
 
 
@@ -214,10 +216,8 @@ async def test_unregister_does_not_strip_the_name(runtime: Runtime) -> None:
 )
 async def test_monitor_put_is_strict(runtime: Runtime, query: str) -> None:
     core = await make_core(runtime)
-    before = snapshot(runtime)
-    with pytest.raises(BadRequest):
+    with refused(runtime, BadRequest):
         await core.monitor(query, {})
-    assert snapshot(runtime) == before
 
 
 async def test_monitor_put_takes_canonical_sizes(runtime: Runtime) -> None:

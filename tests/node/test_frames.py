@@ -36,6 +36,7 @@ from cluster.node.frames import (
     frame_limit,
     unpack_untrusted,
 )
+from tests.support.strategies import msgpack_scalars, msgpack_values
 
 # The maps the five modules built by hand before the frames were typed: the wire is unchanged.
 WIRE: list[tuple[Request, dict[str, Any]]] = [
@@ -118,19 +119,7 @@ def test_missing_fields_with_defaults_take_them() -> None:
 
 # -- properties ------------------------------------------------------------------------------
 
-_scalar = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**64 - 1),
-    st.floats(),
-    st.text(max_size=10),
-    st.binary(max_size=10),
-)
-_any = st.recursive(
-    _scalar,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
-    max_leaves=12,
-)
+_any = msgpack_values(msgpack_scalars(10), width=4, key_size=8, max_leaves=12)
 _kinds = st.sampled_from(["monitor", "pool_monitor", "swim", "control", "nope"])
 _ops = st.sampled_from(["identity", "stop", "faults", "compose", "pools", "migrate", "adopt"])
 _keys = st.sampled_from(

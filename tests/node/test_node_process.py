@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from cluster.local import free_port
-from tests.support import Harness, wait_for
+from tests.support import Harness, hold_port, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -136,10 +136,7 @@ def test_bad_config_exits_non_zero_with_the_key(harness: Harness, tmp_path: Path
 
 
 def test_taken_runtime_port_is_a_clear_error(harness: Harness) -> None:
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with hold_port() as port:
         out = rt_run("start", "--no-viz", "--port", str(port), env=harness.env)
     assert out.returncode == 1
     assert f"runtime port 127.0.0.1:{port}" in out.stderr

@@ -49,7 +49,7 @@ from cluster.node import (
 )
 from cluster.runtime.testing import FakeMember
 from swim import recv_frame, send_frame
-from tests.support import wait_for_async
+from tests.support import hold_port, wait_for_async
 
 
 async def echo(req: Monitor) -> Any:
@@ -166,11 +166,8 @@ async def test_malformed_frames_close_the_connection_and_are_counted(
 
 
 async def test_connection_refused_is_unreachable() -> None:
-    with trio.socket.socket() as s:
-        await s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with pytest.raises(PeerUnreachable) as info:
-        await rpc_call("127.0.0.1", port, Identity(), 2)
+    with hold_port(listen=False) as port, pytest.raises(PeerUnreachable) as info:
+        await rpc_call("127.0.0.1", port, Identity(), 2)  # bound, not listening: refused
     assert isinstance(info.value.__cause__, OSError)
 
 

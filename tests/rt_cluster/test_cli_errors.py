@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from cluster.local import (
     save_record,
 )
 from cluster.rt_cluster.cli import main
+from tests.support import hold_port
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -137,9 +137,7 @@ def test_process_state_sees_reused_pids_and_zombies() -> None:
 
 def test_taken_port_is_named_before_anything_starts(tmp_path: Path) -> None:
     (port,) = pick_free_ports("127.0.0.1", 1, udp=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", port))
-        s.listen()
+    with hold_port(port=port):
         assert check_port_free("127.0.0.1", port, udp=True) is not None
         with pytest.raises(Exception, match=f"node 0: runtime port taken: TCP port {port}"):
             plan_cluster(tmp_path / "x", "x", 3, base_port=0, runtime_base_port=port)

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +27,15 @@ from cluster.rt_cluster.watch import (
 )
 from cluster.runtime import faults_json
 from tests.support import wait_for
-from tests.support.clusters import NO_WORKLOAD, read_until, rt_cluster, wait_nothing_holds
+from tests.support.clusters import (
+    interrupt,
+    open_rt_cluster,
+    quiet_config,
+    read_until,
+    rt_cluster,
+    up_argv,
+    wait_nothing_holds,
+)
 from tests.support.clusters import run_main as run
 
 
@@ -388,18 +394,12 @@ STAMPED = re.compile(r"\d\d:\d\d:\d\d  (node \d+|leader): ")
 def test_foreground_shows_the_urls_once_then_a_line_per_change(
     cluster_home: Path, tmp_path: Path
 ) -> None:
-    cfg = tmp_path / "node.yaml"
-    cfg.write_text(NO_WORKLOAD)
-    argv = ["up", "-n", "3", "--name", "w", "--base-port", "0", "--runtime-base-port", "0",
-            "--config", str(cfg), "--foreground"]  # fmt: skip
-    with open(tmp_path / "w.err", "w") as errors:
-        fg = subprocess.Popen([sys.executable, "-m", "cluster.rt_cluster.cli", *argv],
-                              stdout=subprocess.PIPE, stderr=errors, text=True)  # fmt: skip
+    argv = up_argv("w", 3, quiet_config(tmp_path), "--foreground")
 
     def rt(*args: str) -> subprocess.CompletedProcess[str]:
         return rt_cluster(*args, "--name", "w")
 
-    try:
+    with open_rt_cluster(argv, tmp_path / "w.err") as fg:
         assert fg.stdout is not None
         head = "".join(read_until(fg.stdout, "changes, one line each"))
         nodes = json.loads(rt("status", "--json").stdout)["nodes"]
@@ -427,12 +427,7 @@ def test_foreground_shows_the_urls_once_then_a_line_per_change(
         again = rt("resume", "2")
         assert (again.returncode, again.stdout) == (2, "")
         assert "node 2 is not paused (it is running); nothing to resume" in again.stderr
-        fg.send_signal(signal.SIGINT)
-        rest, _ = fg.communicate(timeout=60)
-    finally:
-        if fg.poll() is None:
-            fg.kill()
-            fg.communicate()
+        rest = interrupt(fg)
     assert fg.returncode == 0, (tmp_path / "w.err").read_text()
     assert all(STAMPED.match(line) for line in body), "".join(body)
     assert "cluster 'w' is down: 3 processes ended, none left running" in rest

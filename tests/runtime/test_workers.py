@@ -12,6 +12,7 @@ from cluster.ground.errors import PoolGone
 from cluster.ground.ids import ADMIN_POOL_ID, PoolId
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.workers import MIN_PERIOD_S, RETRY_LIMIT, RETRY_MAX_DELAY_S, parse_period
+from tests.support import wait_for_async
 
 
 def totals(rt: Runtime, key: str) -> int:
@@ -49,9 +50,13 @@ async def test_parent_is_blocked_while_its_subtasks_wait(runtime: Runtime) -> No
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runtime.workers.run, ADMIN_POOL_ID, "compose", 0, parent)
-        while totals(runtime, "num_blocked_tasks") == 0:
-            await trio.sleep(0.001)
-        seen_blocked.append(totals(runtime, "num_blocked_tasks"))
+        blocked = await wait_for_async(
+            "the parent task counted blocked on its waiting subtask",
+            lambda: totals(runtime, "num_blocked_tasks"),
+            timeout=10,
+            interval=0.001,
+        )
+        seen_blocked.append(blocked)
         release.set()
     assert seen_blocked == [1]
     assert totals(runtime, "num_blocked_tasks") == 0
@@ -89,6 +94,9 @@ async def test_periodic_task_becomes_retry_when_its_pool_is_gone(
         if gone:
             raise PoolGone("7.0")
 
+    # Every sleep below is on trio's MockClock (``autojump_clock``): virtual seconds, which pass
+    # only when every task waits; nothing here runs in a thread, so the runs they allow for are
+    # exact, however fast the machine is.
     pid = PoolId(7, 0)
     a = runtime.workers.add_periodic(pid, "scrub", 0.25, tick)
     b = runtime.workers.add_periodic(pid, "flush", 0.25, tick)
@@ -123,8 +131,9 @@ async def test_periodic_task_can_be_cancelled_while_retrying(runtime: Runtime) -
         raise PoolGone("7.0")
 
     task = runtime.workers.add_periodic(PoolId(7, 0), "scrub", 0.01, tick)
-    while not task.retrying:
-        await trio.sleep(0.01)
+    await wait_for_async(
+        "the failing scrub task to turn into a retry task", lambda: task.retrying, timeout=10
+    )
     task.cancel()
     assert totals(runtime, "num_retry_tasks") == 0
 

@@ -2,30 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from scenarios import Action, HttpResult, Trace, Views, analyse, parse_scenario, render_report
 from scenarios.runner import results_of
-
-
-def ev(
-    t: float, o: int, s: int, new: str, old: str | None = "alive", cause: str = "probe"
-) -> dict[str, Any]:
-    return {
-        "mono": t,
-        "wall": t,
-        "observer": o,
-        "subject": s,
-        "old": old,
-        "new": new,
-        "incarnation": 0,
-        "cause": cause,
-    }
-
-
-def joined(n: int, t: float = 0.5) -> list[dict[str, Any]]:
-    return [ev(t, o, s, "alive", None, "join") for o in range(n) for s in range(n) if o != s]
-
+from tests.support.traces import event as ev
+from tests.support.traces import joined
 
 KILL = """
 nodes: 3

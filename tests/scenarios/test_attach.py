@@ -4,7 +4,6 @@ machine, which cluster record a hostfile belongs to, and which steps are refused
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from cluster.local.attached import (
 )
 from scenarios import parse_scenario
 from scenarios.attach import Target, refuse_steps
+from tests.support import hold_port
 
 
 def test_loopback_and_own_addresses_are_this_machine_and_others_are_not() -> None:
@@ -108,10 +108,7 @@ def test_steps_are_refused_by_where_their_node_runs() -> None:
 
 
 def test_a_signal_goes_only_to_a_pid_proven_to_be_the_node() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(1)
-        port = s.getsockname()[1]
+    with hold_port() as port:
         cluster = AttachedCluster(
             [
                 AttachedNode(0, "127.0.0.1", port, True),

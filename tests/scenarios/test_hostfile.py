@@ -17,20 +17,8 @@ from cluster.local import (
 )
 from cluster.node import Monitor, rpc_call
 from cluster.rt_cluster.cli import main
-from tests.support import HOST, Harness
-from tests.support.clusters import NO_WORKLOAD, end_everything, rt_cluster
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private RT_CLUSTER_HOME; every process its clusters recorded is killed afterwards."""
-    home = tmp_path / "clusters"
-    home.mkdir()
-    monkeypatch.setenv("RT_CLUSTER_HOME", str(home))
-    try:
-        yield home
-    finally:
-        end_everything(home)
+from tests.support import HOST, Harness, held_socket
+from tests.support.clusters import quiet_config, rt_cluster, up_argv
 
 
 def _write(path: Path, text: str) -> str:
@@ -60,16 +48,14 @@ expect:
 
 
 @pytest.mark.slow
-def test_a_scenario_plays_on_a_cluster_rt_cluster_started(home: Path, tmp_path: Path) -> None:
-    config = _write(tmp_path / "node.yaml", NO_WORKLOAD)
-    up = rt_cluster(
-        *("up", "-n", "3", "--name", "hf", "--config", config),
-        *("--base-port", "0", "--runtime-base-port", "0"),
-    )
+def test_a_scenario_plays_on_a_cluster_rt_cluster_started(
+    cluster_home: Path, tmp_path: Path
+) -> None:
+    up = rt_cluster(*up_argv("hf", 3, quiet_config(tmp_path)))
     assert up.returncode == 0, up.stdout + up.stderr
     before = _pids("hf")
     out = tmp_path / "out"
-    hostfile = str(home / "hf" / "hostfile")
+    hostfile = str(cluster_home / "hf" / "hostfile")
     scenario = _write(tmp_path / "s.yaml", ON_RT_CLUSTER)
     run = rt_cluster("scenario", scenario, "--hostfile", hostfile, "--out", str(out))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -113,7 +99,7 @@ def _faults(port: int) -> dict[str, object]:
 def test_a_scenario_plays_on_nodes_started_by_hand(harness: Harness, tmp_path: Path) -> None:
     ports = pick_free_ports(HOST, 3, udp=True)
     hostfile = _write(tmp_path / "hostfile", "".join(f"{HOST}:{p}\n" for p in ports))
-    config = _write(tmp_path / "node.yaml", NO_WORKLOAD)
+    config = str(quiet_config(tmp_path))
     nodes = [
         harness.start_node("--hostfile", hostfile, "--config", config, port=p, name=f"n{i}")
         for i, p in enumerate(ports)
@@ -144,16 +130,10 @@ def test_a_scenario_plays_on_nodes_started_by_hand(harness: Harness, tmp_path: P
 @pytest.fixture
 def listeners() -> Iterator[list[socket.socket]]:
     """Two listening sockets that never accept: a connection to one shows in its backlog."""
-    socks = []
-    for _ in range(2):
-        s = socket.socket()
-        s.bind((HOST, 0))
-        s.listen(8)
-        s.setblocking(False)
-        socks.append(s)
-    yield socks
-    for s in socks:
-        s.close()
+    with held_socket() as one, held_socket() as two:
+        for s in (one, two):
+            s.setblocking(False)
+        yield [one, two]
 
 
 def _nobody_came(socks: list[socket.socket]) -> bool:

@@ -12,6 +12,7 @@ from scenarios import Action, Trace, render_report
 from scenarios.charts import CHAR_PX, DASH, id_ranges, lanes, tick_label, tick_step, ticks
 from scenarios.report import action_text
 from scenarios.runs_page import render_runs
+from tests.support.traces import event, joined
 
 HOSTILE = "<script>alert(1)</script>"
 
@@ -22,20 +23,8 @@ def en(text: str) -> str:
 
 
 def ev(t: float, o: int, s: int, new: str, cause: str = "probe") -> dict[str, Any]:
-    return {
-        "mono": t,
-        "wall": t,
-        "observer": o,
-        "subject": s,
-        "old": None,
-        "new": new,
-        "incarnation": 0,
-        "cause": cause,
-    }
-
-
-def joined(n: int, t: float = 0.5) -> list[dict[str, Any]]:
-    return [ev(t, o, s, "alive", "join") for o in range(n) for s in range(n) if o != s]
+    """An event whose old state the report does not read (None)."""
+    return event(t, o, s, new, None, cause)
 
 
 def svg_of(page: str, cls: str) -> str:

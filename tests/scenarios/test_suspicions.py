@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from scenarios import Action, Trace, parse_scenario, run_scenario
 from scenarios.runner import results_of
-from tests.scenarios.test_analysis import ev, joined
+from tests.support.traces import event as ev
+from tests.support.traces import joined
 
 SPLIT = """
 nodes: 4

@@ -2,9 +2,16 @@
 
 Harness, open_harness, Child    processes of a test, started on ``cluster.local``, always ended
 wait_for, wait_for_async        poll a condition (sync / trio), WaitTimeout when it never holds
+hold_port, held_socket          a port held taken on purpose (TCP listening, or UDP)
+
+Imported by module: ``clusters`` (the rt_cluster command, its usual ``up`` line, runs in the
+foreground, proof that nothing of a cluster runs), ``runtime`` (a network-less runtime),
+``memudp`` (an in-memory UDP network for trio, with a ``MockClock``), ``strategies``
+(hypothesis: what a msgpack peer can send), ``traces`` (hand-written membership events).
 """
 
 from .harness import HOST, NODE, Child, Harness, open_harness
+from .ports import held_socket, hold_port
 from .waiting import RETRY_ON, WaitTimeout, wait_for, wait_for_async
 
 __all__ = [
@@ -14,6 +21,8 @@ __all__ = [
     "Child",
     "Harness",
     "WaitTimeout",
+    "held_socket",
+    "hold_port",
     "open_harness",
     "wait_for",
     "wait_for_async",

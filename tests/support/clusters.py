@@ -1,5 +1,6 @@
-"""What the rt_cluster tests share: running the command, and finding every process that still
-holds a file of a cluster's directory (a node, or a node's watcher), however it was started.
+"""What the rt_cluster tests share: running the command (to its end, or in the foreground),
+its usual ``up`` line, and finding every process that still holds a file of a cluster's
+directory (a node, or a node's watcher), however it was started.
 
 A process of a cluster always holds its log open (stdout), so "nothing holds a file under the
 directory" is proof that nothing of the cluster runs, independent of any record the code under
@@ -14,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import IO
@@ -29,9 +31,13 @@ __all__ = [
     "ZYGOTE",
     "end_everything",
     "holders_of",
+    "interrupt",
+    "open_rt_cluster",
+    "quiet_config",
     "read_until",
     "rt_cluster",
     "run_main",
+    "up_argv",
     "wait_nothing_holds",
     "zygote_env",
 ]
@@ -55,6 +61,50 @@ def rt_cluster(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[
         env=os.environ.copy(),
         check=False,
     )
+
+
+def quiet_config(directory: Path) -> Path:
+    """``<directory>/node.yaml`` with the workload off (nodes at rest); its path."""
+    config = directory / "node.yaml"
+    config.write_text(NO_WORKLOAD)
+    return config
+
+
+def up_argv(name: str, n: int, config: Path, *more: str) -> list[str]:
+    """``up`` of ``n`` nodes named ``name``, every port picked free, each node on ``config``."""
+    ports = ["--base-port", "0", "--runtime-base-port", "0"]
+    return ["up", "-n", str(n), "--name", name, *ports, "--config", str(config), *more]
+
+
+@contextlib.contextmanager
+def open_rt_cluster(argv: Sequence[str], errors: Path) -> Iterator[subprocess.Popen[str]]:
+    """``rt_cluster ARGV`` running as this test's child (an ``up``, maybe ``--foreground``):
+    its standard output a pipe to read (``read_until``, ``interrupt``), its standard error to
+    the file ``errors``; killed and reaped if it still runs when the block ends, however the
+    block ends."""
+    with open(errors, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cluster.rt_cluster.cli", *argv],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=os.environ.copy(),
+        )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if proc.stdout is not None:
+            proc.stdout.close()  # not read to its end: a node it left running may hold it
+        proc.wait()
+
+
+def interrupt(proc: subprocess.Popen[str], timeout: float = 60) -> str:
+    """Ctrl-C ``proc`` (SIGINT) and wait until it has ended; the rest of its standard output."""
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=timeout)
+    return out
 
 
 def holders_of(directory: Path) -> list[int]:
