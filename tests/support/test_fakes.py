@@ -7,14 +7,16 @@ import socket
 import pytest
 import trio
 
-from cluster.local import check_port_free
+from cluster.local import check_port_free, free_port
 from tests.support import HOST, hold_port
 from tests.support.memudp import memory_udp
 
 
 @pytest.mark.parametrize("udp", [False, True])
 def test_a_held_port_is_taken_for_every_check(udp: bool) -> None:
-    with hold_port(udp=udp) as port:
+    # A port free for both halves and below the ephemeral range, so no outgoing connection of
+    # another test takes the TCP twin of the UDP port held here (the check tries TCP first).
+    with hold_port(port=free_port(), udp=udp) as port:
         why = check_port_free(HOST, port, udp=True)  # binds with SO_REUSEADDR for TCP
         assert why == f"{'UDP' if udp else 'TCP'} port {port} on {HOST} is already in use"
 
