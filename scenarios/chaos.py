@@ -1,0 +1,447 @@
+"""Chaos tests in Python: ``open_cluster`` and the ``Cluster`` every mode shares.
+
+Usage::
+
+    async with open_cluster(3, mode="sim", seed=7) as c:
+        await c.kill(2)
+        await c.wait_dead(2)          # within the bound the protocol's timing gives
+        assert c.check().ok           # no false death, every checker passed
+
+Rules:
+1. One context manager owns everything it started: ``open_cluster`` returns once every node
+   lists every node alive (the start, ``t = 0``) and ends every process (real) when it is
+   left, however (shielded from cancellation).
+2. The same calls in every mode; the mode only chooses the ``Backend`` (``simcluster``,
+   ``realcluster``). In sim, time is virtual: ``sleep`` and the waits move it, so a 60 s wait
+   costs milliseconds, and one seed replays the same events, one for one.
+3. Every fault is recorded as an ``Action`` (named ``<kind><n>``, ``kill1``, ``heal4``), stamped
+   just before it takes effect; ``history()`` is those actions and the events on one clock,
+   what ``check`` and the checkers (``checks``) judge.
+4. A wait without ``within`` ends at the bound derived for the action that set it off
+   (``checks.bound_for``: the last fault of that node, or the last recovery), counted from
+   that action; with ``within``, seconds from the call. Time runs out: ``WaitTimeout``,
+   naming who sees what.
+5. Node ids are ints; states are ``alive``, ``suspect``, ``dead``, ``left`` (``backend``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from swim import SwimConfig
+
+from . import checks
+from .backend import Backend, view_name
+from .checks import Checker, History, Verdict
+from .records import Bound
+from .simcluster import SimBackend
+from .trace import Action, Trace
+
+__all__ = ["MODES", "CheckResult", "Cluster", "WaitTimeout", "open_cluster", "start_cluster"]
+
+MODES = ("real", "sim")
+POLL = {"sim": 0.05, "real": 0.1}  # seconds between looks at the views while waiting
+Views = dict[int, dict[int, str] | None]
+
+
+class WaitTimeout(AssertionError):
+    """A wait ran out of time; the message says what was awaited and who sees what."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The verdicts of ``Cluster.check``: ``ok``, the failed ones' lines, a text report."""
+
+    ok: bool
+    verdicts: tuple[Verdict, ...]
+    report: str
+
+    @property
+    def failures(self) -> list[str]:
+        return [v.line() for v in self.verdicts if not v.ok]
+
+
+class Cluster:
+    """A running cluster (``open_cluster``): faults, waits, views, events and checks."""
+
+    def __init__(self, backend: Backend, n: int, seed: int, config: SwimConfig) -> None:
+        self.backend = backend
+        self.mode = backend.mode
+        self.seed = seed
+        self.config = config
+        self.actions: list[Action] = []
+        self.initial = tuple(range(n))
+        self._closed = False
+
+    # ---- who is there ---------------------------------------------------------------------
+
+    @property
+    def nodes(self) -> list[int]:
+        """Every node id started so far (killed ones included), in order."""
+        return self.trace(end=self.backend.now()).all_nodes()
+
+    @property
+    def running(self) -> list[int]:
+        """The nodes up now: not killed, not stopped, not paused."""
+        return self.trace(end=self.backend.now()).up_nodes(self.backend.now())
+
+    def dashboard_url(self, i: int) -> str | None:
+        """Node ``i``'s dashboard (None in sim)."""
+        self._known(i)
+        return self.backend.dashboard_url(i)
+
+    def _known(self, *ids: int) -> None:
+        for i in ids:
+            if i not in self.nodes:
+                raise ValueError(f"no node {i} (nodes: {', '.join(map(str, self.nodes))})")
+
+    # ---- faults ---------------------------------------------------------------------------
+
+    def _record(self, kind: str, nodes: Iterable[int] = (), **kw: Any) -> Action:
+        a = Action(self.backend.now(), kind, f"{kind}{len(self.actions) + 1}", tuple(nodes), **kw)
+        self.actions.append(a)
+        return a
+
+    async def kill(self, i: int) -> None:
+        """Crash node ``i`` (SIGKILL; sim: silent from now on)."""
+        self._known(i)
+        self._record("kill", (i,))
+        await self.backend.kill(i)
+
+    async def pause(self, i: int) -> None:
+        """Freeze node ``i`` (SIGSTOP; its sockets stay open, packets queue)."""
+        self._known(i)
+        self._record("pause", (i,))
+        await self.backend.pause(i)
+
+    async def resume(self, i: int) -> None:
+        """Let a paused node ``i`` run again (SIGCONT)."""
+        self._known(i)
+        self._record("resume", (i,))
+        await self.backend.resume(i)
+
+    async def restart(self, i: int) -> None:
+        """Start node ``i`` again with its id and port (stopped first if running)."""
+        self._known(i)
+        self._record("restart", (i,))
+        await self.backend.restart(i)
+
+    async def add(self) -> int:
+        """Start one more node; its id (the next one)."""
+        t = self.backend.now()
+        i = await self.backend.add()
+        self.actions.append(Action(t, "add", f"add{len(self.actions) + 1}", (i,)))
+        return i
+
+    async def partition(self, *groups: Iterable[int]) -> None:
+        """Cut the cluster into ``groups`` (traffic only inside a group); the nodes no group
+        lists form one more group: ``partition([0, 1])`` is {0, 1} against the rest."""
+        listed = [tuple(sorted(set(g))) for g in groups]
+        flat = [i for g in listed for i in g]
+        self._known(*flat)
+        if len(flat) != len(set(flat)):
+            raise ValueError(f"a node is in two groups: {listed}")
+        rest = tuple(i for i in self.nodes if i not in flat)
+        cut = tuple(g for g in (*listed, rest) if g)
+        self._record("partition", groups=cut)
+        await self.backend.partition(cut)
+
+    async def heal(self) -> None:
+        """Remove every partition, loss and delay."""
+        self._record("heal")
+        await self.backend.heal()
+
+    async def loss(self, percent: float, nodes: Iterable[int] | None = None) -> None:
+        """Drop ``percent`` (0..100) of the packets each of ``nodes`` (default all running)
+        sends and receives."""
+        if not 0.0 <= percent <= 100.0:
+            raise ValueError(f"loss is a percentage (0..100), not {percent}")
+        ids = self._targets(nodes)
+        self._record("loss", ids, value=float(percent))
+        await self.backend.loss(percent, ids)
+
+    async def delay(self, ms: float, nodes: Iterable[int] | None = None) -> None:
+        """Delay every packet of ``nodes`` (default all running) by ``ms`` milliseconds."""
+        if not 0.0 <= ms <= 60_000.0:
+            raise ValueError(f"delay is 0..60000 ms, not {ms}")
+        ids = self._targets(nodes)
+        self._record("delay", ids, value=float(ms))
+        await self.backend.delay(ms, ids)
+
+    def _targets(self, nodes: Iterable[int] | None) -> list[int]:
+        ids = self.running if nodes is None else sorted(set(nodes))
+        self._known(*ids)
+        return ids
+
+    # ---- time and waits -------------------------------------------------------------------
+
+    async def sleep(self, seconds: float) -> None:
+        """Let ``seconds`` pass (virtual in sim)."""
+        await self.backend.advance(seconds)
+
+    async def views(self) -> dict[int, dict[int, str]]:
+        """``{observer: {subject: state}}`` of every running node (states: ``alive``,
+        ``suspect``, ``dead``, ``left``); an observer that did not answer is left out."""
+        got = await self.backend.views(self.running)
+        return {o: row for o, row in got.items() if row is not None}
+
+    async def wait_dead(
+        self, i: int, by: Iterable[int] | None = None, within: float | None = None
+    ) -> float:
+        """Until every observer (``by``; default every running node but ``i``) holds ``i``
+        dead or left; seconds waited. ``WaitTimeout`` past ``within`` s (rule 4)."""
+        self._known(i)
+        return await self._wait_seen(i, ("dead", "left"), "dead", by, within)
+
+    async def wait_alive(
+        self, i: int, by: Iterable[int] | None = None, within: float | None = None
+    ) -> float:
+        """Until every observer (``by``; default every running node but ``i``) holds ``i``
+        alive; seconds waited. ``WaitTimeout`` past ``within`` s (rule 4)."""
+        self._known(i)
+        return await self._wait_seen(i, ("alive",), "alive", by, within)
+
+    async def wait_converged(self, within: float | None = None) -> float:
+        """Until every running node holds every running node alive; seconds waited."""
+
+        def done(v: Views) -> bool:
+            ups = self.running
+            return all(
+                v.get(o) is not None and _holds(v, o, s, ("alive",)) for o in ups for s in ups
+            )
+
+        def seen(v: Views) -> str:
+            rows = []
+            for o in self.running:
+                row = v.get(o)
+                if row is None:
+                    rows.append(f"node {o} did not answer")
+                    continue
+                off = [
+                    f"{s} {row.get(s, 'unknown')}" for s in self.running if row.get(s) != "alive"
+                ]
+                if off:
+                    rows.append(f"node {o} sees " + ", ".join(off))
+            return "; ".join(rows)
+
+        causes = ("resume", "restart", "add", "heal")
+        return await self._wait("converged", None, causes, within, done, seen, "converged")
+
+    async def _wait_seen(
+        self,
+        i: int,
+        states: tuple[str, ...],
+        word: str,
+        by: Iterable[int] | None,
+        within: float | None,
+    ) -> float:
+        fixed = None if by is None else sorted(set(by) - {i})
+
+        def observers() -> list[int]:
+            return fixed if fixed is not None else [o for o in self.running if o != i]
+
+        def done(v: Views) -> bool:
+            return all(_holds(v, o, i, states) for o in observers())
+
+        def seen(v: Views) -> str:
+            return "; ".join(f"node {o} sees {i} {_of(v, o, i)}" for o in observers())
+
+        causes = checks.DOWN_CAUSES if word == "dead" else checks.UP_CAUSES
+        what = f"node {i} seen {word} by " + _ids(observers())
+        return await self._wait(word, i, causes, within, done, seen, what, observers)
+
+    async def _wait(
+        self,
+        kind: str,
+        node: int | None,
+        causes: tuple[str, ...],
+        within: float | None,
+        done: Callable[[Views], bool],
+        seen: Callable[[Views], str],
+        what: str,
+        ask: Callable[[], list[int]] = list,
+    ) -> float:
+        start = self.backend.now()
+        deadline, why = self._deadline(kind, node, causes, within, start)
+        while True:
+            v = await self.backend.views(sorted({*self.running, *ask()}))
+            if done(v):
+                return self.backend.now() - start
+            now = self.backend.now()
+            if now >= deadline:
+                raise WaitTimeout(
+                    f"{what}: not within {why}; {seen(v) or 'no observer'} "
+                    f"(mode {self.mode}, seed {self.seed}, +{now - self.t0:.2f} s)"
+                )
+            await self.backend.advance(min(POLL[self.mode], deadline - now))
+
+    def _deadline(
+        self, kind: str, node: int | None, causes: tuple[str, ...], within: float | None, t: float
+    ) -> tuple[float, str]:
+        if within is not None:
+            return t + within, f"{within:g} s"
+        trace = self.trace(end=t)
+        a = checks.last_action(trace, causes, node)
+        b: Bound = checks.bound_for(kind, a, trace, self.config, real=self.mode != "sim")
+        since = "the start" if a is None else f"{a.step} at +{a.t - self.t0:.2f} s"
+        return (a.t if a else self.t0) + b.seconds, f"{b.seconds:g} s of {since} ({b.formula})"
+
+    # ---- history --------------------------------------------------------------------------
+
+    @property
+    def t0(self) -> float:
+        return self.backend.t0
+
+    def trace(self, events: list[dict[str, Any]] | None = None, end: float | None = None) -> Trace:
+        """The actions (and ``events``) as a ``Trace`` ending at ``end`` (default now)."""
+        return Trace(
+            mode=self.mode,
+            t0=self.backend.t0,
+            end=self.backend.now() if end is None else end,
+            initial=self.initial,
+            events=events or [],
+            actions=list(self.actions),
+            launched=self.backend.launched,
+            probe_interval=self.config.probe_interval,
+        )
+
+    async def history(self) -> History:
+        """What happened so far: the actions and every event, each view rebuilt."""
+        return History.of(self.trace(await self.backend.events()), self.config)
+
+    async def events(self) -> list[dict[str, Any]]:
+        """Every membership change so far, oldest first: ``{observer, subject, old, new, cause,
+        t}`` (``t``: seconds after the start, negative while the cluster formed)."""
+        out = []
+        for e in sorted(await self.backend.events(), key=lambda e: float(e["mono"])):
+            old, new = view_name(e.get("old")), view_name(e.get("new"))
+            if old == new:
+                continue  # alive <-> probe_failed: no change in the API's words
+            out.append(
+                {
+                    "observer": int(e["observer"]),
+                    "subject": int(e["subject"]),
+                    "old": old,
+                    "new": new,
+                    "cause": str(e.get("cause", "")),
+                    "t": round(float(e["mono"]) - self.t0, 6),
+                }
+            )
+        return out
+
+    async def check(self, *checkers: Checker) -> CheckResult:
+        """Run ``checkers`` (``scenarios.checks``) and ``never_dead()`` (no false death) over
+        the history so far."""
+        h = await self.history()
+        verdicts = tuple(c(h) for c in (checks.never_dead(), *checkers))
+        ok = all(v.ok for v in verdicts)
+        return CheckResult(ok, verdicts, self._report(h, verdicts))
+
+    def _report(self, h: History, verdicts: Sequence[Verdict]) -> str:
+        lines = [
+            f"rtsim cluster: mode {self.mode}, seed {self.seed}, nodes {_ids(self.initial)}, "
+            f"{h.trace.end - self.t0:.2f} s after the start",
+            *(f"  {v.line()}" for v in verdicts),
+            "actions:",
+            *(f"  +{a.t - self.t0:7.2f} s  {a.step}: {_act(a)}" for a in self.actions),
+            "timeline, per observer:",
+        ]
+        rows = [
+            (t, o, s, st, cause)
+            for o, s in h.views.pairs()
+            if o != s
+            for (t, st), cause in zip(h.views.transitions(o, s), h.views.causes(o, s), strict=True)
+        ]
+        seen = sorted(rows, key=lambda row: (row[0], row[1], row[2]))
+        for t, o, s, st, cause in seen:
+            lines.append(f"  +{t - self.t0:7.2f} s  node {o} sees {s} {st} ({cause})")
+        return "\n".join(lines)
+
+    async def aclose(self) -> None:
+        """End everything this cluster started (once; shielded from cancellation)."""
+        if self._closed:
+            return
+        self._closed = True
+        with trio.CancelScope(shield=True):
+            await self.backend.aclose()
+
+
+def _holds(v: Views, o: int, s: int, states: tuple[str, ...]) -> bool:
+    row = v.get(o)
+    return row is not None and row.get(s) in states
+
+
+def _of(v: Views, o: int, s: int) -> str:
+    row = v.get(o)
+    return "(no answer)" if row is None else row.get(s, "unknown")
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return ", ".join(map(str, ids)) or "nobody"
+
+
+def _act(a: Action) -> str:
+    if a.groups:
+        return " | ".join(",".join(map(str, g)) for g in a.groups)
+    value = f" {a.value:g}" if a.kind in ("loss", "delay") else ""
+    return _ids(a.nodes) + value
+
+
+def _config(swim_settings: SwimConfig | Mapping[str, Any] | None) -> SwimConfig:
+    if isinstance(swim_settings, SwimConfig):
+        return swim_settings
+    return SwimConfig.from_mapping(dict(swim_settings or {}))
+
+
+async def start_cluster(
+    n: int,
+    mode: str = "sim",
+    *,
+    seed: int | None = None,
+    swim: SwimConfig | Mapping[str, Any] | None = None,
+    directory: Path | None = None,
+    name: str | None = None,
+) -> Cluster:
+    """Start ``n`` nodes and return once they have converged; the caller owns it and must
+    ``aclose`` it (``open_cluster`` does). ``directory``/``name``: real mode's cluster
+    directory and name (default a fresh temporary one)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if not 1 <= n <= 1024:
+        raise ValueError(f"a cluster has 1..1024 nodes, not {n}")
+    config = _config(swim)
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    backend: Backend
+    if mode == "sim":
+        backend = await SimBackend.start(n, config, seed)
+    else:
+        raise NotImplementedError("real mode comes with scenarios.realcluster")
+    return Cluster(backend, n, seed, config)
+
+
+@asynccontextmanager
+async def open_cluster(
+    n: int,
+    mode: str = "sim",
+    *,
+    seed: int | None = None,
+    swim: SwimConfig | Mapping[str, Any] | None = None,
+    directory: Path | None = None,
+    name: str | None = None,
+) -> AsyncIterator[Cluster]:
+    """``n`` nodes (``mode``: ``"sim"`` or ``"real"``), converged, ended on exit (rule 1).
+
+    ``seed``: the simulation's seed (default a random one; ``c.seed`` says which);
+    ``swim``: ``SwimConfig`` or its fields as a mapping (seconds)."""
+    c = await start_cluster(n, mode, seed=seed, swim=swim, directory=directory, name=name)
+    try:
+        yield c
+    finally:
+        await c.aclose()
