@@ -16,8 +16,8 @@ Python (docs/testing.md): ``open_cluster``, ``start_cluster``, ``Cluster``, ``Wa
 
 from . import checks
 from .analysis import Analysis, analyse
-from .chaos import CheckResult, Cluster, WaitTimeout, open_cluster, start_cluster
-from .checks import Checker, History, Verdict
+from .chaos import Cluster, WaitTimeout, open_cluster, start_cluster
+from .checks import Checker, CheckResult, History, Verdict
 from .report import render_report
 from .runner import (
     find_scenario,

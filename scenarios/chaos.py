@@ -27,9 +27,8 @@ Rules:
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +38,12 @@ from swim import SwimConfig
 
 from . import checks
 from .backend import Backend, view_name
-from .checks import Checker, History, Verdict
+from .checks import Checker, CheckResult, History, report
 from .records import Bound
 from .simcluster import SimBackend
 from .trace import Action, Trace
 
-__all__ = ["MODES", "CheckResult", "Cluster", "WaitTimeout", "open_cluster", "start_cluster"]
+__all__ = ["MODES", "Cluster", "WaitTimeout", "open_cluster", "start_cluster"]
 
 MODES = ("real", "sim")
 POLL = {"sim": 0.05, "real": 0.1}  # seconds between looks at the views while waiting
@@ -53,19 +52,6 @@ Views = dict[int, dict[int, str] | None]
 
 class WaitTimeout(AssertionError):
     """A wait ran out of time; the message says what was awaited and who sees what."""
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """The verdicts of ``Cluster.check``: ``ok``, the failed ones' lines, a text report."""
-
-    ok: bool
-    verdicts: tuple[Verdict, ...]
-    report: str
-
-    @property
-    def failures(self) -> list[str]:
-        return [v.line() for v in self.verdicts if not v.ok]
 
 
 class Cluster:
@@ -78,7 +64,7 @@ class Cluster:
         self.config = config
         self.actions: list[Action] = []
         self.initial = tuple(range(n))
-        self._closed = False
+        self._closed = False  # aclose ran (``closed``)
 
     # ---- who is there ---------------------------------------------------------------------
 
@@ -342,27 +328,12 @@ class Cluster:
         h = await self.history()
         verdicts = tuple(c(h) for c in (checks.never_dead(), *checkers))
         ok = all(v.ok for v in verdicts)
-        return CheckResult(ok, verdicts, self._report(h, verdicts))
+        return CheckResult(ok, verdicts, report(h, verdicts, self.seed))
 
-    def _report(self, h: History, verdicts: Sequence[Verdict]) -> str:
-        lines = [
-            f"rtsim cluster: mode {self.mode}, seed {self.seed}, nodes {_ids(self.initial)}, "
-            f"{h.trace.end - self.t0:.2f} s after the start",
-            *(f"  {v.line()}" for v in verdicts),
-            "actions:",
-            *(f"  +{a.t - self.t0:7.2f} s  {a.step}: {_act(a)}" for a in self.actions),
-            "timeline, per observer:",
-        ]
-        rows = [
-            (t, o, s, st, cause)
-            for o, s in h.views.pairs()
-            if o != s
-            for (t, st), cause in zip(h.views.transitions(o, s), h.views.causes(o, s), strict=True)
-        ]
-        seen = sorted(rows, key=lambda row: (row[0], row[1], row[2]))
-        for t, o, s, st, cause in seen:
-            lines.append(f"  +{t - self.t0:7.2f} s  node {o} sees {s} {st} ({cause})")
-        return "\n".join(lines)
+    @property
+    def closed(self) -> bool:
+        """Whether ``aclose`` ran: everything this cluster started is gone."""
+        return self._closed
 
     async def aclose(self) -> None:
         """End everything this cluster started (once; shielded from cancellation)."""
@@ -385,13 +356,6 @@ def _of(v: Views, o: int, s: int) -> str:
 
 def _ids(ids: Iterable[int]) -> str:
     return ", ".join(map(str, ids)) or "nobody"
-
-
-def _act(a: Action) -> str:
-    if a.groups:
-        return " | ".join(",".join(map(str, g)) for g in a.groups)
-    value = f" {a.value:g}" if a.kind in ("loss", "delay") else ""
-    return _ids(a.nodes) + value
 
 
 def _config(swim_settings: SwimConfig | Mapping[str, Any] | None) -> SwimConfig:

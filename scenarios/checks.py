@@ -34,6 +34,7 @@ from .suspicions import Accusation, classify
 from .trace import Action, Trace, Views
 
 __all__ = [
+    "CheckResult",
     "Checker",
     "History",
     "Verdict",
@@ -46,6 +47,7 @@ __all__ = [
     "leader_change",
     "max_false_suspicions",
     "never_dead",
+    "report",
 ]
 
 DOWN_CAUSES = ("kill", "stop", "pause")
@@ -96,6 +98,53 @@ class Verdict:
 
 
 Checker = Callable[[History], Verdict]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The verdicts of ``Cluster.check``: ``ok``, the failed ones' lines, a text report."""
+
+    ok: bool
+    verdicts: tuple[Verdict, ...]
+    report: str
+
+    @property
+    def failures(self) -> list[str]:
+        return [v.line() for v in self.verdicts if not v.ok]
+
+
+def report(h: History, verdicts: Iterable[Verdict], seed: int) -> str:
+    """The verdicts, the actions and every observer's changes, one line each, in time order
+    (seconds after the start)."""
+    t0 = h.trace.t0
+    lines = [
+        f"rtsim cluster: mode {h.trace.mode}, seed {seed}, nodes "
+        f"{_ids(h.trace.initial)}, {h.trace.end - t0:.2f} s after the start",
+        *(f"  {v.line()}" for v in verdicts),
+        "actions:",
+        *(f"  +{a.t - t0:7.2f} s  {a.step}: {_act(a)}" for a in h.trace.actions),
+        "timeline, per observer:",
+    ]
+    rows = [
+        (t, o, s, st, cause)
+        for o, s in h.views.pairs()
+        if o != s
+        for (t, st), cause in zip(h.views.transitions(o, s), h.views.causes(o, s), strict=True)
+    ]
+    for t, o, s, st, cause in sorted(rows, key=lambda row: (row[0], row[1], row[2])):
+        lines.append(f"  +{t - t0:7.2f} s  node {o} sees {s} {st} ({cause})")
+    return "\n".join(lines)
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return ", ".join(map(str, ids)) or "nobody"
+
+
+def _act(a: Action) -> str:
+    if a.groups:
+        return " | ".join(",".join(map(str, g)) for g in a.groups)
+    value = f" {a.value:g}" if a.kind in ("loss", "delay") else ""
+    return _ids(a.nodes) + value
 
 
 def _size_at(trace: Trace, t: float) -> tuple[int, set[int]]:

@@ -1,0 +1,140 @@
+"""The pytest plugin of rtsim: the ``rt_cluster`` fixture (registered by installing rtsim, entry
+point ``pytest11``).
+
+Usage, in a trio test (pytest-trio; ``trio_mode = true`` or ``@pytest.mark.trio``)::
+
+    async def test_kill(rt_cluster):
+        c = await rt_cluster(3)              # mode from --rt-mode (default sim)
+        await c.kill(2)
+        await c.wait_dead(2)
+
+Rules:
+1. The fixture owns every cluster the test opened through it: each is closed at teardown,
+   whether the test passed, failed or was cancelled (``Cluster.aclose`` is shielded), last
+   opened first.
+2. ``--rt-mode`` (``sim`` or ``real``) is the mode of a call that names none, so one test body
+   runs in either; ``--rt-seed`` is the seed of a call that gives none, so a failure's seed
+   replays it.
+3. A failed test's report gains a section ``rt_cluster`` per cluster: its mode, its seed, its
+   actions and how to replay it.
+4. Real clusters live under the test's ``tmp_path`` with a name unique to the test and the
+   pytest-xdist worker (``PYTEST_XDIST_WORKER``) on free ports, so workers never clash.
+5. The fixture is a plain async fixture: pytest-trio runs it for a trio test (``trio_mode =
+   true``, or ``@pytest.mark.trio``); the plugin itself imports nothing of pytest-trio, so it
+   loads wherever rtsim is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Generator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+import trio
+
+from swim import SwimConfig
+
+from .chaos import MODES, Cluster, start_cluster
+
+__all__ = ["OpenCluster", "opening", "rt_cluster"]
+
+CLUSTERS = pytest.StashKey[list[Cluster]]()
+
+
+class OpenCluster(Protocol):
+    """What the ``rt_cluster`` fixture gives a test: ``await rt_cluster(n, mode=None, ...)``."""
+
+    async def __call__(
+        self,
+        n: int,
+        mode: str | None = None,
+        *,
+        seed: int | None = None,
+        swim: SwimConfig | Mapping[str, Any] | None = None,
+    ) -> Cluster: ...
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rtsim", "rtsim clusters (the rt_cluster fixture)")
+    group.addoption(
+        "--rt-mode",
+        choices=MODES,
+        default="sim",
+        help="mode of rt_cluster(...) calls that name none (default: sim)",
+    )
+    group.addoption(
+        "--rt-seed", type=int, default=None, help="seed of rt_cluster(...) calls that give none"
+    )
+
+
+def _name(request: pytest.FixtureRequest, k: int) -> str:
+    """A cluster name unique to this test, this xdist worker and this process (rule 4)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    test = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:32].strip("-.") or "test"
+    return f"{worker}-{os.getpid()}-{test}-{k}"
+
+
+@asynccontextmanager
+async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[OpenCluster]:
+    """The fixture's body: an opener of clusters under ``tmp``, every one closed on exit."""
+    opened = request.node.stash.setdefault(CLUSTERS, [])
+    config = request.config
+
+    async def open_one(
+        n: int,
+        mode: str | None = None,
+        *,
+        seed: int | None = None,
+        swim: SwimConfig | Mapping[str, Any] | None = None,
+    ) -> Cluster:
+        name = _name(request, len(opened))
+        c = await start_cluster(
+            n,
+            mode or config.getoption("rt_mode"),
+            seed=seed if seed is not None else config.getoption("rt_seed"),
+            swim=swim,
+            directory=tmp / name,
+            name=name,
+        )
+        opened.append(c)
+        return c
+
+    try:
+        yield open_one
+    finally:
+        with trio.CancelScope(shield=True):
+            for c in reversed(opened):
+                await c.aclose()
+
+
+@pytest.fixture
+async def rt_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[OpenCluster]:
+    """Opens clusters for a trio test: ``c = await rt_cluster(3, mode="real")``; every one is
+    ended at teardown (rule 1)."""
+    async with opening(request, tmp_path) as opener:
+        yield opener
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Rule 3: a failed test's report names each cluster's mode and seed, and how to replay."""
+    rep = yield
+    clusters = item.stash.get(CLUSTERS, [])
+    if rep.failed and clusters and call.when in ("setup", "call"):
+        for k, c in enumerate(clusters):
+            steps = ", ".join(f"{a.step} at +{a.t - c.t0:.2f} s" for a in c.actions) or "none"
+            rep.sections.append(
+                (
+                    f"rt_cluster {k}",
+                    f"mode {c.mode}, seed {c.seed}, nodes {len(c.initial)} at the start\n"
+                    f"actions: {steps}\n"
+                    f"replay: pytest '{item.nodeid}' --rt-mode {c.mode} --rt-seed {c.seed}",
+                )
+            )
+    return rep
