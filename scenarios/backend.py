@@ -13,6 +13,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = ["VIEW", "Backend", "view_name"]
@@ -38,6 +39,7 @@ class Backend(Protocol):
     mode: str  # "sim" or "real"
     launched: float  # trace clock: when the first node was started
     t0: float  # trace clock: when every node first listed every node alive
+    directory: Path | None  # real: the cluster directory (logs, event logs); sim: None
 
     def now(self) -> float:
         """The trace clock, seconds (virtual in sim)."""

@@ -18,9 +18,10 @@ Rules:
    just before it takes effect; ``history()`` is those actions and the events on one clock,
    what ``check`` and the checkers (``checks``) judge.
 4. A wait without ``within`` ends at the bound derived for the action that set it off
-   (``checks.bound_for``: the last fault of that node, or the last recovery), counted from
-   that action; with ``within``, seconds from the call. Time runs out: ``WaitTimeout``,
-   naming who sees what.
+   (``checks.bound_for``), counted from that action: the last action on that node
+   (``wait_dead``, ``wait_alive``; a partition's groups and a heal act on every node they
+   hold) or on any node (``wait_converged``); with ``within``, seconds from the call. When
+   time runs out: ``WaitTimeout``, naming who sees what.
 5. Node ids are ints; states are ``alive``, ``suspect``, ``dead``, ``left`` (``backend``).
 """
 
@@ -77,6 +78,12 @@ class Cluster:
     def running(self) -> list[int]:
         """The nodes up now: not killed, not stopped, not paused."""
         return self.trace(end=self.backend.now()).up_nodes(self.backend.now())
+
+    @property
+    def directory(self) -> Path | None:
+        """Real mode: the cluster directory (``cluster.json``, each node's log and event log);
+        None in sim."""
+        return self.backend.directory
 
     def dashboard_url(self, i: int) -> str | None:
         """Node ``i``'s dashboard (None in sim)."""
@@ -217,8 +224,7 @@ class Cluster:
                     rows.append(f"node {o} sees " + ", ".join(off))
             return "; ".join(rows)
 
-        causes = ("resume", "restart", "add", "heal")
-        return await self._wait("converged", None, causes, within, done, seen, "converged")
+        return await self._wait("converged", None, within, done, seen, "converged")
 
     async def _wait_seen(
         self,
@@ -239,15 +245,13 @@ class Cluster:
         def seen(v: Views) -> str:
             return "; ".join(f"node {o} sees {i} {_of(v, o, i)}" for o in observers())
 
-        causes = checks.DOWN_CAUSES if word == "dead" else checks.UP_CAUSES
         what = f"node {i} seen {word} by " + _ids(observers())
-        return await self._wait(word, i, causes, within, done, seen, what, observers)
+        return await self._wait(word, i, within, done, seen, what, observers)
 
     async def _wait(
         self,
         kind: str,
         node: int | None,
-        causes: tuple[str, ...],
         within: float | None,
         done: Callable[[Views], bool],
         seen: Callable[[Views], str],
@@ -255,7 +259,7 @@ class Cluster:
         ask: Callable[[], list[int]] = list,
     ) -> float:
         start = self.backend.now()
-        deadline, why = self._deadline(kind, node, causes, within, start)
+        deadline, why = self._deadline(kind, node, within, start)
         while True:
             v = await self.backend.views(sorted({*self.running, *ask()}))
             if done(v):
@@ -269,12 +273,12 @@ class Cluster:
             await self.backend.advance(min(POLL[self.mode], deadline - now))
 
     def _deadline(
-        self, kind: str, node: int | None, causes: tuple[str, ...], within: float | None, t: float
+        self, kind: str, node: int | None, within: float | None, t: float
     ) -> tuple[float, str]:
         if within is not None:
             return t + within, f"{within:g} s"
         trace = self.trace(end=t)
-        a = checks.last_action(trace, causes, node)
+        a = checks.last_action(trace, checks.ANY_ACTION, node)
         b: Bound = checks.bound_for(kind, a, trace, self.config, real=self.mode != "sim")
         since = "the start" if a is None else f"{a.step} at +{a.t - self.t0:.2f} s"
         return (a.t if a else self.t0) + b.seconds, f"{b.seconds:g} s of {since} ({b.formula})"
@@ -386,7 +390,9 @@ async def start_cluster(
     if mode == "sim":
         backend = await SimBackend.start(n, config, seed)
     else:
-        raise NotImplementedError("real mode comes with scenarios.realcluster")
+        from .realcluster import RealBackend  # processes only when asked for
+
+        backend = await RealBackend.start(n, config, directory=directory, name=name)
     return Cluster(backend, n, seed, config)
 
 

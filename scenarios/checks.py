@@ -44,14 +44,28 @@ __all__ = [
     "dead",
     "expectation",
     "fallback_bound",
+    "last_action",
     "leader_change",
     "max_false_suspicions",
     "never_dead",
     "report",
+    "touches",
 ]
 
 DOWN_CAUSES = ("kill", "stop", "pause")
 UP_CAUSES = ("resume", "restart", "add", "heal")
+ANY_ACTION = (
+    "kill",
+    "stop",
+    "pause",
+    "resume",
+    "restart",
+    "add",
+    "partition",
+    "heal",
+    "loss",
+    "delay",
+)
 _FAULTS = ("partition", "loss", "delay")
 Nodes = Iterable[int] | None
 
@@ -200,9 +214,14 @@ def last_action(trace: Trace, kinds: Iterable[str], node: int | None = None) -> 
     """The latest action of one of ``kinds`` (on ``node``, when given; a heal touches all)."""
     want = set(kinds)
     for a in reversed(trace.actions):
-        if a.kind in want and (node is None or node in a.nodes or a.kind == "heal"):
+        if a.kind in want and (node is None or touches(a, node)):
             return a
     return None
+
+
+def touches(a: Action, node: int) -> bool:
+    """Whether action ``a`` acts on ``node``: named by it, in a partition's group, or a heal."""
+    return node in a.nodes or any(node in g for g in a.groups) or a.kind == "heal"
 
 
 def _judged(h: History, e: Expectation) -> Verdict:

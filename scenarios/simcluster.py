@@ -14,6 +14,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -30,6 +31,7 @@ class SimBackend:
     """A simulated cluster (see the module docstring); build it with ``start``."""
 
     mode = "sim"
+    directory: Path | None = None  # nothing on disk
 
     def __init__(self, net: swim.SimNetwork) -> None:
         self.net = net

@@ -202,3 +202,16 @@ def test_yaml_expectations_and_checkers_judge_alike() -> None:
         verdict = checks.expectation(e)(history)
         assert verdict.ok == (row["status"] == "pass")
         assert verdict.measured == row["measured"]
+
+
+async def test_a_wait_counts_from_the_last_action_on_its_node() -> None:
+    async with open_cluster(3, mode="sim", seed=13) as c:
+        await c.kill(2)
+        await c.wait_dead(2)
+        await c.restart(2)
+        await c.wait_converged()
+        await c.sleep(30)  # the kill's bound is long past
+        await c.partition([2])
+        waited = await c.wait_dead(2)  # bounded from partition3, not from kill1
+        assert waited > 0
+        assert c.actions[-1].step == "partition3"
