@@ -23,13 +23,17 @@ Rules:
    hold) or on any node (``wait_converged``); with ``within``, seconds from the call. When
    time runs out: ``WaitTimeout``, naming who sees what.
 5. Node ids are ints; states are ``alive``, ``suspect``, ``dead``, ``left`` (``backend``).
+6. ``aclose`` reads every node's events one last time before it ends them: a closed cluster
+   still answers ``history``, ``events`` and ``check`` (``final_history`` without awaiting),
+   so a failed test's report is written after its processes are gone.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,22 +41,19 @@ import trio
 
 from swim import SwimConfig
 
-from . import checks
+from . import checks, waits
 from .backend import Backend, view_name
 from .checks import Checker, CheckResult, History, report
 from .records import Bound
 from .simcluster import SimBackend
 from .trace import Action, Trace
+from .waits import Wait, WaitTimeout
 
-__all__ = ["MODES", "Cluster", "WaitTimeout", "open_cluster", "start_cluster"]
+FINAL_READ = 20.0  # seconds the last read of every node's events may take at the close
+
+__all__ = ["MODES", "Cluster", "Wait", "WaitTimeout", "open_cluster", "start_cluster"]
 
 MODES = ("real", "sim")
-POLL = {"sim": 0.05, "real": 0.1}  # seconds between looks at the views while waiting
-Views = dict[int, dict[int, str] | None]
-
-
-class WaitTimeout(AssertionError):
-    """A wait ran out of time; the message says what was awaited and who sees what."""
 
 
 class Cluster:
@@ -64,8 +65,10 @@ class Cluster:
         self.seed = seed
         self.config = config
         self.actions: list[Action] = []
+        self.waits: list[Wait] = []  # every wait, as an expectation a replay can check
         self.initial = tuple(range(n))
         self._closed = False  # aclose ran (``closed``)
+        self._final: tuple[list[dict[str, Any]], float] | None = None  # events, end (rule 6)
 
     # ---- who is there ---------------------------------------------------------------------
 
@@ -203,28 +206,9 @@ class Cluster:
 
     async def wait_converged(self, within: float | None = None) -> float:
         """Until every running node holds every running node alive; seconds waited."""
-
-        def done(v: Views) -> bool:
-            ups = self.running
-            return all(
-                v.get(o) is not None and _holds(v, o, s, ("alive",)) for o in ups for s in ups
-            )
-
-        def seen(v: Views) -> str:
-            rows = []
-            for o in self.running:
-                row = v.get(o)
-                if row is None:
-                    rows.append(f"node {o} did not answer")
-                    continue
-                off = [
-                    f"{s} {row.get(s, 'unknown')}" for s in self.running if row.get(s) != "alive"
-                ]
-                if off:
-                    rows.append(f"node {o} sees " + ", ".join(off))
-            return "; ".join(rows)
-
-        return await self._wait("converged", None, within, done, seen, "converged")
+        return await self._wait(
+            "converged", None, None, within, waits.converged(lambda: self.running)
+        )
 
     async def _wait_seen(
         self,
@@ -239,49 +223,47 @@ class Cluster:
         def observers() -> list[int]:
             return fixed if fixed is not None else [o for o in self.running if o != i]
 
-        def done(v: Views) -> bool:
-            return all(_holds(v, o, i, states) for o in observers())
-
-        def seen(v: Views) -> str:
-            return "; ".join(f"node {o} sees {i} {_of(v, o, i)}" for o in observers())
-
-        what = f"node {i} seen {word} by " + _ids(observers())
-        return await self._wait(word, i, within, done, seen, what, observers)
+        by_ids = None if fixed is None else tuple(fixed)
+        return await self._wait(word, i, by_ids, within, waits.seen_as(i, states, word, observers))
 
     async def _wait(
         self,
         kind: str,
         node: int | None,
+        by: tuple[int, ...] | None,
         within: float | None,
-        done: Callable[[Views], bool],
-        seen: Callable[[Views], str],
-        what: str,
-        ask: Callable[[], list[int]] = list,
+        cond: waits.Condition,
     ) -> float:
         start = self.backend.now()
-        deadline, why = self._deadline(kind, node, within, start)
+        deadline, why, after = self._deadline(kind, node, within, start)
+        ref = start if after is None else after.t
+        wait = Wait(kind, node, by, "start" if after is None else after.step, deadline - ref)
         while True:
-            v = await self.backend.views(sorted({*self.running, *ask()}))
-            if done(v):
+            v = await self.backend.views(sorted({*self.running, *cond.observers()}))
+            if cond.done(v):
+                self.waits.append(wait)
                 return self.backend.now() - start
             now = self.backend.now()
             if now >= deadline:
+                self.waits.append(replace(wait, ok=False))
                 raise WaitTimeout(
-                    f"{what}: not within {why}; {seen(v) or 'no observer'} "
+                    f"{cond.what}: not within {why}; {cond.seen(v) or 'no observer'} "
                     f"(mode {self.mode}, seed {self.seed}, +{now - self.t0:.2f} s)"
                 )
-            await self.backend.advance(min(POLL[self.mode], deadline - now))
+            await self.backend.advance(min(waits.POLL[self.mode], deadline - now))
 
     def _deadline(
         self, kind: str, node: int | None, within: float | None, t: float
-    ) -> tuple[float, str]:
-        if within is not None:
-            return t + within, f"{within:g} s"
+    ) -> tuple[float, str, Action | None]:
+        """The deadline of a wait begun at ``t``, why, and the action it counts from."""
         trace = self.trace(end=t)
         a = checks.last_action(trace, checks.ANY_ACTION, node)
+        if within is not None:
+            return t + within, f"{within:g} s", a
         b: Bound = checks.bound_for(kind, a, trace, self.config, real=self.mode != "sim")
         since = "the start" if a is None else f"{a.step} at +{a.t - self.t0:.2f} s"
-        return (a.t if a else self.t0) + b.seconds, f"{b.seconds:g} s of {since} ({b.formula})"
+        why = f"{b.seconds:g} s of {since} ({b.formula})"
+        return (a.t if a else self.t0) + b.seconds, why, a
 
     # ---- history --------------------------------------------------------------------------
 
@@ -304,13 +286,23 @@ class Cluster:
 
     async def history(self) -> History:
         """What happened so far: the actions and every event, each view rebuilt."""
+        if self._final is not None:
+            return self.final_history()
         return History.of(self.trace(await self.backend.events()), self.config)
+
+    def final_history(self) -> History:
+        """Once closed: the history up to the close (rule 6); ``RuntimeError`` before."""
+        if self._final is None:
+            raise RuntimeError("the cluster is still open: await c.history()")
+        events, end = self._final
+        return History.of(self.trace(events, end), self.config)
 
     async def events(self) -> list[dict[str, Any]]:
         """Every membership change so far, oldest first: ``{observer, subject, old, new, cause,
         t}`` (``t``: seconds after the start, negative while the cluster formed)."""
         out = []
-        for e in sorted(await self.backend.events(), key=lambda e: float(e["mono"])):
+        h = await self.history()
+        for e in sorted(h.trace.events, key=lambda e: float(e["mono"])):
             old, new = view_name(e.get("old")), view_name(e.get("new"))
             if old == new:
                 continue  # alive <-> probe_failed: no change in the API's words
@@ -345,21 +337,13 @@ class Cluster:
             return
         self._closed = True
         with trio.CancelScope(shield=True):
-            await self.backend.aclose()
-
-
-def _holds(v: Views, o: int, s: int, states: tuple[str, ...]) -> bool:
-    row = v.get(o)
-    return row is not None and row.get(s) in states
-
-
-def _of(v: Views, o: int, s: int) -> str:
-    row = v.get(o)
-    return "(no answer)" if row is None else row.get(s, "unknown")
-
-
-def _ids(ids: Iterable[int]) -> str:
-    return ", ".join(map(str, ids)) or "nobody"
+            events: list[dict[str, Any]] = []
+            try:
+                with trio.move_on_after(FINAL_READ):
+                    events = await self.backend.events()
+            finally:
+                self._final = (events, self.backend.now())
+                await self.backend.aclose()
 
 
 def _config(swim_settings: SwimConfig | Mapping[str, Any] | None) -> SwimConfig:

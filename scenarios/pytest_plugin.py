@@ -16,7 +16,10 @@ Rules:
    runs in either; ``--rt-seed`` is the seed of a call that gives none, so a failure's seed
    replays it.
 3. A failed test's report gains a section ``rt_cluster`` per cluster: its mode, its seed, its
-   actions and how to replay it.
+   actions, how to replay it, and its artifacts: a scenario file that replays it
+   (``rt_cluster scenario FILE``) and the report (``report.html``: the per-observer
+   timeline), written under the test's ``tmp_path`` from the history the cluster kept when
+   it closed (pytest-trio ends a test's fixtures before its report is made).
 4. Real clusters live under the test's ``tmp_path`` with a name unique to the test and the
    pytest-xdist worker (``PYTEST_XDIST_WORKER``) on free ports, so workers never clash.
 5. The fixture is a plain async fixture: pytest-trio runs it for a trio test (``trio_mode =
@@ -39,10 +42,11 @@ import trio
 from swim import SwimConfig
 
 from .chaos import MODES, Cluster, start_cluster
+from .replay import write_failure
 
 __all__ = ["OpenCluster", "opening", "rt_cluster"]
 
-CLUSTERS = pytest.StashKey[list[Cluster]]()
+CLUSTERS = pytest.StashKey[list[tuple[Cluster, Path]]]()  # each cluster, its artifacts' folder
 
 
 class OpenCluster(Protocol):
@@ -100,14 +104,14 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
             directory=tmp / name,
             name=name,
         )
-        opened.append(c)
+        opened.append((c, tmp / f"rt_cluster-{len(opened)}"))
         return c
 
     try:
         yield open_one
     finally:
         with trio.CancelScope(shield=True):
-            for c in reversed(opened):
+            for c, _ in reversed(opened):
                 await c.aclose()
 
 
@@ -127,14 +131,26 @@ def pytest_runtest_makereport(
     rep = yield
     clusters = item.stash.get(CLUSTERS, [])
     if rep.failed and clusters and call.when in ("setup", "call"):
-        for k, c in enumerate(clusters):
+        for k, (c, out) in enumerate(clusters):
             steps = ", ".join(f"{a.step} at +{a.t - c.t0:.2f} s" for a in c.actions) or "none"
+            lines = _artifacts(c, out, item.nodeid)
             rep.sections.append(
                 (
                     f"rt_cluster {k}",
                     f"mode {c.mode}, seed {c.seed}, nodes {len(c.initial)} at the start\n"
                     f"actions: {steps}\n"
-                    f"replay: pytest '{item.nodeid}' --rt-mode {c.mode} --rt-seed {c.seed}",
+                    f"replay: pytest '{item.nodeid}' --rt-mode {c.mode} --rt-seed {c.seed}\n"
+                    + "\n".join(lines),
                 )
             )
     return rep
+
+
+def _artifacts(c: Cluster, out: Path, name: str) -> list[str]:
+    """Rule 3: write the scenario file and the report of a closed cluster; what to say."""
+    if not c.closed:  # pytest-trio ends a test's fixtures before its report: not expected
+        return ["no scenario file or report: the cluster was still open"]
+    try:
+        return write_failure(c, out, name).lines(c.mode)
+    except Exception as exc:  # the report must not hide the test's own failure
+        return [f"no scenario file or report: {type(exc).__name__}: {exc}"]

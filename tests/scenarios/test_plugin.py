@@ -3,11 +3,13 @@ found through its pytest11 entry point), where a failure names its mode, seed an
 
 from __future__ import annotations
 
+import re
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
-from scenarios import checks
+from scenarios import checks, load_scenario
 from scenarios.pytest_plugin import OpenCluster
 
 pytest_plugins = ("pytester",)
@@ -39,7 +41,7 @@ async def test_two_clusters_in_one_test_are_apart(rt_cluster: OpenCluster) -> No
 
 INNER = """
 import pytest
-from scenarios import checks
+from scenarios import checks, load_scenario
 
 opened = []
 
@@ -69,6 +71,15 @@ def test_a_failure_names_mode_seed_and_replay(pytester: pytest.Pytester) -> None
     assert "mode sim, seed 5, nodes 3 at the start" in out
     assert "actions: kill1 at +0.00 s" in out
     assert "--rt-mode sim --rt-seed 5" in out
+    found = re.search(r"^scenario: (\S+) \(replay: rt_cluster scenario (\S+) --sim\)$", out, re.M)
+    assert found is not None, out
+    assert found[1] == found[2]
+    replay = load_scenario(found[1], sim=True)
+    assert [s.name for s in replay.steps] == ["kill1"]
+    assert [e.kind for e in replay.expectations] == ["never_dead", "dead"]
+    report = re.search(r"^report: (\S+)$", out, re.M)
+    assert report is not None
+    assert Path(report[1]).read_text().startswith("<!")
 
 
 def test_the_mode_option_is_checked(pytester: pytest.Pytester) -> None:
