@@ -93,6 +93,20 @@ class Cluster:
         self._known(i)
         return self.backend.dashboard_url(i)
 
+    def state(self, i: int) -> str:
+        """Node ``i``'s process as this cluster left it: ``running``, ``paused`` or ``down``
+        (killed)."""
+        self._known(i)
+        for a in reversed(self.actions):
+            if i in a.nodes and a.kind in ("kill", "pause", "resume", "restart", "add"):
+                return {"kill": "down", "pause": "paused"}.get(a.kind, "running")
+        return "running"
+
+    def _require(self, i: int, *states: str) -> None:
+        now = self.state(i)
+        if now not in states:
+            raise ValueError(f"node {i} is {now}, not {' or '.join(states)}")
+
     def _known(self, *ids: int) -> None:
         for i in ids:
             if i not in self.nodes:
@@ -107,25 +121,28 @@ class Cluster:
 
     async def kill(self, i: int) -> None:
         """Crash node ``i`` (SIGKILL; sim: silent from now on)."""
-        self._known(i)
+        self._require(i, "running", "paused")
+        await self.backend.prepare("kill", i)
         self._record("kill", (i,))
         await self.backend.kill(i)
 
     async def pause(self, i: int) -> None:
         """Freeze node ``i`` (SIGSTOP; its sockets stay open, packets queue)."""
-        self._known(i)
+        self._require(i, "running")
+        await self.backend.prepare("pause", i)
         self._record("pause", (i,))
         await self.backend.pause(i)
 
     async def resume(self, i: int) -> None:
         """Let a paused node ``i`` run again (SIGCONT)."""
-        self._known(i)
+        self._require(i, "paused")
         self._record("resume", (i,))
         await self.backend.resume(i)
 
     async def restart(self, i: int) -> None:
         """Start node ``i`` again with its id and port (stopped first if running)."""
         self._known(i)
+        await self.backend.prepare("restart", i)
         self._record("restart", (i,))
         await self.backend.restart(i)
 

@@ -36,6 +36,7 @@ import yaml
 
 from cluster.local import (
     ClusterError,
+    ClusterRecord,
     LocalCluster,
     Member,
     Processes,
@@ -53,7 +54,24 @@ __all__ = ["GRACE", "RealBackend", "changed_settings", "end_leftovers", "registe
 
 GRACE = 5.0  # seconds a node gets to leave gracefully at the end before SIGKILL
 ASK_TIMEOUT = 1.0  # seconds one node gets to answer for its view
+ATTEMPTS = 3  # starts tried when another process takes a port between its pick and its bind
 _REGISTERED: set[Path] = set()  # rule 5: cluster directories not yet proved empty
+
+
+def _plan(n: int, config: SwimConfig, directory: Path, name: str | None) -> ClusterRecord:
+    """Rule 1: the nodes' config file and the cluster's record, on ports free now."""
+    directory.mkdir(parents=True, exist_ok=True)
+    settings = {"workload": {"enabled": False}, "swim": changed_settings(config)}
+    node_yaml = directory / "node.yaml"
+    node_yaml.write_text(yaml.safe_dump(settings, sort_keys=False))
+    return plan_cluster(
+        directory / "cluster",
+        name or directory.name[:64],
+        n,
+        base_port=0,
+        runtime_base_port=0,
+        config=str(node_yaml),
+    )
 
 
 def registered() -> list[Path]:
@@ -116,32 +134,26 @@ class RealBackend:
         cls, n: int, config: SwimConfig, *, directory: Path | None, name: str | None
     ) -> RealBackend:
         """``n`` node processes under ``directory`` (default a fresh temporary one), converged
-        (rule 1); ``ClusterError`` (everything ended) when they do not get there."""
+        (rule 1); ``ClusterError`` (everything ended) when they do not get there. A start
+        that lost a port it picked to another process is tried again (``ATTEMPTS`` in all)."""
         directory = directory or Path(tempfile.mkdtemp(prefix="rtsim-cluster-"))
-        directory.mkdir(parents=True, exist_ok=True)
-        settings = {"workload": {"enabled": False}, "swim": changed_settings(config)}
-        node_yaml = directory / "node.yaml"
-        node_yaml.write_text(yaml.safe_dump(settings, sort_keys=False))
-        record = plan_cluster(
-            directory / "cluster",
-            name or directory.name[:64],
-            n,
-            base_port=0,
-            runtime_base_port=0,
-            config=str(node_yaml),
-        )
-        cluster = LocalCluster(record)
-        _REGISTERED.add(cluster.directory)
-        launched = time.monotonic()
-        try:
-            await launch(cluster, wait=True, timeout=60.0 + 2.0 * n, on_spawned=save_record)
-        except BaseException:
-            if not live_members(cluster.directory, cluster.reload()):
-                _REGISTERED.discard(cluster.directory)  # launch ended what it started
-            raise
-        t0 = time.monotonic()
-        client = httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_TIMEOUT), trust_env=False)
-        return cls(cluster, client, launched, t0)
+        for attempt in range(1, ATTEMPTS + 1):
+            cluster = LocalCluster(_plan(n, config, directory, name))
+            _REGISTERED.add(cluster.directory)
+            launched = time.monotonic()
+            try:
+                await launch(cluster, wait=True, timeout=60.0 + 2.0 * n, on_spawned=save_record)
+            except BaseException as exc:
+                if not live_members(cluster.directory, cluster.reload()):
+                    _REGISTERED.discard(cluster.directory)  # launch ended what it started
+                if not isinstance(exc, ClusterError) or "port" not in str(exc):
+                    raise
+                if attempt == ATTEMPTS:
+                    raise
+                continue
+            client = httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_TIMEOUT), trust_env=False)
+            return cls(cluster, client, launched, time.monotonic())
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def now(self) -> float:
         return time.monotonic()
@@ -172,7 +184,7 @@ class RealBackend:
         await self.collector.finish()
         return self.collector.events()
 
-    async def _leaving(self, i: int) -> None:
+    async def prepare(self, kind: str, i: int) -> None:
         """Read node ``i``'s events before it goes away; then leave it alone (rule 3)."""
         rec = self.cluster.record.node(i)
         if self.cluster.state_of(rec) == "running":
@@ -183,19 +195,18 @@ class RealBackend:
         self.collector.follow(i, self.cluster.record.node(i).dashboard)
 
     async def kill(self, i: int) -> None:
-        await self._leaving(i)
         await self.cluster.kill(i)
 
     async def pause(self, i: int) -> None:
-        await self._leaving(i)
         self.cluster.pause(i)
+        await trio.lowlevel.checkpoint()
 
     async def resume(self, i: int) -> None:
         self.cluster.resume(i)
         self._back(i)
+        await trio.lowlevel.checkpoint()
 
     async def restart(self, i: int) -> None:
-        await self._leaving(i)
         await self.cluster.restart(i)
         self._back(i)
 
@@ -220,10 +231,6 @@ class RealBackend:
 
     def dashboard_url(self, i: int) -> str | None:
         return self.cluster.record.node(i).dashboard or None
-
-    def pids(self) -> list[int]:
-        """The pids of every live process of the cluster (its ledger and record)."""
-        return [m.pid for m in self.cluster.running()]
 
     async def aclose(self) -> None:
         """Rule 4: every process ended and proved gone; the HTTP client closed."""

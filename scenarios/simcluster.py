@@ -71,6 +71,9 @@ class SimBackend:
         await trio.lowlevel.checkpoint()
         return list(self.net.events)
 
+    async def prepare(self, kind: str, i: int) -> None:
+        await trio.lowlevel.checkpoint()  # nothing to read: the events are all here
+
     async def kill(self, i: int) -> None:
         self.net.kill(i)
         await trio.lowlevel.checkpoint()

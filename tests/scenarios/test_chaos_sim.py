@@ -124,7 +124,17 @@ async def test_refused_inputs() -> None:
             await c.partition([0, 1], [1, 2])
         with pytest.raises(ValueError, match="percentage"):
             await c.loss(120)
+        with pytest.raises(ValueError, match="node 1 is running, not paused"):
+            await c.resume(1)
         assert c.actions == []
+        await c.kill(1)
+        with pytest.raises(ValueError, match="node 1 is down, not running or paused"):
+            await c.kill(1)
+        with pytest.raises(ValueError, match="node 1 is down, not running"):
+            await c.pause(1)
+        assert c.state(1) == "down"
+        await c.restart(1)
+        assert c.state(1) == "running"
     with pytest.raises(ValueError, match="mode"):
         await scenarios.start_cluster(3, mode="cloud")
     with pytest.raises(ValueError, match=r"1\.\.1024"):

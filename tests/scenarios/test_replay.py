@@ -9,8 +9,10 @@ import pytest
 import yaml
 
 from scenarios import analyse, load_scenario, open_cluster
+from scenarios.realcluster import changed_settings
 from scenarios.replay import scenario_of, write_failure
 from scenarios.sim import run_sim
+from swim import SwimConfig
 
 
 async def test_the_scenario_file_replays_the_test_event_for_event(tmp_path: Path) -> None:
@@ -74,3 +76,9 @@ async def test_a_closed_cluster_still_answers_for_its_history() -> None:
     events = await c.events()
     assert any(e["subject"] == 0 and e["new"] == "dead" for e in events)
     assert (await c.check()).ok
+
+
+def test_only_the_changed_swim_settings_go_to_the_nodes() -> None:
+    assert changed_settings(SwimConfig()) == {}
+    config = SwimConfig.from_mapping({"probe_interval": 0.5, "rejoin_interval": 5.0})
+    assert changed_settings(config) == {"probe_interval": 0.5, "rejoin_interval": 5.0}
