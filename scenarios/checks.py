@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from swim import SwimConfig
 
 from .analysis import describe, judge
+from .backend import view_name
 from .bounds import CONFIDENCE, BoundError, derive
 from .records import Bound, Expectation
 from .suspicions import Accusation, classify
@@ -139,15 +140,23 @@ def report(h: History, verdicts: Iterable[Verdict], seed: int) -> str:
         *(f"  +{a.t - t0:7.2f} s  {a.step}: {_act(a)}" for a in h.trace.actions),
         "timeline, per observer:",
     ]
-    rows = [
-        (t, o, s, st, cause)
-        for o, s in h.views.pairs()
-        if o != s
-        for (t, st), cause in zip(h.views.transitions(o, s), h.views.causes(o, s), strict=True)
-    ]
+    rows = [row for o, s in h.views.pairs() if o != s for row in _changes(h.views, o, s)]
     for t, o, s, st, cause in sorted(rows, key=lambda row: (row[0], row[1], row[2])):
         lines.append(f"  +{t - t0:7.2f} s  node {o} sees {s} {st} ({cause})")
     return "\n".join(lines)
+
+
+def _changes(views: Views, o: int, s: int) -> list[tuple[float, int, int, str, str]]:
+    """What ``o`` held of ``s``, each change in the API's words (``backend.view_name``):
+    a missed probe alone (alive -> probe_failed) is no change; a restart's reset is
+    ``forgotten``."""
+    out, last = [], "alive" if o == s else None
+    for (t, state), cause in zip(views.transitions(o, s), views.causes(o, s), strict=True):
+        name = view_name(state) or "forgotten"
+        if name != last:
+            out.append((t, o, s, name, cause))
+        last = name
+    return out
 
 
 def _ids(ids: Iterable[int]) -> str:

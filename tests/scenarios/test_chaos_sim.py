@@ -32,6 +32,8 @@ async def test_kill_is_seen_dead_within_the_derived_bound() -> None:
         assert result.failures == []
         assert "kill1: 2" in result.report
         assert "node 0 sees 2 dead" in result.report
+        assert "node 0 sees 2 suspect" in result.report
+        assert "probe_failed" not in result.report  # the API's words: a missed probe is no news
 
 
 async def test_views_and_events_use_the_api_vocabulary() -> None:
