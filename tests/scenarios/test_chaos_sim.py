@@ -139,6 +139,8 @@ async def test_refused_inputs() -> None:
         assert c.state(1) == "running"
     with pytest.raises(ValueError, match="mode"):
         await scenarios.start_cluster(3, mode="cloud")
+    with pytest.raises(ValueError, match="not built yet"):
+        await scenarios.start_cluster(3, mode="netns")
     with pytest.raises(ValueError, match=r"1\.\.1024"):
         await scenarios.start_cluster(0)
 
