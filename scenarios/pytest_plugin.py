@@ -25,12 +25,17 @@ Rules:
 5. The fixture is a plain async fixture: pytest-trio runs it for a trio test (``trio_mode =
    true``, or ``@pytest.mark.trio``); the plugin itself imports nothing of pytest-trio, so it
    loads wherever rtsim is installed.
+6. Once a test opens a real cluster, SIGTERM to pytest (a CI timeout, ``kill``) ends the
+   session as Ctrl-C does, so every fixture tears its clusters down; the last resort of
+   ``realcluster`` (rule 5) covers what no teardown reached.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
+import threading
 from collections.abc import AsyncIterator, Generator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -42,9 +47,10 @@ import trio
 from swim import SwimConfig
 
 from .chaos import MODES, Cluster, start_cluster
+from .realcluster import kill_leftovers_now
 from .replay import write_failure
 
-__all__ = ["OpenCluster", "opening", "rt_cluster"]
+__all__ = ["OpenCluster", "graceful_sigterm", "opening", "rt_cluster"]
 
 CLUSTERS = pytest.StashKey[list[tuple[Cluster, Path]]]()  # each cluster, its artifacts' folder
 
@@ -82,6 +88,26 @@ def _name(request: pytest.FixtureRequest, k: int) -> str:
     return f"{worker}-{os.getpid()}-{test}-{k}"
 
 
+def graceful_sigterm() -> None:
+    """Rule 6: from now on SIGTERM ends this pytest as Ctrl-C does; where Ctrl-C is ignored
+    (a background job), it SIGKILLs the real clusters' processes, then ends pytest as SIGTERM
+    would. Only from the main thread, and only over the default handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_term(signum: int, frame: object) -> None:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            kill_leftovers_now()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
 @asynccontextmanager
 async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[OpenCluster]:
     """The fixture's body: an opener of clusters under ``tmp``, every one closed on exit."""
@@ -96,9 +122,12 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
         swim: SwimConfig | Mapping[str, Any] | None = None,
     ) -> Cluster:
         name = _name(request, len(opened))
+        mode = mode or config.getoption("rt_mode")
+        if mode != "sim":
+            graceful_sigterm()
         c = await start_cluster(
             n,
-            mode or config.getoption("rt_mode"),
+            mode,
             seed=seed if seed is not None else config.getoption("rt_seed"),
             swim=swim,
             directory=tmp / name,

@@ -23,6 +23,7 @@ Rules:
 from __future__ import annotations
 
 import atexit
+import signal
 import tempfile
 import time
 from collections.abc import Sequence
@@ -50,7 +51,14 @@ from swim import SwimConfig
 
 from .collect import REQUEST_TIMEOUT, EventCollector
 
-__all__ = ["GRACE", "RealBackend", "changed_settings", "end_leftovers", "registered"]
+__all__ = [
+    "GRACE",
+    "RealBackend",
+    "changed_settings",
+    "end_leftovers",
+    "kill_leftovers_now",
+    "registered",
+]
 
 GRACE = 5.0  # seconds a node gets to leave gracefully at the end before SIGKILL
 ASK_TIMEOUT = 1.0  # seconds one node gets to answer for its view
@@ -79,9 +87,7 @@ def registered() -> list[Path]:
     return sorted(_REGISTERED)
 
 
-def end_leftovers() -> list[int]:
-    """Rule 5: SIGKILL every live process of every registered cluster directory and wait
-    until each is gone; their pids. Safe to call at any time outside trio."""
+def _leftovers() -> list[Member]:
     running: list[Member] = []
     for directory in sorted(_REGISTERED):
         try:
@@ -89,6 +95,23 @@ def end_leftovers() -> list[int]:
         except ClusterError:
             record = None
         running += live_members(directory, record)
+    return running
+
+
+def kill_leftovers_now() -> list[int]:
+    """Rule 5 without waiting (safe in a signal handler, inside trio or not): SIGKILL to the
+    process group of every live process of every registered cluster; their pids."""
+    running = _leftovers()
+    procs = Processes()
+    for m in running:
+        procs.signal(m, signal.SIGKILL)
+    return [m.pid for m in running]
+
+
+def end_leftovers() -> list[int]:
+    """Rule 5: SIGKILL every live process of every registered cluster directory and wait
+    until each is gone; their pids. Safe to call at any time outside trio."""
+    running = _leftovers()
     if running:
         trio.run(_kill_all, running)
     _REGISTERED.clear()

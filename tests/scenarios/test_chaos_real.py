@@ -95,7 +95,18 @@ def test_a_failed_test_and_x_leave_nothing(
     assert live_members(directory) == []
 
 
-def test_ctrl_c_leaves_nothing(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a shell's background job
+
+
+@pytest.mark.parametrize(
+    ("sig", "ignore_sigint"),
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGTERM, True)],
+    ids=["ctrl-c", "sigterm", "sigterm-in-background"],
+)
+def test_a_signal_to_pytest_leaves_nothing(
+    pytester: pytest.Pytester, tmp_path: Path, sig: signal.Signals, ignore_sigint: bool
+) -> None:
     out = tmp_path / "dir.txt"
     pytester.makeini("[pytest]\ntrio_mode = true\n")
     test_file = pytester.makepyfile(test_inner=INNER)
@@ -107,17 +118,21 @@ def test_ctrl_c_leaves_nothing(pytester: pytest.Pytester, tmp_path: Path) -> Non
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=_ignore_sigint if ignore_sigint else None,
     )
     try:
         wait_for("the inner test's cluster to start", out.exists, timeout=120)
         directory, pids = _pids_of(out)
         assert len(pids) == 2
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         text, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert "KeyboardInterrupt" in text
-    assert live_members(directory) == []
+    if ignore_sigint:
+        assert proc.returncode == -signal.SIGTERM  # ended as SIGTERM would, nodes first
+    else:
+        assert "KeyboardInterrupt" in text  # torn down as after Ctrl-C
+    wait_for("the nodes to be gone", lambda: live_members(directory) == [], timeout=10)
     assert [p for p in pids if psutil.pid_exists(p)] == []
