@@ -5,7 +5,7 @@ Usage::
     async with open_cluster(3, mode="sim", seed=7) as c:
         await c.kill(2)
         await c.wait_dead(2)          # within the bound the protocol's timing gives
-        assert c.check().ok           # no false death, every checker passed
+        assert (await c.check()).ok   # no false death, every checker passed
 
 Rules:
 1. One context manager owns everything it started: ``open_cluster`` returns once every node
