@@ -9,10 +9,15 @@ format.
 
 Public surface: ``load_scenario``, ``parse_scenario``, ``Scenario``, ``ScenarioError``,
 ``run_scenario``, ``run_many``, ``run_scenario_cli``, ``write_outputs``, ``library``,
-``find_scenario``, ``analyse``, ``render_report``, ``Trace``, ``Action``.
+``find_scenario``, ``analyse``, ``render_report``, ``Trace``, ``Action``; for chaos tests in
+Python (docs/testing.md): ``open_cluster``, ``start_cluster``, ``Cluster``, ``WaitTimeout``,
+``CheckResult``, and the checkers of ``scenarios.checks`` (``History``, ``Verdict``).
 """
 
+from . import checks
 from .analysis import Analysis, analyse
+from .chaos import Cluster, WaitTimeout, open_cluster, start_cluster
+from .checks import Checker, CheckResult, History, Verdict
 from .report import render_report
 from .runner import (
     find_scenario,
@@ -28,21 +33,30 @@ from .trace import Action, HttpResult, Trace, Views
 __all__ = [
     "Action",
     "Analysis",
+    "CheckResult",
+    "Checker",
+    "Cluster",
     "Expectation",
+    "History",
     "HttpResult",
     "Scenario",
     "ScenarioError",
     "Step",
     "Trace",
+    "Verdict",
     "Views",
+    "WaitTimeout",
     "analyse",
+    "checks",
     "find_scenario",
     "library",
     "load_scenario",
+    "open_cluster",
     "parse_scenario",
     "render_report",
     "run_many",
     "run_scenario",
     "run_scenario_cli",
+    "start_cluster",
     "write_outputs",
 ]

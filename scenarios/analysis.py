@@ -18,7 +18,7 @@ from .spec import Expectation, Scenario
 from .suspicions import ACCUSING, Accusation, classify
 from .trace import DOWN_STATES, INF, Trace, Views
 
-__all__ = ["Analysis", "analyse"]
+__all__ = ["Analysis", "analyse", "describe", "judge"]
 
 DETECTED = ("kill", "stop", "pause")
 RECOVERIES = ("resume", "restart", "heal", "add")
@@ -155,7 +155,8 @@ def convergence(trace: Trace, views: Views) -> list[dict[str, Any]]:
 # ---- expectations -------------------------------------------------------------------------
 
 
-def _describe(e: Expectation) -> str:
+def describe(e: Expectation) -> str:
+    """One line saying what the expectation asks."""
     who = "all" if e.seen_by == "all" else ",".join(map(str, e.seen_by))
     after = f" after {e.after}" if e.after != "start" else ""
     bound = f" within {e.within:g} s{after}"
@@ -204,21 +205,22 @@ def expectations(
             {
                 "index": e.index,
                 "kind": e.kind,
-                "description": _describe(e),
+                "description": describe(e),
                 "bound": e.within or None,
                 "bound_source": "derived" if e.derived is not None else "file",
                 "bound_detail": e.derived.as_dict() if e.derived is not None else None,
                 "unit": "events" if e.kind in COUNTED else "s",
-                **_judge(trace, views, e, accusations),
+                **judge(trace, views, e, accusations),
             }
         )
     return out
 
 
-def _judge(
+def judge(
     trace: Trace, views: Views, e: Expectation, accusations: list[Accusation]
 ) -> dict[str, Any]:
-    """Status, measured value and detail of one expectation (plus the subject for dead/alive)."""
+    """Status, measured value and detail of one expectation (plus the subject for dead/alive):
+    the one judgement of the YAML runner and of ``checks`` (Python)."""
     a = trace.action(e.after) if e.after != "start" else None
     if e.after != "start" and a is None:
         return {"status": "fail", "measured": None, "detail": f"step {e.after} did not run"}

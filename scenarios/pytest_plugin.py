@@ -1,0 +1,185 @@
+"""The pytest plugin of rtsim: the ``rt_cluster`` fixture (registered by installing rtsim, entry
+point ``pytest11``).
+
+Usage, in a trio test (pytest-trio; ``trio_mode = true`` or ``@pytest.mark.trio``)::
+
+    async def test_kill(rt_cluster):
+        c = await rt_cluster(3)              # mode from --rt-mode (default sim)
+        await c.kill(2)
+        await c.wait_dead(2)
+
+Rules:
+1. The fixture owns every cluster the test opened through it: each is closed at teardown,
+   whether the test passed, failed or was cancelled (``Cluster.aclose`` is shielded), last
+   opened first.
+2. ``--rt-mode`` (``sim`` or ``real``) is the mode of a call that names none, so one test body
+   runs in either; ``--rt-seed`` is the seed of a call that gives none, so a failure's seed
+   replays it.
+3. A failed test's report gains a section ``rt_cluster`` per cluster: its mode, its seed, its
+   actions, how to replay it, and its artifacts: a scenario file that replays it
+   (``rt_cluster scenario FILE``) and the report (``report.html``: the per-observer
+   timeline), written under the test's ``tmp_path`` from the history the cluster kept when
+   it closed (pytest-trio ends a test's fixtures before its report is made).
+4. Real clusters live under the test's ``tmp_path`` with a name unique to the test and the
+   pytest-xdist worker (``PYTEST_XDIST_WORKER``) on free ports, so workers never clash.
+5. The fixture is a plain async fixture: pytest-trio runs it for a trio test (``trio_mode =
+   true``, or ``@pytest.mark.trio``); the plugin itself imports nothing of pytest-trio, so it
+   loads wherever rtsim is installed.
+6. Once a test opens a real cluster, SIGTERM to pytest (a CI timeout, ``kill``) ends the
+   session as Ctrl-C does, so every fixture tears its clusters down; the last resort of
+   ``realcluster`` (rule 5) covers what no teardown reached.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from collections.abc import AsyncIterator, Generator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+import trio
+
+from swim import SwimConfig
+
+from .chaos import MODES, Cluster, start_cluster
+from .realcluster import kill_leftovers_now
+from .replay import write_failure
+
+__all__ = ["OpenCluster", "graceful_sigterm", "opening", "rt_cluster"]
+
+CLUSTERS = pytest.StashKey[list[tuple[Cluster, Path]]]()  # each cluster, its artifacts' folder
+
+
+class OpenCluster(Protocol):
+    """What the ``rt_cluster`` fixture gives a test: ``await rt_cluster(n, mode=None, ...)``."""
+
+    async def __call__(
+        self,
+        n: int,
+        mode: str | None = None,
+        *,
+        seed: int | None = None,
+        swim: SwimConfig | Mapping[str, Any] | None = None,
+    ) -> Cluster: ...
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rtsim", "rtsim clusters (the rt_cluster fixture)")
+    group.addoption(
+        "--rt-mode",
+        choices=MODES,
+        default="sim",
+        help="mode of rt_cluster(...) calls that name none (default: sim)",
+    )
+    group.addoption(
+        "--rt-seed", type=int, default=None, help="seed of rt_cluster(...) calls that give none"
+    )
+
+
+def _name(request: pytest.FixtureRequest, k: int) -> str:
+    """A cluster name unique to this test, this xdist worker and this process (rule 4)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    test = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:32].strip("-.") or "test"
+    return f"{worker}-{os.getpid()}-{test}-{k}"
+
+
+def graceful_sigterm() -> None:
+    """Rule 6: from now on SIGTERM ends this pytest as Ctrl-C does; where Ctrl-C is ignored
+    (a background job), it SIGKILLs the real clusters' processes, then ends pytest as SIGTERM
+    would. Only from the main thread, and only over the default handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_term(signum: int, frame: object) -> None:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            kill_leftovers_now()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+@asynccontextmanager
+async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[OpenCluster]:
+    """The fixture's body: an opener of clusters under ``tmp``, every one closed on exit."""
+    opened = request.node.stash.setdefault(CLUSTERS, [])
+    config = request.config
+
+    async def open_one(
+        n: int,
+        mode: str | None = None,
+        *,
+        seed: int | None = None,
+        swim: SwimConfig | Mapping[str, Any] | None = None,
+    ) -> Cluster:
+        name = _name(request, len(opened))
+        mode = mode or config.getoption("rt_mode")
+        if mode != "sim":
+            graceful_sigterm()
+        c = await start_cluster(
+            n,
+            mode,
+            seed=seed if seed is not None else config.getoption("rt_seed"),
+            swim=swim,
+            directory=tmp / name,
+            name=name,
+        )
+        opened.append((c, tmp / f"rt_cluster-{len(opened)}"))
+        return c
+
+    try:
+        yield open_one
+    finally:
+        with trio.CancelScope(shield=True):
+            for c, _ in reversed(opened):
+                await c.aclose()
+
+
+@pytest.fixture
+async def rt_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[OpenCluster]:
+    """Opens clusters for a trio test: ``c = await rt_cluster(3, mode="real")``; every one is
+    ended at teardown (rule 1)."""
+    async with opening(request, tmp_path) as opener:
+        yield opener
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Rule 3: a failed test's report names each cluster's mode and seed, and how to replay."""
+    rep = yield
+    clusters = item.stash.get(CLUSTERS, [])
+    if rep.failed and clusters and call.when in ("setup", "call"):
+        for k, (c, out) in enumerate(clusters):
+            steps = ", ".join(f"{a.step} at +{a.t - c.t0:.2f} s" for a in c.actions) or "none"
+            lines = _artifacts(c, out, item.nodeid)
+            rep.sections.append(
+                (
+                    f"rt_cluster {k}",
+                    f"mode {c.mode}, seed {c.seed}, nodes {len(c.initial)} at the start\n"
+                    f"actions: {steps}\n"
+                    f"replay: pytest '{item.nodeid}' --rt-mode {c.mode} --rt-seed {c.seed}\n"
+                    + "\n".join(lines),
+                )
+            )
+    return rep
+
+
+def _artifacts(c: Cluster, out: Path, name: str) -> list[str]:
+    """Rule 3: write the scenario file and the report of a closed cluster; what to say."""
+    if not c.closed:  # pytest-trio ends a test's fixtures before its report: not expected
+        return ["no scenario file or report: the cluster was still open"]
+    try:
+        return write_failure(c, out, name).lines(c.mode)
+    except Exception as exc:  # the report must not hide the test's own failure
+        return [f"no scenario file or report: {type(exc).__name__}: {exc}"]

@@ -1,0 +1,105 @@
+"""What a chaos test leaves when it fails: a scenario file that replays it and its report.
+
+Rules:
+1. ``scenario_of`` writes what the test did as a scenario file (docs/rt_cluster.md): its size,
+   seed and swim settings, every action as a step at its time after the start (named as the
+   test named it: ``kill1``, ``heal3``), and every wait as an expectation with the bound it
+   was given, counted from the action it followed. ``never_dead: all`` is always expected,
+   as ``Cluster.check`` always checks it. ``rt_cluster scenario FILE`` (add ``--sim`` for a
+   simulated test) plays it again.
+2. The file is checked by the scenario parser before it is written: what ``write_failure``
+   names can be run.
+3. The report is the scenario runner's own (``results.json`` and ``report.html``: the
+   per-observer timeline), made from the test's own trace, judged against that file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .chaos import Cluster
+from .realcluster import changed_settings
+from .runner import results_of, write_outputs
+from .spec import parse_scenario
+from .trace import Action, Trace
+from .waits import Wait
+
+__all__ = ["Failure", "scenario_of", "write_failure"]
+
+
+def _steps(a: Action, t0: float) -> list[dict[str, Any]]:
+    at = max(0.0, a.t - t0)  # full precision: a simulated replay acts at the same moment
+    if a.kind in ("kill", "pause", "resume", "restart", "stop"):
+        return [{"at": at, "name": a.step, a.kind: a.nodes[0]}]
+    if a.kind == "add":
+        return [{"at": at, "name": a.step, "add": len(a.nodes)}]
+    if a.kind == "partition":
+        return [{"at": at, "name": a.step, "partition": [list(g) for g in a.groups]}]
+    if a.kind == "heal":
+        return [{"at": at, "name": a.step, "heal": True}]
+    key = "percent" if a.kind == "loss" else "ms"
+    return [
+        {"at": at, "name": a.step if k == 0 else f"{a.step}.{k}", a.kind: {"node": i, key: a.value}}
+        for k, i in enumerate(a.nodes)
+    ]
+
+
+def _expect(w: Wait) -> dict[str, Any]:
+    e: dict[str, Any] = {w.kind: w.node if w.node is not None else True}
+    if w.by is not None:
+        e["seen_by"] = list(w.by)
+    if w.after != "start":
+        e["after"] = w.after
+    e["within"] = round(max(w.within, 0.01), 3)
+    return e
+
+
+def scenario_of(c: Cluster, name: str = "") -> dict[str, Any]:
+    """The scenario file (as a mapping) that replays what ``c`` did (rule 1)."""
+    t0 = c.t0
+    now = c.backend.now()
+    return {
+        "name": name or f"chaos test, seed {c.seed}",
+        "description": f"replays a {c.mode} chaos test: its actions and its waits",
+        "nodes": len(c.initial),
+        "seed": c.seed,
+        "workload": "off",
+        "swim": changed_settings(c.config),
+        "duration": round(max(now - t0, 0.0) + 2.0, 3),
+        "steps": [s for a in c.actions for s in _steps(a, t0)],
+        "expect": [{"never_dead": "all"}, *(_expect(w) for w in c.waits)],
+    }
+
+
+class Failure:
+    """Where a failed test's artifacts went: the scenario file and the report's folder."""
+
+    def __init__(self, scenario: Path, report: Path) -> None:
+        self.scenario = scenario
+        self.report = report
+
+    def lines(self, mode: str) -> list[str]:
+        flag = " --sim" if mode == "sim" else ""
+        return [
+            f"scenario: {self.scenario} (replay: rt_cluster scenario {self.scenario}{flag})",
+            f"report: {self.report / 'report.html'}",
+        ]
+
+
+def write_failure(c: Cluster, out: Path, name: str = "") -> Failure:
+    """Write ``out/scenario.yaml`` (checked, rule 2) and ``out/report.html`` with
+    ``results.json`` (rule 3) for the closed cluster ``c`` (its history up to the close)."""
+    return _write(c, c.final_history().trace, out, name)
+
+
+def _write(c: Cluster, trace: Trace, out: Path, name: str) -> Failure:
+    text = yaml.safe_dump(scenario_of(c, name), sort_keys=False)
+    path = out / "scenario.yaml"
+    scenario = parse_scenario(text, str(path), sim=c.mode == "sim")
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    write_outputs(out, results_of(scenario, trace, c.mode, c.seed), trace)
+    return Failure(path, out)
