@@ -30,7 +30,7 @@ from swim import SwimConfig
 from .analysis import describe, judge
 from .backend import view_name
 from .bounds import CONFIDENCE, BoundError, derive
-from .records import Bound, Expectation
+from .records import STEP_KINDS, Bound, Expectation
 from .suspicions import Accusation, classify
 from .trace import Action, Trace, Views
 
@@ -55,18 +55,7 @@ __all__ = [
 
 DOWN_CAUSES = ("kill", "stop", "pause")
 UP_CAUSES = ("resume", "restart", "add", "heal")
-ANY_ACTION = (
-    "kill",
-    "stop",
-    "pause",
-    "resume",
-    "restart",
-    "add",
-    "partition",
-    "heal",
-    "loss",
-    "delay",
-)
+ANY_ACTION = tuple(kind for kind in STEP_KINDS if kind != "http")  # every fault a test makes
 _FAULTS = ("partition", "loss", "delay")
 Nodes = Iterable[int] | None
 
