@@ -1,4 +1,9 @@
-"""Test and benchmark helpers: a TCP listener for a handle, and a one-node process.
+"""Test and benchmark helpers: a TCP listener for a handle, a member with its listener, and a
+one-node process.
+
+``serve_member(config, node_id, seeds)`` runs one member on loopback with its TCP listener on
+the same port number (a free UDP port whose TCP twin is taken is given up for another), reports
+its handle when both are bound, and runs until cancelled.
 
 ``serve_tcp_for(handle, host, port)`` does for tests what the node's RPC listener does in
 production: it reads length-prefixed msgpack frames and routes kind ``"swim"`` to
@@ -16,8 +21,10 @@ import argparse
 import json
 import logging
 import math
+import random
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -26,7 +33,7 @@ from .config import SwimConfig
 from .driver import SwimHandle, open_swim
 from .framing import FrameError, recv_frame, send_frame
 
-__all__ = ["main", "query", "serve_tcp_for"]
+__all__ = ["main", "query", "serve_member", "serve_tcp_for"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +81,40 @@ async def serve_tcp_for(
         task_status.started(bound)
         for listener in listeners:
             nursery.start_soon(trio.serve_listeners, _bind(handle), [listener])
+
+
+async def serve_member(
+    config: SwimConfig,
+    node_id: int,
+    seeds: Sequence[tuple[str, int]],
+    *,
+    event_log: str | Path | None = None,
+    host: str = "127.0.0.1",
+    task_status: trio.TaskStatus[SwimHandle] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Member ``node_id`` (seeded ``random.Random(node_id)``) with its TCP listener, until
+    cancelled; ``RuntimeError`` when 20 free UDP ports in a row had their TCP twin taken."""
+    for _attempt in range(20):
+        async with (
+            open_swim(
+                config,
+                node_id=node_id,
+                host=host,
+                port=0,
+                seeds=list(seeds),
+                event_log=event_log,
+                rng=random.Random(node_id),
+            ) as handle,
+            trio.open_nursery() as nursery,
+        ):
+            try:
+                await nursery.start(serve_tcp_for, handle, host, handle.port)
+            except OSError:
+                nursery.cancel_scope.cancel()
+                continue
+            task_status.started(handle)
+            await trio.sleep_forever()
+    raise RuntimeError("no free UDP+TCP port pair")
 
 
 def _bind(handle: SwimHandle) -> Any:

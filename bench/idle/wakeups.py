@@ -1,9 +1,9 @@
 """``python -m bench.idle.wakeups``: how often a SWIM member's tasks wake at rest, on real
 loopback sockets and trio's real clock.
 
-Two members (``open_swim`` and ``swim.testing.serve_tcp_for``, as the tests once ran them) join
-over TCP and converge, rest ``--settle`` seconds, then every task step trio runs is counted
-for ``--window`` seconds (a ``trio.abc.Instrument``), by task, beside the datagrams the members
+Two members (``swim.testing.serve_member``: ``open_swim`` with its TCP listener, as the tests
+run them) join over TCP and converge, rest ``--settle`` seconds, then every task step trio
+runs is counted for ``--window`` seconds (a ``trio.abc.Instrument``), by task, beside the datagrams the members
 sent and received. Prints the figures and saves ``bench/results/idle_wakeups.json``. Never
 pass/fail: ``tests/swim/test_driver_idle.py`` holds the bound (task steps per member-second at
 rest) in virtual time, where no machine's speed can move it; this is the same figure as a busy
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import random
 import sys
 import time
 from collections import Counter
@@ -28,8 +27,8 @@ import psutil
 import trio
 import trio.lowlevel
 
-from swim import SwimConfig, SwimHandle, SwimStatistics, open_swim
-from swim.testing import serve_tcp_for
+from swim import SwimConfig, SwimHandle, SwimStatistics
+from swim.testing import serve_member
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "idle_wakeups.json"
 GOAL = 15.0  # task steps a second per member at rest (the test's bound in virtual time)
@@ -51,31 +50,9 @@ async def two_members(config: SwimConfig) -> AsyncIterator[list[SwimHandle]]:
     async with trio.open_nursery() as nursery:
         handles: list[SwimHandle] = []
 
-        async def member(i: int, *, task_status: trio.TaskStatus[SwimHandle]) -> None:
-            seeds = [("127.0.0.1", handles[0].port)] if handles else []
-            for _ in range(20):  # the TCP twin of a free UDP port may be taken: retry
-                async with (
-                    open_swim(
-                        config,
-                        node_id=i,
-                        host="127.0.0.1",
-                        port=0,
-                        seeds=seeds,
-                        rng=random.Random(i),
-                    ) as h,
-                    trio.open_nursery() as inner,
-                ):
-                    try:
-                        await inner.start(serve_tcp_for, h, "127.0.0.1", h.port)
-                    except OSError:
-                        inner.cancel_scope.cancel()
-                        continue
-                    task_status.started(h)
-                    await trio.sleep_forever()
-            raise RuntimeError("no free port pair")
-
         for i in range(2):
-            handles.append(await nursery.start(member, i))
+            seeds = [("127.0.0.1", handles[0].port)] if handles else []
+            handles.append(await nursery.start(serve_member, config, i, seeds))
         with trio.fail_after(30):
             for h in handles:
                 await h.wait_members(lambda ms: len(ms) == 2)

@@ -7,6 +7,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from swim import (
     recv_frame,
     send_frame,
 )
-from swim.testing import query, serve_tcp_for
+from swim.testing import query, serve_member
 from tests.support import wait_for_async
 
 # Fast but not fragile: 0.2 s periods; timeouts below are generous multiples.
@@ -60,27 +61,9 @@ async def run_member(
     task_status: trio.TaskStatus[tuple[SwimHandle, trio.CancelScope]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     with trio.CancelScope() as scope:
-        for _attempt in range(20):  # the TCP twin of a free UDP port may be taken: retry
-            async with (
-                open_swim(
-                    config,
-                    node_id=i,
-                    host="127.0.0.1",
-                    port=0,
-                    seeds=seeds,
-                    event_log=log_path,
-                    rng=random.Random(i),
-                ) as h,
-                trio.open_nursery() as nursery,
-            ):
-                try:
-                    await nursery.start(serve_tcp_for, h, "127.0.0.1", h.port)
-                except OSError:
-                    nursery.cancel_scope.cancel()
-                    continue
-                task_status.started((h, scope))
-                await trio.sleep_forever()
-        raise RuntimeError("no free UDP+TCP port pair")
+        async with trio.open_nursery() as nursery:
+            member = partial(serve_member, config, i, seeds, event_log=log_path)
+            task_status.started((await nursery.start(member), scope))
 
 
 @asynccontextmanager
