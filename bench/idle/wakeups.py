@@ -1,13 +1,13 @@
 """``python -m bench.idle.wakeups``: how often a SWIM member's tasks wake at rest, on real
 loopback sockets and trio's real clock.
 
-Two members (``swim.testing.serve_member``: ``open_swim`` with its TCP listener, as the tests
-run them) join over TCP and converge, rest ``--settle`` seconds, then every task step trio
-runs is counted for ``--window`` seconds (a ``trio.abc.Instrument``), by task, beside the datagrams the members
-sent and received. Prints the figures and saves ``bench/results/idle_wakeups.json``. Never
-pass/fail: ``tests/swim/test_driver_idle.py`` holds the bound (task steps per member-second at
-rest) in virtual time, where no machine's speed can move it; this is the same figure as a busy
-or an idle machine sees it.
+Two members (``swim.testing.serve_member``: ``open_swim`` with its TCP listener, as the tests run
+them) join over TCP and converge, rest ``--settle`` seconds, then every task step trio runs is
+counted for ``--window`` seconds (a ``trio.abc.Instrument``), by task, beside the datagrams the
+members sent and received. Prints the figures and saves ``bench/results/idle_wakeups.json``. Never
+pass/fail: ``tests/swim/test_driver_idle.py`` holds the bound (task steps per member-second at rest)
+in virtual time, where no machine's speed can move it; this is the same figure as a busy or an idle
+machine sees it.
 """
 
 from __future__ import annotations
