@@ -55,8 +55,10 @@ clean:
 
 # Resolve pyproject.toml's ranges (and requirements/tools.in) again, newest versions first, and
 # write the lock; review the diff, run `make test` and commit both (docs/dependencies.md).
+# `make lock UPGRADE=` adds what pyproject.toml gained and moves nothing else.
+UPGRADE ?= --upgrade
 lock: $(STAMP)
-	$(BIN)/uv pip compile pyproject.toml requirements/tools.in --extra test --upgrade \
+	$(BIN)/uv pip compile pyproject.toml requirements/tools.in --extra test $(UPGRADE) \
 		--generate-hashes --universal --python-version 3.11 \
 		--custom-compile-command 'make lock' -o $(LOCK)
 

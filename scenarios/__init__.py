@@ -14,21 +14,67 @@ Python (docs/testing.md): ``open_cluster``, ``start_cluster``, ``Cluster``, ``Wa
 ``CheckResult``, and the checkers of ``scenarios.checks`` (``History``, ``Verdict``).
 """
 
-from . import checks
-from .analysis import Analysis, analyse
-from .chaos import Cluster, WaitTimeout, open_cluster, start_cluster
-from .checks import Checker, CheckResult, History, Verdict
-from .report import render_report
-from .runner import (
-    find_scenario,
-    library,
-    run_many,
-    run_scenario,
-    run_scenario_cli,
-    write_outputs,
-)
-from .spec import Expectation, Scenario, ScenarioError, Step, load_scenario, parse_scenario
-from .trace import Action, HttpResult, Trace, Views
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import checks
+    from .analysis import Analysis, analyse
+    from .chaos import Cluster, WaitTimeout, open_cluster, start_cluster
+    from .checks import Checker, CheckResult, History, Verdict
+    from .report import render_report
+    from .runner import (
+        find_scenario,
+        library,
+        run_many,
+        run_scenario,
+        run_scenario_cli,
+        write_outputs,
+    )
+    from .spec import Expectation, Scenario, ScenarioError, Step, load_scenario, parse_scenario
+    from .trace import Action, HttpResult, Trace, Views
+
+# The package is a door, not a floor (as ``cluster`` is): importing ``scenarios`` (which the
+# pytest plugin's entry point does in every pytest session of a project that installs rtsim)
+# loads nothing until a name is asked for.
+_WHERE = {
+    "checks": "",
+    "Analysis": "analysis",
+    "analyse": "analysis",
+    **dict.fromkeys(("Cluster", "WaitTimeout", "open_cluster", "start_cluster"), "chaos"),
+    **dict.fromkeys(("Checker", "CheckResult", "History", "Verdict"), "checks"),
+    "render_report": "report",
+    **dict.fromkeys(
+        (
+            "find_scenario",
+            "library",
+            "run_many",
+            "run_scenario",
+            "run_scenario_cli",
+            "write_outputs",
+        ),
+        "runner",
+    ),
+    **dict.fromkeys(
+        ("Expectation", "Scenario", "ScenarioError", "Step", "load_scenario", "parse_scenario"),
+        "spec",
+    ),
+    **dict.fromkeys(("Action", "HttpResult", "Trace", "Views"), "trace"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'scenarios' has no attribute {name!r}")
+    value = (
+        import_module(f"scenarios.{name}")
+        if where == ""
+        else getattr(import_module(f"scenarios.{where}"), name)
+    )
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Action",

@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["VIEW", "Backend", "view_name"]
+__all__ = ["MODES", "VIEW", "Backend", "view_name"]
+
+MODES = ("real", "netns", "sim")  # what open_cluster runs on
 
 VIEW = {
     "alive": "alive",
@@ -36,7 +38,7 @@ def view_name(state: str | None) -> str | None:
 class Backend(Protocol):
     """One running cluster: real processes or a simulated network (see ``chaos``)."""
 
-    mode: str  # "sim" or "real"
+    mode: str  # one of MODES
     launched: float  # trace clock: when the first node was started
     t0: float  # trace clock: when every node first listed every node alive
     directory: Path | None  # real: the cluster directory (logs, event logs); sim: None

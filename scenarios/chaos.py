@@ -9,8 +9,8 @@ Usage::
 
 Rules:
 1. One context manager owns everything it started: ``open_cluster`` returns once every node
-   lists every node alive (the start, ``t = 0``) and ends every process (real) when it is
-   left, however (shielded from cancellation).
+   lists every node alive (the start, ``t = 0``) and ends every process and namespace (real,
+   netns) when it is left, however (shielded from cancellation).
 2. The same calls in every mode; the mode only chooses the ``Backend`` (``simcluster``,
    ``realcluster``). In sim, time is virtual: ``sleep`` and the waits move it, so a 60 s wait
    costs milliseconds, and one seed replays the same events, one for one.
@@ -42,7 +42,7 @@ import trio
 from swim import SwimConfig
 
 from . import checks, waits
-from .backend import Backend, view_name
+from .backend import MODES, Backend, view_name
 from .checks import Checker, CheckResult, History, report
 from .records import Bound
 from .simcluster import SimBackend
@@ -52,8 +52,6 @@ from .waits import Wait, WaitTimeout
 FINAL_READ = 20.0  # seconds the last read of every node's events may take at the close
 
 __all__ = ["MODES", "Cluster", "Wait", "WaitTimeout", "open_cluster", "start_cluster"]
-
-MODES = ("real", "sim")
 
 
 class Cluster:
@@ -291,7 +289,7 @@ class Cluster:
     def trace(self, events: list[dict[str, Any]] | None = None, end: float | None = None) -> Trace:
         """The actions (and ``events``) as a ``Trace`` ending at ``end`` (default now)."""
         return Trace(
-            mode=self.mode,
+            mode="sim" if self.mode == "sim" else "real",  # netns: real processes
             t0=self.backend.t0,
             end=self.backend.now() if end is None else end,
             initial=self.initial,
@@ -381,8 +379,6 @@ async def start_cluster(
     """Start ``n`` nodes and return once they have converged; the caller owns it and must
     ``aclose`` it (``open_cluster`` does). ``directory``/``name``: real mode's cluster
     directory and name (default a fresh temporary one)."""
-    if mode == "netns":
-        raise ValueError("mode 'netns' (nodes in network namespaces) is not built yet: use 'real'")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if not 1 <= n <= 1024:
@@ -395,7 +391,9 @@ async def start_cluster(
     else:
         from .realcluster import RealBackend  # processes only when asked for
 
-        backend = await RealBackend.start(n, config, directory=directory, name=name)
+        backend = await RealBackend.start(
+            n, config, directory=directory, name=name, namespaces=mode == "netns"
+        )
     return Cluster(backend, n, seed, config)
 
 
@@ -409,7 +407,8 @@ async def open_cluster(
     directory: Path | None = None,
     name: str | None = None,
 ) -> AsyncIterator[Cluster]:
-    """``n`` nodes (``mode``: ``"sim"`` or ``"real"``), converged, ended on exit (rule 1).
+    """``n`` nodes (``mode``: ``"sim"``, ``"real"`` or ``"netns"``), converged, ended on exit
+    (rule 1).
 
     ``seed``: the simulation's seed (default a random one; ``c.seed`` says which);
     ``swim``: ``SwimConfig`` or its fields as a mapping (seconds)."""

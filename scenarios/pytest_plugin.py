@@ -12,19 +12,22 @@ Rules:
 1. The fixture owns every cluster the test opened through it: each is closed at teardown,
    whether the test passed, failed or was cancelled (``Cluster.aclose`` is shielded), last
    opened first.
-2. ``--rt-mode`` (``sim`` or ``real``) is the mode of a call that names none, so one test body
-   runs in either; ``--rt-seed`` is the seed of a call that gives none, so a failure's seed
-   replays it.
+2. ``--rt-mode`` (``sim``, ``real`` or ``netns``) is the mode of a call that names none, so
+   one test body runs in each; ``--rt-seed`` is the seed of a call that gives none, so a
+   failure's seed replays it.
 3. A failed test's report gains a section ``rt_cluster`` per cluster: its mode, its seed, its
    actions, how to replay it, and its artifacts: a scenario file that replays it
    (``rt_cluster scenario FILE``) and the report (``report.html``: the per-observer
    timeline), written under the test's ``tmp_path`` from the history the cluster kept when
    it closed (pytest-trio ends a test's fixtures before its report is made).
 4. Real clusters live under the test's ``tmp_path`` with a name unique to the test and the
-   pytest-xdist worker (``PYTEST_XDIST_WORKER``) on free ports, so workers never clash.
+   pytest-xdist worker (``PYTEST_XDIST_WORKER``) on free ports, netns clusters each on a
+   subnet of its own (``realcluster`` rule 6), so workers never clash.
 5. The fixture is a plain async fixture: pytest-trio runs it for a trio test (``trio_mode =
    true``, or ``@pytest.mark.trio``); the plugin itself imports nothing of pytest-trio, so it
    loads wherever rtsim is installed.
+7. Loading the plugin costs a pytest session that never opens a cluster next to nothing: the
+   clusters, their checks and their reports are imported by the first test that opens one.
 6. Once a test opens a real cluster, SIGTERM to pytest (a CI timeout, ``kill``) ends the
    session as Ctrl-C does, so every fixture tears its clusters down; the last resort of
    ``realcluster`` (rule 5) covers what no teardown reached.
@@ -39,20 +42,20 @@ import threading
 from collections.abc import AsyncIterator, Generator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
-import trio
 
-from swim import SwimConfig
+from .backend import MODES
 
-from .chaos import MODES, Cluster, start_cluster
-from .realcluster import kill_leftovers_now
-from .replay import write_failure
+if TYPE_CHECKING:
+    from swim import SwimConfig
+
+    from .chaos import Cluster
 
 __all__ = ["OpenCluster", "graceful_sigterm", "opening", "rt_cluster"]
 
-CLUSTERS = pytest.StashKey[list[tuple[Cluster, Path]]]()  # each cluster, its artifacts' folder
+CLUSTERS = pytest.StashKey["list[tuple[Cluster, Path]]"]()  # each cluster, its artifacts' folder
 
 
 class OpenCluster(Protocol):
@@ -97,7 +100,17 @@ def graceful_sigterm() -> None:
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 
+    from .realcluster import kill_leftovers_now
+
+    installer = os.getpid()
+
     def on_term(signum: int, frame: object) -> None:
+        if os.getpid() != installer:
+            # A fork of this pytest (pyroute2 forks to reach a network namespace, and stops
+            # the child with SIGTERM): it must die as SIGTERM says, not run on as a pytest.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             kill_leftovers_now()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -121,6 +134,8 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
         seed: int | None = None,
         swim: SwimConfig | Mapping[str, Any] | None = None,
     ) -> Cluster:
+        from .chaos import start_cluster  # rule 7: loaded by the first test that opens one
+
         name = _name(request, len(opened))
         mode = mode or config.getoption("rt_mode")
         if mode != "sim":
@@ -135,6 +150,8 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
         )
         opened.append((c, tmp / f"rt_cluster-{len(opened)}"))
         return c
+
+    import trio
 
     try:
         yield open_one
@@ -179,6 +196,8 @@ def _artifacts(c: Cluster, out: Path, name: str) -> list[str]:
     """Rule 3: write the scenario file and the report of a closed cluster; what to say."""
     if not c.closed:  # pytest-trio ends a test's fixtures before its report: not expected
         return ["no scenario file or report: the cluster was still open"]
+    from .replay import write_failure
+
     try:
         return write_failure(c, out, name).lines(c.mode)
     except Exception as exc:  # the report must not hide the test's own failure

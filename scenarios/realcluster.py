@@ -1,4 +1,5 @@
-"""The ``Backend`` of ``open_cluster(mode="real")``: one OS process per node on this host.
+"""The ``Backend`` of ``open_cluster(mode="real")`` and ``mode="netns"``: one OS process per
+node on this host (in netns, each in a network namespace of its own).
 
 Rules:
 1. A throwaway local cluster (``cluster.local``) in its own directory, every port free-picked,
@@ -17,13 +18,19 @@ Rules:
    process): every cluster directory is registered before its first process starts and
    forgotten once proved empty; at interpreter exit (``atexit``) ``end_leftovers`` SIGKILLs
    the live processes of every directory still registered, each checked by pid and start
-   marker, never by name.
+   marker, never by name, then removes their namespaces.
+6. In netns mode (root) each node has an address of its own on a bridge of the cluster's
+   (``rt_cluster up --netns``), the ports are the defaults, and a partition is real (routes);
+   the subnet is the first /24 of 10.77.0.0/16 no other cluster of the host uses, chosen and
+   its bridge made under the host's lock (``netns.choosing_subnet``), so pytest-xdist workers
+   never clash.
 """
 
 from __future__ import annotations
 
 import atexit
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -43,6 +50,7 @@ from cluster.local import (
     Processes,
     launch,
     live_members,
+    netns,
     plan_cluster,
     read_record,
     save_record,
@@ -66,8 +74,11 @@ ATTEMPTS = 3  # starts tried when another process takes a port between its pick 
 _REGISTERED: set[Path] = set()  # rule 5: cluster directories not yet proved empty
 
 
-def _plan(n: int, config: SwimConfig, directory: Path, name: str | None) -> ClusterRecord:
-    """Rule 1: the nodes' config file and the cluster's record, on ports free now."""
+def _plan(
+    n: int, config: SwimConfig, directory: Path, name: str | None, subnet: str = ""
+) -> ClusterRecord:
+    """Rule 1: the nodes' config file and the cluster's record, on ports free now (in
+    ``subnet``: each node in a namespace of its own, at its own address)."""
     directory.mkdir(parents=True, exist_ok=True)
     settings = {"workload": {"enabled": False}, "swim": changed_settings(config)}
     node_yaml = directory / "node.yaml"
@@ -79,7 +90,30 @@ def _plan(n: int, config: SwimConfig, directory: Path, name: str | None) -> Clus
         base_port=0,
         runtime_base_port=0,
         config=str(node_yaml),
+        subnet=subnet,
     )
+
+
+def _planned(
+    n: int, config: SwimConfig, directory: Path, name: str | None, namespaces: bool
+) -> LocalCluster:
+    """The cluster to launch, registered (rule 5); in namespaces its network is made here,
+    under the host's lock on choosing subnets, so no other cluster takes its subnet (rule 6)."""
+    if not namespaces:
+        cluster = LocalCluster(_plan(n, config, directory, name))
+        _REGISTERED.add(cluster.directory)
+        return cluster
+    with netns.choosing_subnet() as subnet:
+        cluster = LocalCluster(_plan(n, config, directory, name, subnet))
+        _REGISTERED.add(cluster.directory)
+        try:
+            cluster.create()
+            cluster.make_network()
+        except BaseException:
+            netns.remove_network(netns.network_key(cluster.directory))
+            _REGISTERED.discard(cluster.directory)
+            raise
+    return cluster
 
 
 def registered() -> list[Path]:
@@ -100,12 +134,25 @@ def _leftovers() -> list[Member]:
 
 def kill_leftovers_now() -> list[int]:
     """Rule 5 without waiting (safe in a signal handler, inside trio or not): SIGKILL to the
-    process group of every live process of every registered cluster; their pids."""
+    process group of every live process of every registered cluster; their pids. The
+    namespaces stay (a namespace outlives no process for long: ``end_leftovers`` removes
+    them, and so does the next ``rt_cluster down`` of that directory)."""
     running = _leftovers()
     procs = Processes()
     for m in running:
         procs.signal(m, signal.SIGKILL)
     return [m.pid for m in running]
+
+
+def _remove_networks() -> None:
+    """Rule 5: the namespaces, veth pairs and bridge of every registered cluster."""
+    for directory in sorted(_REGISTERED):
+        key = netns.network_key(directory)
+        if netns.leftovers(key):
+            try:
+                netns.remove_network(key)
+            except ClusterError as exc:
+                print(f"rtsim: the network of {directory} stays: {exc}", file=sys.stderr)
 
 
 def end_leftovers() -> list[int]:
@@ -114,6 +161,7 @@ def end_leftovers() -> list[int]:
     running = _leftovers()
     if running:
         trio.run(_kill_all, running)
+    _remove_networks()
     _REGISTERED.clear()
     return [m.pid for m in running]
 
@@ -138,8 +186,6 @@ def changed_settings(config: SwimConfig) -> dict[str, Any]:
 class RealBackend:
     """Node processes of one throwaway local cluster (see the module docstring)."""
 
-    mode = "real"
-
     def __init__(
         self, cluster: LocalCluster, client: httpx.AsyncClient, launched: float, t0: float
     ) -> None:
@@ -149,21 +195,31 @@ class RealBackend:
         self.launched = launched
         self.t0 = t0
         self.directory: Path | None = cluster.directory
+        self.mode = "real" if cluster.record.network is None else "netns"
         for rec in cluster.record.nodes:
             self.collector.follow(rec.node_id, rec.dashboard)
 
     @classmethod
     async def start(
-        cls, n: int, config: SwimConfig, *, directory: Path | None, name: str | None
+        cls,
+        n: int,
+        config: SwimConfig,
+        *,
+        directory: Path | None,
+        name: str | None,
+        namespaces: bool = False,
     ) -> RealBackend:
         """``n`` node processes under ``directory`` (default a fresh temporary one), converged
         (rule 1); ``ClusterError`` (everything ended) when they do not get there. A start
-        that lost a port it picked to another process is tried again (``ATTEMPTS`` in all)."""
+        that lost a port it picked to another process is tried again (``ATTEMPTS`` in all).
+        ``namespaces``: each node in a network namespace of its own, on a subnet no other
+        cluster of this host uses (rule 6)."""
         directory = directory or Path(tempfile.mkdtemp(prefix="rtsim-cluster-"))
+        if namespaces:
+            netns.require_privileges("mode 'netns'")
         for attempt in range(1, ATTEMPTS + 1):
-            cluster = LocalCluster(_plan(n, config, directory, name))
-            _REGISTERED.add(cluster.directory)
             launched = time.monotonic()
+            cluster = _planned(n, config, directory, name, namespaces)
             try:
                 await launch(cluster, wait=True, timeout=60.0 + 2.0 * n, on_spawned=save_record)
             except BaseException as exc:

@@ -6,7 +6,9 @@ Rules:
    test named it: ``kill1``, ``heal3``), and every wait as an expectation with the bound it
    was given, counted from the action it followed. ``never_dead: all`` is always expected,
    as ``Cluster.check`` always checks it. ``rt_cluster scenario FILE`` (add ``--sim`` for a
-   simulated test) plays it again.
+   simulated test) plays it again; a netns test's file plays on real processes of this
+   host's loopback (the scenario runner has no namespaces), its partitions as the nodes'
+   own filters.
 2. The file is checked by the scenario parser before it is written: what ``write_failure``
    names can be run.
 3. The report is the scenario runner's own (``results.json`` and ``report.html``: the
@@ -83,8 +85,9 @@ class Failure:
 
     def lines(self, mode: str) -> list[str]:
         flag = " --sim" if mode == "sim" else ""
+        where = " on real processes, without namespaces" if mode == "netns" else ""
         return [
-            f"scenario: {self.scenario} (replay: rt_cluster scenario {self.scenario}{flag})",
+            f"scenario: {self.scenario} (replay{where}: rt_cluster scenario {self.scenario}{flag})",
             f"report: {self.report / 'report.html'}",
         ]
 
@@ -101,5 +104,5 @@ def _write(c: Cluster, trace: Trace, out: Path, name: str) -> Failure:
     scenario = parse_scenario(text, str(path), sim=c.mode == "sim")
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    write_outputs(out, results_of(scenario, trace, c.mode, c.seed), trace)
+    write_outputs(out, results_of(scenario, trace, trace.mode, c.seed), trace)
     return Failure(path, out)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 __all__ = ["POLL", "Condition", "Views", "Wait", "WaitTimeout", "converged", "seen_as"]
 
-POLL = {"sim": 0.05, "real": 0.1}  # seconds between looks at the views while waiting
+POLL = {"sim": 0.05, "real": 0.1, "netns": 0.1}  # seconds between looks at the views while waiting
 Views = dict[int, dict[int, str] | None]
 
 

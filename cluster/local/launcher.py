@@ -272,11 +272,16 @@ class LocalCluster(TrackedCluster):
 
     # ---- starting in namespaces and ending (rule 5) ---------------------------------------
 
+    _network_made = False  # make_network ran since the last down
+
     def make_network(self) -> None:
         """The cluster's bridge and namespaces, when its nodes have addresses of their own
-        (the record names them already: ``down`` removes them whatever happens next)."""
-        if self.record.network is not None:
+        (the record names them already: ``down`` removes them whatever happens next). Once
+        until ``down``: a caller that made them early, to hold a subnet it chose under
+        ``netns.choosing_subnet``, is not undone by ``launch``."""
+        if self.record.network is not None and not self._network_made:
             netns.make_network(self.directory, self.record.network, self.record.nodes)
+            self._network_made = True
 
     @contextlib.contextmanager
     def _zygote_for(self, rec: NodeRecord) -> Iterator[Zygote]:
@@ -331,6 +336,7 @@ class LocalCluster(TrackedCluster):
         """End every process of the cluster, then remove its namespaces, veth pairs and
         bridge (also those a crashed ``up`` left unrecorded; the unreachable route stays)."""
         running = await super().down(grace)
+        self._network_made = False
         key = self.record.network.key if self.record.network else netns.network_key(self.directory)
         if netns.leftovers(key):
             netns.require_privileges(f"removing the network of cluster {self.record.name!r}")

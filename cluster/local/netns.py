@@ -19,7 +19,9 @@ Rules:
    a node's address unless its cluster's bridge exists (``require_bridge``, before every RPC).
 4. One subnet, one bridge: a subnet overlapping an address or a route of this host (another
    cluster's bridge, a real network) is refused before anything is made, naming what holds
-   it and a free subnet to use instead.
+   it and a free subnet to use instead. A program that picks a free subnet itself does so
+   under ``choosing_subnet`` (a lock file of this host) and makes its bridge before leaving
+   it, so two such programs at once (pytest-xdist workers) never pick the same one.
 5. A partition is real: ``unreachable`` routes (protocol ``ROUTE_PROTO``) inside each
    namespace for the addresses of the other side; ``heal`` removes them. ``unreachable``
    rather than ``blackhole`` or ``prohibit``: for a local sender all three fail at once
@@ -36,10 +38,12 @@ Errors: ``BadInput`` for a request that cannot be (no privileges, a bad or taken
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import ipaddress
 import os
 import socket
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,6 +56,7 @@ __all__ = [
     "ROUTE_PROTO",
     "UNREACHABLE_METRIC",
     "bridge_present",
+    "choosing_subnet",
     "cut",
     "cut_addresses",
     "cut_nodes",
@@ -82,6 +87,7 @@ CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
 PRIVATE = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 RTN_UNREACHABLE = 7
 NSEXEC = Path(__file__).with_name("nsexec.py")
+LOCK_DIRS = (Path("/run/lock"), Path(tempfile.gettempdir()))  # where choosing_subnet's lock is
 
 
 def _pyroute2() -> Any:
@@ -217,6 +223,23 @@ def _free_subnet(bridge: str) -> str:
         if not _subnet_trouble(candidate, bridge):
             return str(candidate)
     return ""
+
+
+@contextmanager
+def choosing_subnet() -> Iterator[str]:
+    """A /24 of 10.77.0.0/16 nothing on this host uses, held under this host's lock on
+    choosing subnets until the ``with`` block ends: make the bridge inside it (rule 4).
+    BadInput when every one is taken."""
+    home = next((d for d in LOCK_DIRS if d.is_dir() and os.access(d, os.W_OK)), LOCK_DIRS[-1])
+    with open(home / "rtsim-netns.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            free = _free_subnet("")
+            if not free:
+                raise BadInput("every /24 of 10.77.0.0/16 is in use on this host")
+            yield free
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 # ---- making and removing (rules 2 and 3) --------------------------------------------------

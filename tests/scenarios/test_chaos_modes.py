@@ -1,13 +1,22 @@
-"""One chaos test body, passing on the simulated network and on real node processes alike."""
+"""One chaos test body, passing on the simulated network, on real node processes and on node
+processes in network namespaces alike."""
 
 from __future__ import annotations
 
 import pytest
 
+from cluster.local.netns import privileged
 from scenarios import Cluster, checks
 from scenarios.pytest_plugin import OpenCluster
 
-MODES = [pytest.param("sim", id="sim"), pytest.param("real", id="real", marks=pytest.mark.slow)]
+needs_root = pytest.mark.skipif(
+    not privileged(), reason="network namespaces, veth pairs and routes need root"
+)
+MODES = [
+    pytest.param("sim", id="sim"),
+    pytest.param("real", id="real", marks=pytest.mark.slow),
+    pytest.param("netns", id="netns", marks=[pytest.mark.slow, needs_root]),
+]
 
 
 async def _kill_restart_pause_resume(c: Cluster) -> None:
@@ -40,9 +49,9 @@ async def test_the_same_body_passes_in_every_mode(rt_cluster: OpenCluster, mode:
     await _kill_restart_pause_resume(c)
 
 
-@pytest.mark.parametrize("mode", MODES)
-async def test_a_partition_and_its_heal_in_every_mode(rt_cluster: OpenCluster, mode: str) -> None:
-    c = await rt_cluster(3, mode=mode, seed=22, swim={"rejoin_interval": 5.0})
+async def test_a_partition_and_its_heal_in_sim(rt_cluster: OpenCluster) -> None:
+    # On real processes and in namespaces: docs/testing.md's partition test (test_testing_doc).
+    c = await rt_cluster(3, mode="sim", seed=22, swim={"rejoin_interval": 5.0})
     await c.partition([0, 1])
     await c.wait_dead(2, by=[0, 1], within=30)
     await c.wait_dead(0, by=[2], within=30)

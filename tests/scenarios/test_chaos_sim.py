@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import scenarios
+from cluster.local import BadInput, netns
 from scenarios import Cluster, History, Verdict, WaitTimeout, checks, open_cluster
 from scenarios.sim import run_sim
 from swim import SwimConfig
@@ -118,7 +119,7 @@ async def test_add_partition_heal_loss_delay() -> None:
         assert result.ok, result.report
 
 
-async def test_refused_inputs() -> None:
+async def test_refused_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     async with open_cluster(3, mode="sim", seed=0) as c:
         with pytest.raises(ValueError, match="no node 9"):
             await c.kill(9)
@@ -139,7 +140,8 @@ async def test_refused_inputs() -> None:
         assert c.state(1) == "running"
     with pytest.raises(ValueError, match="mode"):
         await scenarios.start_cluster(3, mode="cloud")
-    with pytest.raises(ValueError, match="not built yet"):
+    monkeypatch.setattr(netns, "privileged", lambda: False)
+    with pytest.raises(BadInput, match="mode 'netns' needs root"):
         await scenarios.start_cluster(3, mode="netns")
     with pytest.raises(ValueError, match=r"1\.\.1024"):
         await scenarios.start_cluster(0)

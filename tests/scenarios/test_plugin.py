@@ -4,6 +4,8 @@ found through its pytest11 entry point), where a failure names its mode, seed an
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -87,3 +89,29 @@ def test_the_mode_option_is_checked(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rt-mode", "cloud")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "invalid choice: 'cloud'" in result.stderr.str()
+
+
+FORK_AND_TERM = """
+import os, signal, sys, time
+from scenarios.pytest_plugin import graceful_sigterm
+
+graceful_sigterm()
+ready, say = os.pipe()
+child = os.fork()
+if child == 0:  # as pyroute2's helper that enters a namespace: a fork of pytest
+    os.write(say, b"up")  # Python runs here: a signal now reaches its handler
+    time.sleep(60)
+    os._exit(0)
+os.read(ready, 2)
+os.kill(child, signal.SIGTERM)
+_, status = os.waitpid(child, 0)
+print(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM)
+"""
+
+
+def test_sigterm_ends_a_fork_of_pytest_as_sigterm_does() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_AND_TERM], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True", done.stderr
