@@ -70,8 +70,7 @@ def _dashboard_trouble(log: str) -> str | None:
 
 
 def sees_all(body: Any, expect: set[int]) -> bool:
-    """Whether a node's topology body lists exactly ``expect`` alive (None: it did not
-    answer)."""
+    """Whether a node's topology body (None: no answer) lists exactly ``expect`` alive."""
     if not isinstance(body, dict):
         return False
     alive = {n.get("node_id") for n in body.get("nodes", ()) if n.get("state") == "alive"}
@@ -112,20 +111,18 @@ class LocalCluster(TrackedCluster):
 
     async def topology(self, rec: NodeRecord, timeout: float = 1.0) -> dict[str, Any] | None:
         """The node's topology body, or None when it does not answer."""
-        host = self.address(rec)
-        try:
-            body = await rpc_call(host, rec.runtime_port, Monitor("topology"), timeout)
-        except ApiError:  # unreachable, silent, or refused
-            return None
-        return body if isinstance(body, dict) else None
+        return await self._monitor(rec, "topology", timeout)
 
     async def read_faults(self, rec: NodeRecord, timeout: float = 1.0) -> dict[str, Any] | None:
         """The faults in force at the node (``monitor faults``, the body of its ``GET
         /api/faults``), or None when it does not answer."""
+        return await self._monitor(rec, "faults", timeout)
+
+    async def _monitor(self, rec: NodeRecord, what: str, timeout: float) -> dict[str, Any] | None:
         host = self.address(rec)
         try:
-            body = await rpc_call(host, rec.runtime_port, Monitor("faults"), timeout)
-        except ApiError:  # unreachable, silent, or an older node without that query
+            body = await rpc_call(host, rec.runtime_port, Monitor(what), timeout)
+        except ApiError:  # unreachable, silent, refused, or an older node without that query
             return None
         return body if isinstance(body, dict) else None
 
@@ -200,10 +197,8 @@ class LocalCluster(TrackedCluster):
             self.refresh_states()
             ended = self.record.node(rec.node_id).ended
             how = f" ({ended.describe()})" if ended is not None else ""
-            trouble = (
-                None if rec.netns else port_trouble(self.record.host_of(rec), rec.runtime_port)
-            )
-            if trouble is not None:
+            host = self.record.host_of(rec)
+            if (trouble := None if rec.netns else port_trouble(host, rec.runtime_port)) is not None:
                 how += f"; its runtime port is not free: {trouble}"
         return NodeFailed(
             f"node {rec.node_id} (pid {rec.pid}) {what}{how}; its log {rec.log}:\n"
@@ -272,13 +267,11 @@ class LocalCluster(TrackedCluster):
 
     # ---- starting in namespaces and ending (rule 5) ---------------------------------------
 
-    _network_made = False  # make_network ran since the last down
+    _network_made = False  # once until down: made early to hold a chosen subnet, kept
 
     def make_network(self) -> None:
         """The cluster's bridge and namespaces, when its nodes have addresses of their own
-        (the record names them already: ``down`` removes them whatever happens next). Once
-        until ``down``: a caller that made them early, to hold a subnet it chose under
-        ``netns.choosing_subnet``, is not undone by ``launch``."""
+        (the record names them already: ``down`` removes them whatever happens next)."""
         if self.record.network is not None and not self._network_made:
             netns.make_network(self.directory, self.record.network, self.record.nodes)
             self._network_made = True

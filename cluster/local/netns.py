@@ -232,14 +232,11 @@ def choosing_subnet() -> Iterator[str]:
     BadInput when every one is taken."""
     home = next((d for d in LOCK_DIRS if d.is_dir() and os.access(d, os.W_OK)), LOCK_DIRS[-1])
     with open(home / "rtsim-netns.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            free = _free_subnet("")
-            if not free:
-                raise BadInput("every /24 of 10.77.0.0/16 is in use on this host")
-            yield free
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        free = _free_subnet("")
+        if not free:
+            raise BadInput("every /24 of 10.77.0.0/16 is in use on this host")
+        yield free
 
 
 # ---- making and removing (rules 2 and 3) --------------------------------------------------
