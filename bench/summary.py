@@ -1,7 +1,7 @@
 """``python -m bench.summary [--readme]``: the scale-and-cost table from the saved figures.
 
 Reads what the benchmarks saved under bench/results/ (``idle``, ``cluster``, ``sim``,
-``storage``, ``api``), one row per goal of issue 17: the figure, the peer or limit it is
+``storage``, ``api``, ``chaos``), one row per goal of issue 17: the figure, the peer or limit it is
 held against, the goal and whether the saved run met it. Prints the table as Markdown;
 ``--readme`` also writes it into README.md between the ``bench:start`` and ``bench:end``
 markers. ``make bench`` runs it last, so the README shows the latest figures. A benchmark
@@ -131,12 +131,44 @@ def _api(d: Any) -> Iterator[Row]:
         )
 
 
+def _chaos(d: Any) -> Iterator[Row]:
+    for r in d.get("start", []):
+        yield (
+            f"chaos fixture, 3 nodes {r['mode']}: call to converged (s, median)",
+            f"{r['fixture_s']['median']:.2f}",
+            f"rt_cluster up{' --netns' if r['mode'] == 'netns' else ''} "
+            f"{r['up_s']['median']:.2f} beside it",
+            "<= 5 s, <= up + 1 s",
+            bool(r["met"]),
+        )
+    if "sim" in d:
+        r = d["sim"]
+        yield (
+            "chaos fixture, sim: cost per test (ms, median)",
+            f"{r['per_test_ms']['median']:.1f}",
+            f"{r['tests']} tests with and without a cluster",
+            "<= 50 ms",
+            bool(r["met"]),
+        )
+    if "leftovers" in d:
+        r = d["leftovers"]
+        left = r["live_in_ledgers"] + r["processes_naming_the_folder"] + r["namespaces_and_links"]
+        yield (
+            f"left after {r['tests_started']} {r['mode']} chaos tests (failures, -x, SIGINT)",
+            str(left),
+            f"{r['interrupted_sessions']} sessions SIGINTed",
+            "0",
+            bool(r["met"]),
+        )
+
+
 SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("idle", _idle),
     ("cluster", _cluster),
     ("sim", _sim),
     ("storage", _storage),
     ("api", _api),
+    ("chaos", _chaos),
 )
 
 

@@ -40,3 +40,34 @@ def test_the_readme_section_is_replaced_whole(
     with pytest.raises(SystemExit, match="bench:start"):
         summary.write_readme("| new |\n")
     assert readme.read_text() == "no markers\n"
+
+
+def test_the_chaos_figures_have_their_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(summary, "RESULTS", tmp_path)
+    start = {"fixture_s": {"median": 0.85}, "up_s": {"median": 1.33}, "met": True}
+    chaos = {
+        "when": "2026-11-26T10:00:00",
+        "start": [{"mode": "real", **start}, {"mode": "netns", **start, "met": False}],
+        "sim": {"tests": 200, "per_test_ms": {"median": 3.4}, "met": True},
+        "leftovers": {
+            "mode": "real",
+            "tests_started": 101,
+            "interrupted_sessions": 9,
+            "live_in_ledgers": 0,
+            "processes_naming_the_folder": 1,
+            "namespaces_and_links": 0,
+            "met": False,
+        },
+    }
+    (tmp_path / "chaos.json").write_text(json.dumps(chaos))
+    text = summary.table()
+    assert (
+        "| chaos fixture, 3 nodes real: call to converged (s, median) | 0.85 "
+        "| rt_cluster up 1.33 beside it | <= 5 s, <= up + 1 s | yes |"
+    ) in text
+    assert "| rt_cluster up --netns 1.33 beside it | <= 5 s, <= up + 1 s | **no** |" in text
+    assert "| chaos fixture, sim: cost per test (ms, median) | 3.4 |" in text
+    assert (
+        "| left after 101 real chaos tests (failures, -x, SIGINT) | 1 "
+        "| 9 sessions SIGINTed | 0 | **no** |"
+    ) in text

@@ -1,0 +1,1 @@
+"""The chaos-test API's figures (``python -m bench.chaos``): see ``__main__``."""
