@@ -43,7 +43,7 @@ from swim import SwimConfig
 
 from . import checks, waits
 from .backend import MODES, Backend, view_name
-from .checks import Checker, CheckResult, History, report
+from .checks import Checker, CheckResult, History, Verdict, report
 from .records import Bound
 from .simcluster import SimBackend
 from .trace import Action, Trace
@@ -64,6 +64,7 @@ class Cluster:
         self.config = config
         self.actions: list[Action] = []
         self.waits: list[Wait] = []  # every wait, as an expectation a replay can check
+        self.checked: list[Verdict] = []  # every verdict of ``check``, for the replay too
         self.initial = tuple(range(n))
         self._closed = False  # aclose ran (``closed``)
         self._final: tuple[list[dict[str, Any]], float] | None = None  # events, end (rule 6)
@@ -338,6 +339,7 @@ class Cluster:
         the history so far."""
         h = await self.history()
         verdicts = tuple(c(h) for c in (checks.never_dead(), *checkers))
+        self.checked += verdicts[1:]
         ok = all(v.ok for v in verdicts)
         return CheckResult(ok, verdicts, report(h, verdicts, self.seed))
 

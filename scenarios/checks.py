@@ -94,6 +94,7 @@ class Verdict:
     measured: float | None = None
     bound: float | None = None
     detail: str = ""
+    expectation: Expectation | None = None  # a built-in checker's, as a scenario file has it
 
     def line(self) -> str:
         word = "pass" if self.ok else "FAIL"
@@ -231,6 +232,7 @@ def _judged(h: History, e: Expectation) -> Verdict:
         None if measured is None else float(measured),
         e.within or None,
         str(res.get("detail", "")),
+        e,
     )
 
 

@@ -5,10 +5,11 @@ Rules:
    seed and swim settings, every action as a step at its time after the start (named as the
    test named it: ``kill1``, ``heal3``), and every wait as an expectation with the bound it
    was given, counted from the action it followed. ``never_dead: all`` is always expected,
-   as ``Cluster.check`` always checks it. ``rt_cluster scenario FILE`` (add ``--sim`` for a
-   simulated test) plays it again; a netns test's file plays on real processes of this
-   host's loopback (the scenario runner has no namespaces), its partitions as the nodes'
-   own filters.
+   as ``Cluster.check`` always checks it, and so is every built-in checker a ``check`` ran
+   (``file_form``: its expectation, bound included). ``rt_cluster scenario FILE`` (add
+   ``--sim`` for a simulated test) plays it again; a netns test's file plays on real
+   processes of this host's loopback (the scenario runner has no namespaces), its
+   partitions as the nodes' own filters.
 2. The file is checked by the scenario parser before it is written: what ``write_failure``
    names can be run.
 3. The report is the scenario runner's own (``results.json`` and ``report.html``: the
@@ -24,12 +25,13 @@ import yaml
 
 from .chaos import Cluster
 from .realcluster import changed_settings
+from .records import TIMED_KINDS, Expectation
 from .runner import results_of, write_outputs
 from .spec import parse_scenario
 from .trace import Action, Trace
 from .waits import Wait
 
-__all__ = ["Failure", "scenario_of", "write_failure"]
+__all__ = ["Failure", "file_form", "scenario_of", "write_failure"]
 
 
 def _steps(a: Action, t0: float) -> list[dict[str, Any]]:
@@ -59,20 +61,56 @@ def _expect(w: Wait) -> dict[str, Any]:
     return e
 
 
+def file_form(e: Expectation | None) -> dict[str, Any] | None:
+    """A checker's expectation as a scenario file writes it (docs/rt_cluster.md), bound
+    included; None where the file cannot say the same (a user's own checker, or
+    ``max_false_suspicions`` of some nodes only: the file's counts every node)."""
+    if e is None or (e.kind == "max_false_suspicions" and e.subjects != "all"):
+        return None
+    value: Any = {
+        "dead": e.subject,
+        "alive": e.subject,
+        "never_dead": e.subjects if e.subjects == "all" else list(e.subjects),
+        "max_false_suspicions": e.limit,
+    }.get(e.kind, True)
+    out: dict[str, Any] = {e.kind: value}
+    if e.seen_by != "all":
+        out["seen_by"] = list(e.seen_by)
+    if e.after != "start":
+        out["after"] = e.after
+    if e.kind in TIMED_KINDS:
+        out["within"] = round(max(e.within, 0.01), 3)
+    return out
+
+
+def _unique(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
 def scenario_of(c: Cluster, name: str = "") -> dict[str, Any]:
     """The scenario file (as a mapping) that replays what ``c`` did (rule 1)."""
     t0 = c.t0
     now = c.backend.now()
     return {
         "name": name or f"chaos test, seed {c.seed}",
-        "description": f"replays a {c.mode} chaos test: its actions and its waits",
+        "description": f"replays a {c.mode} chaos test: its actions, waits and checks",
         "nodes": len(c.initial),
         "seed": c.seed,
         "workload": "off",
         "swim": changed_settings(c.config),
         "duration": round(max(now - t0, 0.0) + 2.0, 3),
         "steps": [s for a in c.actions for s in _steps(a, t0)],
-        "expect": [{"never_dead": "all"}, *(_expect(w) for w in c.waits)],
+        "expect": _unique(
+            [
+                {"never_dead": "all"},
+                *(_expect(w) for w in c.waits),
+                *(e for v in c.checked if (e := file_form(v.expectation)) is not None),
+            ]
+        ),
     }
 
 

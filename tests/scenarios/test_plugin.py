@@ -78,7 +78,7 @@ def test_a_failure_names_mode_seed_and_replay(pytester: pytest.Pytester) -> None
     assert found[1] == found[2]
     replay = load_scenario(found[1], sim=True)
     assert [s.name for s in replay.steps] == ["kill1"]
-    assert [e.kind for e in replay.expectations] == ["never_dead", "dead"]
+    assert [e.kind for e in replay.expectations] == ["never_dead", "dead", "dead"]  # wait, check
     report = re.search(r"^report: (\S+)$", out, re.M)
     assert report is not None
     assert Path(report[1]).read_text().startswith("<!")

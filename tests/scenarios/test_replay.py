@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scenarios import analyse, load_scenario, open_cluster
+from scenarios import Verdict, analyse, checks, load_scenario, open_cluster
 from scenarios.realcluster import changed_settings
 from scenarios.replay import scenario_of, write_failure
 from scenarios.sim import run_sim
@@ -66,6 +66,34 @@ async def test_a_failed_wait_is_replayed_as_a_failing_expectation(tmp_path: Path
     scenario = load_scenario(write_failure(c, tmp_path).scenario, sim=True)
     verdicts = [e["status"] for e in analyse(run_sim(scenario), scenario).expectations]
     assert verdicts == ["pass", "fail"]
+
+
+async def test_the_checks_a_test_ran_are_replayed_with_their_verdicts(tmp_path: Path) -> None:
+    async with open_cluster(3, mode="sim", seed=4) as c:
+        await c.kill(2)
+        await c.wait_dead(2)
+        mine = await c.check(
+            checks.dead(2, by=[0]),
+            checks.dead(1, within=3),  # node 1 was never killed: fails
+            checks.max_false_suspicions(0),
+            checks.max_false_suspicions(0, nodes=[0]),  # the file cannot say "of node 0 only"
+            lambda h: Verdict("my own", True),  # nor a user's own function
+        )
+    assert [v.ok for v in mine.verdicts] == [True, True, False, True, True, True]
+    data = scenario_of(c)
+    assert data["expect"][2:] == [
+        {
+            "dead": 2,
+            "seen_by": [0],
+            "after": "kill1",
+            "within": round(mine.verdicts[1].bound or 0, 3),
+        },
+        {"dead": 1, "within": 3.0},
+        {"max_false_suspicions": 0},
+    ]
+    scenario = load_scenario(write_failure(c, tmp_path).scenario, sim=True)
+    replayed = [e["status"] for e in analyse(run_sim(scenario), scenario).expectations]
+    assert replayed == ["pass", "pass", "pass", "fail", "pass"]
 
 
 async def test_a_closed_cluster_still_answers_for_its_history() -> None:
