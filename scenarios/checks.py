@@ -191,10 +191,16 @@ def fallback_bound(kind: str, n: int, config: SwimConfig, *, real: bool) -> Boun
 
 
 def bound_for(
-    kind: str, action: Action | None, trace: Trace, config: SwimConfig, *, real: bool
+    kind: str,
+    action: Action | None,
+    trace: Trace,
+    config: SwimConfig,
+    *,
+    real: bool,
+    confidence: float = CONFIDENCE,
 ) -> Bound:
-    """The bound (seconds after ``action``) of a ``kind`` expectation: derived for the action,
-    else ``fallback_bound``."""
+    """The bound (seconds after ``action``) of a ``kind`` expectation: derived for the action
+    (at ``confidence``), else ``fallback_bound``."""
     t = action.t if action is not None else trace.t0
     n, up = _size_at(trace, t)
     if action is None:
@@ -203,7 +209,7 @@ def bound_for(
     down = len([i for i in range(n) if i not in up and i != subject])
     try:
         return derive(
-            kind, _after_kind(trace, action), n, config, real=real, confidence=CONFIDENCE, down=down
+            kind, _after_kind(trace, action), n, config, real=real, confidence=confidence, down=down
         )
     except BoundError:
         return fallback_bound(kind, n, config, real=real)

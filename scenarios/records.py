@@ -16,8 +16,10 @@ from typing import Any
 __all__ = [
     "EXPECT_KINDS",
     "NODE_STEPS",
+    "PROPERTY_NAMES",
     "STEP_KINDS",
     "TIMED_KINDS",
+    "TRUSTED",
     "Bound",
     "Expectation",
     "HttpExpect",
@@ -48,6 +50,11 @@ EXPECT_KINDS = (
     "converged",
     "max_false_suspicions",
 )
+# The properties ``rt_cluster explore`` checks (``explore.properties``), by name: what a scenario
+# file's ``property:`` key may say, besides a module:function this process was given
+# (``TRUSTED``: a file alone never makes rtsim import a module).
+PROPERTY_NAMES = ("completeness", "convergence", "quiet_accuracy", "no_exception", "incarnation")
+TRUSTED: set[str] = set()
 TIMED_KINDS = ("dead", "alive", "leader_change", "converged")  # expectations with a bound
 NODE_STEPS = ("kill", "stop", "pause", "resume", "restart")
 Target = int | str  # a node id, "leader", or "all" where allowed
@@ -143,6 +150,9 @@ class Scenario:
     sim_nodes: int | None = None
     sim_overrides: Mapping[str, Any] = field(default_factory=dict)
     pass_rate: float = 1.0  # the share of runs that must pass (``--runs``)
+    explore_property: str = (
+        ""  # the ``property:`` key: an explore property the run must hold (``properties``)
+    )
 
     @property
     def swim(self) -> Mapping[str, Any]:

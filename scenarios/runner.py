@@ -37,7 +37,7 @@ from .report import action_text, render_report
 from .runs_page import render_runs
 from .spec import Scenario, ScenarioError, load_scenario
 from .summary import summary, summary_many
-from .trace import Action, Trace
+from .trace import Action, Trace, events_digest
 
 __all__ = [
     "LIBRARY",
@@ -132,6 +132,20 @@ def results_of(
             "collection": trace.collection,
         }
     )
+    if mode == "sim":
+        results["events_digest"] = events_digest(trace.events)
+    if scenario.explore_property:
+        from .properties import Run, load_property
+
+        why = load_property(scenario.explore_property)[1](Run(scenario, trace))
+        status = "fail" if why else "pass"
+        results["property"] = {
+            "name": scenario.explore_property,
+            "status": status,
+            "detail": why or "",
+        }
+        if why:
+            results["verdict"] = "fail"
     return results
 
 
@@ -223,7 +237,13 @@ def run_scenario(
             )
     except Exception as exc:  # the run failed: an error verdict, not a crash
         detail = "; ".join(_leaves(exc))
-        return error_results(scenario, scenario.source, mode, seed, detail, hostfile), None
+        results = error_results(scenario, scenario.source, mode, seed, detail, hostfile)
+        if (
+            scenario.explore_property == "no_exception"
+        ):  # an explore failure file: the property fails
+            results["verdict"] = "fail"
+            results["property"] = {"name": "no_exception", "status": "fail", "detail": detail}
+        return results, None
     return results_of(scenario, trace, mode, seed, hostfile), trace
 
 

@@ -26,7 +26,7 @@ from cluster.ground.safeyaml import YamlError, YamlTooLarge, load, load_file
 from swim import SwimConfig
 
 from .bounds import CONFIDENCE, BoundError, derive
-from .records import Expectation, Scenario, ScenarioError, Step
+from .records import PROPERTY_NAMES, TRUSTED, Expectation, Scenario, ScenarioError, Step
 from .steps import parse_expectations, parse_steps
 from .values import Checker
 
@@ -46,6 +46,7 @@ TOP_KEYS = {
     "sim",
     "pass_rate",
     "confidence",
+    "property",
 }
 _FAULTS = ("partition", "loss", "delay")
 SIM_KEYS = TOP_KEYS - {"sim", "name", "description"}  # what a ``sim:`` section may override
@@ -134,7 +135,24 @@ def _scenario(
         sim_nodes=sim_nodes,
         sim_overrides=dict(sim),
         pass_rate=pass_rate,
+        explore_property=_property(c, d.get("property")),
     )
+
+
+def _property(c: Checker, value: Any) -> str:
+    """The ``property:`` an explore failure file names: a built-in or ``module:function``."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value or len(value) > 200:
+        raise c.fail("property", "expected a property's name")
+    if value not in PROPERTY_NAMES and ":" not in value:
+        known = ", ".join(PROPERTY_NAMES)
+        raise c.fail("property", f"{value!r}: one of {known}, or module:function")
+    if value not in PROPERTY_NAMES and value not in TRUSTED:
+        raise c.fail(
+            "property", f"{value!r} is code: give --property {value} to run it from this file"
+        )
+    return value
 
 
 def _derived(

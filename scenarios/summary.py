@@ -32,6 +32,14 @@ def summary(results: dict[str, Any]) -> str:
         f"{results.get('expected_deaths', {}).get('count', 0)} deaths)"
     )
     lines.extend(collection_lines(results.get("collection")))
+    if results.get("property"):
+        p = results["property"]
+        lines.append(
+            f"  {p['status']:<14} property {p['name']}"
+            + (f": {p['detail']}" if p["detail"] else "")
+        )
+    if results.get("events_digest"):
+        lines.append(f"  events digest {results['events_digest']}")
     if results.get("error"):
         lines.append(f"  error: {results['error']}")
     lines.append(f"verdict: {results['verdict'].upper()}")

@@ -13,11 +13,13 @@ Rules:
 from __future__ import annotations
 
 import bisect
+import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DOWN_STATES", "UP_STATES", "Action", "HttpResult", "Trace", "Views"]
+__all__ = ["DOWN_STATES", "UP_STATES", "Action", "HttpResult", "Trace", "Views", "events_digest"]
 
 UP_STATES = frozenset({"alive", "probe_failed", "suspected"})
 DOWN_STATES = frozenset({"dead", "left"})
@@ -124,6 +126,13 @@ class Trace:
     def up_throughout(self, a: float, b: float) -> list[int]:
         ups = self.up_intervals()
         return [i for i, ivs in sorted(ups.items()) if any(x <= a and b <= y for x, y in ivs)]
+
+
+def events_digest(events: list[dict[str, Any]]) -> str:
+    """The SHA-256 of an event log (every event, keys sorted): one replay of a simulated run is
+    another exactly when their digests are equal."""
+    text = json.dumps(events, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class Views:

@@ -45,6 +45,9 @@ Rules:
 4. The cyclic garbage collector is paused while events run (``run_until``) and restored
    after: with thousands of machines alive, its rescans of them cost a tenth of the run,
    and handling an event makes no reference cycles (records, tuples and dicts only).
+5. A livelock ends the run: more than ``STALL_EVENTS`` events at one virtual instant (a timer
+   that re-arms itself for now, forever) raise ``SimStalled``, naming the instant and the
+   node, instead of spinning without end.
 """
 
 from __future__ import annotations
@@ -71,6 +74,11 @@ __all__ = ["SimNetwork"]
 
 _TICK, _PACKET, _SYNC, _REPLY, _RESUME, _STOP, _WORK = range(7)
 _QUEUE_CAP = 4096  # packets kept for a paused node (a socket buffer)
+STALL_EVENTS = 200_000  # rule 5: events at one virtual instant that make a livelock
+
+
+class SimStalled(RuntimeError):
+    """Rule 5: the simulation handled ``STALL_EVENTS`` events without time passing."""
 
 
 @dataclass(slots=True)
@@ -281,9 +289,16 @@ class SimNetwork:
     def run_until(self, t: float) -> None:
         """Process every event up to virtual time ``t`` (seconds)."""
         heap = self._heap
+        same = 0
         with _gc_paused():
             while heap and heap[0][0] <= t:
                 when, _, kind, i, gen, payload = heapq.heappop(heap)
+                same = same + 1 if when == self.now else 0
+                if same > STALL_EVENTS:
+                    raise SimStalled(
+                        f"{STALL_EVENTS} events at virtual {when:.6f} s without time passing "
+                        f"(the last: node {i}'s event of kind {kind}): a livelock"
+                    )
                 self.now = when
                 node = self._nodes.get(i)
                 if node is None or node.gen != gen or not node.running:

@@ -29,7 +29,7 @@ import trio
 from cluster.ground.parse import MAX_NODE_ID, shown
 from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
 
-from .commands import ASYNC_COMMANDS, cmd_list, cmd_scenario
+from .commands import ASYNC_COMMANDS, cmd_explore, cmd_list, cmd_scenario
 from .hints import unknown_command, unknown_option
 from .output import err
 
@@ -223,6 +223,62 @@ def _add_scenario_command(sub: _Sub) -> None:
         metavar="H",
         help="play on the running cluster H names (host:port lines; node id = line offset)",
     )
+    p.add_argument(
+        "--property",
+        action="append",
+        dest="properties",
+        default=[],
+        metavar="MODULE:FUNCTION",
+        help="let the file's property: run this checker of yours (explore failure files)",
+    )
+
+
+def _size_range(text: str) -> tuple[int, int]:
+    """``-n N`` or ``-n A-B`` of ``explore``: 2 to 64 nodes."""
+    low, _, high = text.partition("-")
+    try:
+        a, b = int(low), int(high or low)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"-n {text[:20]!r}: a size N or a range A-B") from None
+    if not 2 <= a <= b <= 64:
+        raise argparse.ArgumentTypeError(f"-n {text[:20]}: sizes of 2 to 64 nodes, low first")
+    return a, b
+
+
+def _swim_range(text: str) -> tuple[str, float, float]:
+    """``--swim KEY=LOW..HIGH`` of ``explore``."""
+    key, _, span = text.partition("=")
+    low, _, high = span.partition("..")
+    try:
+        a, b = float(low), float(high)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--swim {text[:40]!r}: KEY=LOW..HIGH") from None
+    if not key or not 0 <= a <= b or b > 1e6:
+        raise argparse.ArgumentTypeError(f"--swim {text[:40]}: KEY=LOW..HIGH, 0 <= LOW <= HIGH")
+    return key, a, b
+
+
+def _add_explore_command(sub: _Sub) -> None:
+    p = sub.add_parser(
+        "explore",
+        help="search simulated fault schedules for a property violation, shrink it, write it; "
+        "exit 0 none, 1 violation, 2 bad usage",
+    )
+    p.add_argument("-n", type=_size_range, default=(3, 5), help="size N or range A-B (3-5)")
+    p.add_argument("--budget-s", type=_number(1, 86400, "--budget-s"), help="seconds in all")
+    p.add_argument("--runs", type=_integer(1, 10**9, "--runs"), help="runs to search")
+    p.add_argument("--seed", type=_integer(0, 2**31, "--seed"), default=0, help="search seed")
+    p.add_argument("--jobs", type=_integer(1, 64, "--jobs"), default=1, help="worker processes")
+    p.add_argument("--out", default="explore-out", help="where failures go (explore-out)")
+    p.add_argument(
+        "--swim", type=_swim_range, action="append", default=[], help="KEY=LOW..HIGH to draw from"
+    )
+    p.add_argument(
+        "--property",
+        action="append",
+        dest="properties",
+        help="check only these (repeat; built-in names, or module:function, a checker)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_node_commands(sub)
     _add_fault_commands(sub)
     _add_scenario_command(sub)
+    _add_explore_command(sub)
     return parser
 
 
@@ -244,6 +301,8 @@ def _run(args: argparse.Namespace) -> int:
         return cmd_list(args)
     if args.command == "scenario":
         return cmd_scenario(args)
+    if args.command == "explore":
+        return cmd_explore(args)
     return trio.run(ASYNC_COMMANDS[args.command], args)
 
 

@@ -20,6 +20,7 @@ import argparse
 import json
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from cluster.local import (
     MAX_NODES,
@@ -267,6 +268,14 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
     if args.n is not None and args.n > MAX_NODES and not args.sim:
         raise BadInput(f"-n {args.n}: real clusters have at most {MAX_NODES} nodes (--sim: more)")
+    if args.properties:
+        from scenarios.explore import load_property
+
+        for name in args.properties:
+            try:
+                load_property(name)  # given here: a file may name it (properties rule 3)
+            except ValueError as exc:
+                raise BadInput(str(exc)) from None
     return int(
         run_scenario_cli(
             args.file,
@@ -278,6 +287,25 @@ def cmd_scenario(args: argparse.Namespace) -> int:
             hostfile=args.hostfile,
         )
     )
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from scenarios.explore import BUILT_IN, Options, Search, run_search
+
+    swim = {key: (low, high) for key, low, high in args.swim}
+    search = Search(
+        options=Options(args.n[0], args.n[1], swim),
+        budget_s=args.budget_s if args.budget_s is not None or args.runs else 60.0,
+        runs=args.runs,
+        seed=args.seed,
+        jobs=args.jobs,
+        out=Path(args.out),
+        properties=args.properties or list(BUILT_IN),
+    )
+    try:
+        return run_search(search, say=lambda line: print(line, flush=True))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
 
 
 ASYNC_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {

@@ -3,6 +3,7 @@ ScenarioError (never another exception, never a hang)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,21 @@ def test_any_mapping_is_a_scenario_or_one_scenario_error(data: object, sim: bool
 def test_any_text_is_a_scenario_or_one_scenario_error(text: str, sim: bool) -> None:
     result = _parse(text, sim)
     assert isinstance(result, Scenario | str)
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("[1, 2]", "property: expected a property's name"),
+        ("''", "property: expected a property's name"),
+        ("x" * 300, "property: expected a property's name"),
+        ("antigravity:fly", "is code: give --property antigravity:fly"),
+        ("os:system", "is code: give --property os:system"),
+        ("no_such_property", "one of completeness"),
+    ],
+)
+def test_a_property_key_names_a_built_in_or_refuses(value: str, needle: str) -> None:
+    # A file alone never makes rtsim import a module (scenarios.properties rule 3).
+    with pytest.raises(ScenarioError, match=needle):
+        parse_scenario(BASE + f"property: {value}\n", "s.yaml", sim=True)
+    assert "antigravity" not in sys.modules

@@ -1,0 +1,1 @@
+"""Explore benchmark: search speed, planted bugs, clean runs (``python -m bench.explore``)."""

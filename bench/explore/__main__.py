@@ -1,0 +1,129 @@
+"""``python -m bench.explore``: how fast ``rt_cluster explore`` searches, and whether, how fast
+and to how few steps it finds each planted bug (``plants``); then the unmutated protocol
+searched for ``--clean-s`` seconds, where any violation is a false alarm or a real bug.
+
+Figures, printed and saved to ``bench/results/explore.json``:
+- ``speed``: runs per second and virtual seconds per wall second of 5-node schedules with
+  ``--jobs 2`` (goal: at least 10 runs/s);
+- per plant: found or not within ``--plant-s`` (goal: all, within 10 minutes), the run and
+  seconds it took, the property, the steps after shrinking (goal: at most 5), the shrink's
+  seconds (goal: at most 60) and replays of the shrunk file with the same event digest
+  (goal: 10 of 10);
+- ``clean``: runs and violations of the unmutated code (goal: 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.explore.plants import PLANTS, planted
+from scenarios.explore import Options, Search, play, run_search
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "explore.json"
+
+
+def _quiet(lines: list[str]) -> Any:
+    def say(line: str) -> None:
+        lines.append(line)
+
+    return say
+
+
+def bench_speed(seconds: float, jobs: int, work: Path) -> dict[str, Any]:
+    lines: list[str] = []
+    search = Search(Options(5, 5), budget_s=seconds / 0.7, seed=7, jobs=jobs, out=work / "speed")
+    run_search(search, say=_quiet(lines))
+    done = next(line for line in lines if line.startswith("searched"))
+    print(f"  speed: {done}")
+    runs = int(done.split()[1])
+    wall = float(done.split(" in ")[1].split(" s ")[0])
+    rate = float(done.split("(")[1].split("/s")[0])
+    virtual = float(done.split(", ")[-1].split("x")[0])
+    return {"jobs": jobs, "runs": runs, "wall_s": wall, "runs_per_s": rate, "virtual_x": virtual}
+
+
+def bench_plant(name: str, seconds: float, jobs: int, work: Path) -> dict[str, Any]:
+    out = work / name
+    lines: list[str] = []
+    t = time.monotonic()
+    with planted(name):
+        status = run_search(
+            Search(Options(3, 5), budget_s=seconds, seed=1, jobs=jobs, out=out),
+            say=_quiet(lines),
+        )
+        took = time.monotonic() - t
+        files = sorted(out.glob("failure-*.yaml"))
+        row: dict[str, Any] = {"plant": name, "found": status == 1 and bool(files)}
+        if row["found"]:
+            first = next(line for line in lines if " violated (+" in line)
+            data = yaml.safe_load(files[0].read_text())
+            digests = set()
+            for _ in range(10):
+                got = play({k: v for k, v in data.items() if k != "property"}, [data["property"]])
+                digests.add(got.digest if got.failed else "passed")
+            shrink = next(line for line in lines if line.startswith("failure-"))
+            row.update(
+                first_failure=first,
+                found_after_s=float(first.split("(+")[1].split(" s)")[0]),
+                property=data["property"],
+                steps=len(data["steps"]),
+                nodes=data["nodes"],
+                shrink_s=float(shrink.split(" in ")[1].split(" s")[0]),
+                search_and_shrink_s=round(took, 1),
+                replays_same_digest=10 if len(digests) == 1 and "passed" not in digests else 0,
+            )
+    print(f"  {name}: {row}")
+    return row
+
+
+def bench_clean(seconds: float, jobs: int, work: Path) -> dict[str, Any]:
+    lines: list[str] = []
+    status = run_search(
+        Search(Options(3, 5), budget_s=seconds / 0.7, seed=2, jobs=jobs, out=work / "clean"),
+        say=_quiet(lines),
+    )
+    done = next(line for line in lines if line.startswith("searched"))
+    violations = [line for line in lines if " violated (+" in line]
+    print(f"  clean: {done}; violations {len(violations)}")
+    return {
+        "runs": int(done.split()[1]),
+        "seconds": seconds,
+        "violations": violations,
+        "ok": status == 0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.explore", description=__doc__.split("\n")[0])
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--speed-s", type=float, default=30.0, help="seconds of the speed search")
+    ap.add_argument("--plant-s", type=float, default=600.0, help="budget per planted bug")
+    ap.add_argument("--clean-s", type=float, default=3600.0, help="seconds on unmutated code")
+    ap.add_argument("--plant", action="append", choices=sorted(PLANTS), help="only these")
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="rtsim-bench-explore-"))
+    out: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    }
+    out["speed"] = bench_speed(args.speed_s, args.jobs, work)
+    out["plants"] = [bench_plant(p, args.plant_s, args.jobs, work) for p in args.plant or PLANTS]
+    out["clean"] = bench_clean(args.clean_s, args.jobs, work)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"saved {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
