@@ -1,7 +1,7 @@
 """``python -m bench.summary [--readme]``: the scale-and-cost table from the saved figures.
 
 Reads what the benchmarks saved under bench/results/ (``idle``, ``cluster``, ``sim``,
-``storage``, ``api``, ``chaos``), one row per goal of issue 17: the figure, the peer or limit it is
+``storage``, ``api``, ``chaos``, ``explore``), one row per goal: the figure, the peer or limit it is
 held against, the goal and whether the saved run met it. Prints the table as Markdown;
 ``--readme`` also writes it into README.md between the ``bench:start`` and ``bench:end``
 markers. ``make bench`` runs it last, so the README shows the latest figures. A benchmark
@@ -162,6 +162,44 @@ def _chaos(d: Any) -> Iterator[Row]:
         )
 
 
+def _explore(d: Any) -> Iterator[Row]:
+    r = d["speed"]
+    yield (
+        f"explore: runs per second, 5 nodes, --jobs {r['jobs']}",
+        f"{r['runs_per_s']:.1f}",
+        f"{r['virtual_x']:.0f}x real time",
+        ">= 10",
+        r["runs_per_s"] >= 10.0,
+    )
+    plants = d["plants"]
+    found = [p for p in plants if p["found"]]
+    yield (
+        "explore: planted bugs found (within the budget)",
+        f"{len(found)} of {len(plants)}",
+        ", ".join(f"{p['plant']} {p.get('found_after_s', '-')} s" for p in plants),
+        "all, within 10 min",
+        len(found) == len(plants),
+    )
+    if found:
+        steps, shrink = max(p["steps"] for p in found), max(p["shrink_s"] for p in found)
+        same = min(p["replays_same_digest"] for p in found)
+        yield (
+            "explore: steps after shrinking (most) / shrink s (longest)",
+            f"{steps} / {shrink:.1f}",
+            f"replays with the same digest: {same} of 10 (fewest)",
+            "<= 5 steps, <= 60 s, 10 of 10",
+            steps <= 5 and shrink <= 60 and same == 10,
+        )
+    c = d["clean"]
+    yield (
+        f"explore: violations on the unmutated protocol in {c['seconds'] / 60:.0f} min",
+        str(len(c["violations"])),
+        f"{c['runs']} runs",
+        "0 in 60 min",
+        not c["violations"] and c["seconds"] >= 3600,
+    )
+
+
 SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("idle", _idle),
     ("cluster", _cluster),
@@ -169,6 +207,7 @@ SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("storage", _storage),
     ("api", _api),
     ("chaos", _chaos),
+    ("explore", _explore),
 )
 
 

@@ -293,6 +293,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from scenarios.explore import BUILT_IN, Options, Search, run_search
 
     swim = {key: (low, high) for key, low, high in args.swim}
+    try:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"--out {args.out}: {exc.strerror or exc}") from None
     search = Search(
         options=Options(args.n[0], args.n[1], swim),
         budget_s=args.budget_s if args.budget_s is not None or args.runs else 60.0,

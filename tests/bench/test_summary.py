@@ -71,3 +71,29 @@ def test_the_chaos_figures_have_their_rows(tmp_path: Path, monkeypatch: pytest.M
         "| left after 101 real chaos tests (failures, -x, SIGINT) | 1 "
         "| 9 sessions SIGINTed | 0 | **no** |"
     ) in text
+
+
+def test_the_explore_figures_have_their_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(summary, "RESULTS", tmp_path)
+    plant = {"found": True, "steps": 3, "shrink_s": 1.5, "replays_same_digest": 10}
+    explore = {
+        "when": "2026-11-26T11:00:00",
+        "speed": {"jobs": 2, "runs_per_s": 42.0, "virtual_x": 4000.0},
+        "plants": [
+            {"plant": "a", "found_after_s": 0.5, **plant},
+            {"plant": "b", "found": False},
+        ],
+        "clean": {"runs": 9000, "seconds": 1800.0, "violations": []},
+    }
+    (tmp_path / "explore.json").write_text(json.dumps(explore))
+    text = summary.table()
+    assert (
+        "| explore: runs per second, 5 nodes, --jobs 2 | 42.0 | 4000x real time | >= 10 | yes |"
+        in text
+    )
+    assert "| explore: planted bugs found (within the budget) | 1 of 2 | a 0.5 s, b - s |" in text
+    assert "| 3 / 1.5 | replays with the same digest: 10 of 10 (fewest) |" in text
+    clean = "| explore: violations on the unmutated protocol in 30 min | 0 | 9000 runs |"
+    assert f"{clean} 0 in 60 min | **no** |" in text
