@@ -41,7 +41,7 @@ from swim import SwimConfig
 from .drawing import FAULT_KINDS, Options, draw
 from .playing import Outcome, digest, play, scenario_of
 from .properties import BUILT_IN, Property, Run, load_property
-from .runner import results_of, write_outputs
+from .runner import error_results, results_of, write_outputs
 from .shrinking import Shrunk, shrink
 
 __all__ = [
@@ -184,12 +184,15 @@ def _report(
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     outdir = search.out / f"failure-{k}"
     outdir.mkdir(parents=True, exist_ok=True)
+    scenario = scenario_of(data, str(path))
     if a.run.trace is not None:
-        scenario = scenario_of(data, str(path))
-        write_outputs(
-            outdir, results_of(scenario, a.run.trace, "sim", int(data["seed"])), a.run.trace
-        )
+        results = results_of(scenario, a.run.trace, "sim", int(data["seed"]))
         (outdir / "events.json").write_text(json.dumps(a.run.trace.events))
+    else:  # a machine raised: no trace, the error is the finding (no_exception)
+        results = error_results(scenario, str(path), "sim", int(data["seed"]), a.run.error)
+        results.update(verdict="fail", property={"name": name, "status": "fail"})
+        results["property"]["detail"] = a.run.error
+    write_outputs(outdir, results, a.run.trace)
     minimal = "1-minimal" if small.minimal else "not minimal (the budget ran out)"
     say(
         f"failure-{k}: {name}, {len(small.mapping['steps'])} steps, {small.mapping['nodes']} "

@@ -73,6 +73,19 @@ def test_a_planted_bug_is_found_shrunk_written_and_replayed(tmp_path: Path) -> N
     assert results["property"]["status"] == "pass"
 
 
+def test_a_machine_that_raises_is_a_failure_with_its_report(tmp_path: Path) -> None:
+    lines: list[str] = []
+    with planted("crash_on_confirm"):
+        assert run_search(Search(runs=10, seed=1, out=tmp_path), say=lines.append) == 1
+    (file,) = tmp_path.glob("failure-*.yaml")
+    assert yaml.safe_load(file.read_text())["property"] == "no_exception"
+    results = yaml.safe_load((file.with_suffix("") / "results.json").read_text())
+    assert results["verdict"] == "fail"
+    assert "KeyError: 'confirmer" in results["property"]["detail"]
+    assert "(swim/membership.py:" in results["property"]["detail"]  # where in swim it came from
+    assert (file.with_suffix("") / "report.html").is_file()
+
+
 def test_two_jobs_find_what_one_job_finds(tmp_path: Path) -> None:
     found = []
     for jobs in (1, 2):
@@ -159,3 +172,13 @@ def test_every_built_in_property_has_a_name_and_holds_on_a_quiet_run() -> None:
 
     quiet = {**draw(0, Options()), "steps": [{"at": 5.0, "heal": True, "name": "final"}]}
     assert play(quiet, list(BUILT_IN)).failed is None
+
+
+def test_a_livelock_ends_the_run_as_a_failure_not_a_hang() -> None:
+    from scenarios.explore import play
+
+    with planted("busy_expiry"):  # a timer that re-arms itself for now, forever
+        got = play(draw(0, Options()), list(BUILT_IN))
+    assert got.failed is not None
+    assert got.failed[0] == "no_exception"
+    assert "SimStalled: 200000 events at virtual" in got.failed[1]
