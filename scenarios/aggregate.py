@@ -133,6 +133,9 @@ def _by_step(runs: list[Results], key: str, field: str) -> list[dict[str, Any]]:
 def run_line(i: int, k: int, r: Results) -> str:
     """The progress line of run ``i`` of ``k``: its seed, verdict and what failed."""
     failed = [e["description"] for e in r.get("expectations", []) if e["status"] == "fail"]
+    prop = r.get("property") or {}
+    if prop.get("status") == "fail":  # an explore failure file's property (``properties``)
+        failed.append(f"property {prop['name']}: {prop.get('detail', '')}")
     line = f"run {i + 1}/{k} seed {r.get('seed')}: {str(r['verdict']).upper()}"
     timed = [e for e in r.get("expectations", []) if e.get("unit") == "s" and e.get("bound")]
     figures = ", ".join(

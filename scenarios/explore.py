@@ -107,8 +107,8 @@ def run_search(search: Search, say: Any = print) -> int:
     """The search, its shrinks and files; the exit status (rule 6)."""
     for p in search.properties:
         load_property(p)  # ValueError: bad usage, before anything runs
-    highs = {key: high for key, (_, high) in search.options.swim.items()}
-    SwimConfig.from_mapping(highs)  # ValueError names an unknown or a bad setting
+    for end in (0, 1):  # ValueError names an unknown setting or a bad end of a range
+        SwimConfig.from_mapping({key: span[end] for key, span in search.options.swim.items()})
     started = time.monotonic()
     stop_at = None if search.budget_s is None else started + search.budget_s * SEARCH_SHARE
     search.out.mkdir(parents=True, exist_ok=True)

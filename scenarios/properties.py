@@ -75,6 +75,12 @@ class Run:
 Property = Callable[[Run], "str | None"]
 
 
+def _real(trace: Trace) -> bool:
+    """Whether the run was on real processes (a replay with ``--runs``): its bounds then add
+    the loop-lag allowances, as the scenario library's do."""
+    return trace.mode != "sim"
+
+
 def _last(trace: Trace, kinds: tuple[str, ...], node: int | None = None) -> Action | None:
     return last_action(trace, kinds, node)
 
@@ -91,7 +97,7 @@ def completeness(run: Run) -> str | None:
             continue  # started again: not a death to judge
         ref = heal if heal is not None and heal.t > kill.t else kill
         config = _as_degraded(run.config, trace, ref.t)
-        bound = bound_for("dead", kill, trace, config, real=False, confidence=SURE).seconds
+        bound = bound_for("dead", kill, trace, config, real=_real(trace), confidence=SURE).seconds
         at = ref.t + bound
         if at > trace.end:
             return f"node {i} ({kill.step}): the run ends before its bound ({bound:g} s)"
@@ -143,7 +149,7 @@ def _settle(run: Run) -> tuple[Action | None, float]:
     assert trace is not None
     a = trace.actions[-1] if trace.actions else None
     config = _as_degraded(run.config, trace, a.t if a else trace.t0)
-    b = bound_for("converged", a, trace, config, real=False, confidence=SURE)
+    b = bound_for("converged", a, trace, config, real=_real(trace), confidence=SURE)
     bound = b.seconds
     rejoin = any("re-join" in term for term, _ in b.terms)
     if not rejoin and _outage(trace) > config.gossip_to_the_dead_time:

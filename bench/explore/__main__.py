@@ -110,15 +110,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plant-s", type=float, default=600.0, help="budget per planted bug")
     ap.add_argument("--clean-s", type=float, default=3600.0, help="seconds on unmutated code")
     ap.add_argument("--plant", action="append", choices=sorted(PLANTS), help="only these")
+    ap.add_argument(
+        "--only", action="append", choices=("speed", "plants", "clean"), help="some figures"
+    )
     args = ap.parse_args(argv)
+    only = set(args.only or ("speed", "plants", "clean"))
     work = Path(tempfile.mkdtemp(prefix="rtsim-bench-explore-"))
-    out: dict[str, Any] = {
+    try:
+        old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    except ValueError:
+        old = {}
+    out: dict[str, Any] = {  # the figures not measured this time are kept
+        **old,
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
-    out["speed"] = bench_speed(args.speed_s, args.jobs, work)
-    out["plants"] = [bench_plant(p, args.plant_s, args.jobs, work) for p in args.plant or PLANTS]
-    out["clean"] = bench_clean(args.clean_s, args.jobs, work)
+    if "speed" in only:
+        out["speed"] = bench_speed(args.speed_s, args.jobs, work)
+    if "plants" in only:
+        out["plants"] = [
+            bench_plant(p, args.plant_s, args.jobs, work) for p in args.plant or PLANTS
+        ]
+    if "clean" in only:
+        out["clean"] = bench_clean(args.clean_s, args.jobs, work)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"saved {RESULTS}")

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from bench.explore.plants import planted
-from scenarios import load_scenario, run_scenario
-from scenarios.explore import BUILT_IN, Options, Search, draw, run_search
+from scenarios import History, Verdict, load_scenario, run_scenario
+from scenarios.aggregate import run_line
+from scenarios.explore import BUILT_IN, Options, Search, draw, load_property, run_search
 from scenarios.playing import scenario_of
 from scenarios.records import TRUSTED
 from scenarios.spec import ScenarioError
@@ -182,3 +183,30 @@ def test_a_livelock_ends_the_run_as_a_failure_not_a_hang() -> None:
     assert got.failed is not None
     assert got.failed[0] == "no_exception"
     assert "SimStalled: 200000 events at virtual" in got.failed[1]
+
+
+def at_most_one_kill(h: History) -> Verdict:
+    """A user's property (the docs' example), for the real replay below."""
+    kills = [a for a in h.trace.actions if a.kind == "kill"]
+    return Verdict("at most one kill", len(kills) <= 1, float(len(kills)))
+
+
+@pytest.mark.slow
+def test_a_failure_file_reproduces_on_real_processes(tmp_path: Path) -> None:
+    name = "tests.scenarios.test_explore:at_most_one_kill"
+    load_property(name)  # as --property does: the file may now name it
+    steps = [{"at": 1.0, "kill": 1}, {"at": 1.5, "kill": 2}, {"at": 2.0, "heal": True}]
+    mapping = {"nodes": 4, "seed": 1, "workload": "off", "steps": steps, "duration": 4.0}
+    scenario = scenario_of({**mapping, "property": name})
+    results, trace = run_scenario(scenario, out=tmp_path)
+    assert trace is not None, results["error"]
+    assert results["mode"] == "real"
+    assert results["verdict"] == "fail"
+    assert results["property"] == {
+        "name": name,
+        "status": "fail",
+        "detail": "FAIL: at most one kill (measured 2)",
+    }
+    assert run_line(0, 1, results).endswith(
+        f"failed property {name}: " + results["property"]["detail"]
+    )
