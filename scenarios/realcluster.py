@@ -135,8 +135,8 @@ def _leftovers() -> list[Member]:
 def kill_leftovers_now() -> list[int]:
     """Rule 5 without waiting (safe in a signal handler, inside trio or not): SIGKILL to the
     process group of every live process of every registered cluster; their pids. The
-    namespaces stay (a namespace outlives no process for long: ``end_leftovers`` removes
-    them, and so does the next ``rt_cluster down`` of that directory)."""
+    namespaces stay: ``end_leftovers`` (at exit) removes them, or else the next
+    ``rt_cluster down`` of that directory does."""
     running = _leftovers()
     procs = Processes()
     for m in running:
