@@ -45,7 +45,7 @@ from .checks import Checker, History, bound_for, last_action
 from .records import PROPERTY_NAMES, TRUSTED, Scenario
 from .trace import Action, Trace
 
-__all__ = ["BUILT_IN", "TRUSTED", "Property", "Run", "check", "load_property"]
+__all__ = ["BUILT_IN", "Property", "Run", "check", "judged", "load_property"]
 
 DOWN_KINDS = ("kill", "stop")
 UP_KINDS = ("restart", "add")
@@ -81,16 +81,12 @@ def _real(trace: Trace) -> bool:
     return trace.mode != "sim"
 
 
-def _last(trace: Trace, kinds: tuple[str, ...], node: int | None = None) -> Action | None:
-    return last_action(trace, kinds, node)
-
-
 def completeness(run: Run) -> str | None:
     trace = run.trace
     if trace is None:
         return None
     views = History.of(trace, run.config).views
-    heal = _last(trace, ("heal",))
+    heal = last_action(trace, ("heal",))
     for kill in (a for a in trace.actions if a.kind == "kill"):
         i = kill.nodes[0]
         if any(a.kind in UP_KINDS and i in a.nodes and a.t > kill.t for a in trace.actions):
@@ -264,6 +260,16 @@ def load_property(spec: str) -> tuple[str, Property]:
     if not callable(fn):
         raise ValueError(f"property {spec!r}: not a function")
     return spec, _from_checker(fn)
+
+
+def judged(scenario: Scenario, trace: Trace) -> dict[str, str] | None:
+    """The ``property`` entry of a replay's results (rule 2): the file's property judged over
+    ``trace``; None when the file names none."""
+    name = scenario.explore_property
+    if not name:
+        return None
+    why = load_property(name)[1](Run(scenario, trace))
+    return {"name": name, "status": "fail" if why else "pass", "detail": why or ""}
 
 
 def check(run: Run, names: list[str]) -> tuple[str, str] | None:

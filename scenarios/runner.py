@@ -33,6 +33,7 @@ from cluster.local import ClusterError
 
 from .aggregate import aggregate, run_line
 from .analysis import analyse
+from .properties import judged
 from .report import action_text, render_report
 from .runs_page import render_runs
 from .spec import Scenario, ScenarioError, load_scenario
@@ -134,17 +135,9 @@ def results_of(
     )
     if mode == "sim":
         results["events_digest"] = events_digest(trace.events)
-    if scenario.explore_property:
-        from .properties import Run, load_property
-
-        why = load_property(scenario.explore_property)[1](Run(scenario, trace))
-        status = "fail" if why else "pass"
-        results["property"] = {
-            "name": scenario.explore_property,
-            "status": status,
-            "detail": why or "",
-        }
-        if why:
+    if prop := judged(scenario, trace):
+        results["property"] = prop
+        if prop["status"] == "fail":
             results["verdict"] = "fail"
     return results
 
