@@ -26,7 +26,12 @@ No single message can make a live member unrefutable. Incarnations live in
    message moves what we believe by at most ``MAX_JUMP``, never to the top of the range. The
    one exception is a restart: an ``alive`` with another boot than the one we hold, for a
    member we hold suspected, dead or left, is a new instance of it and comes back at whatever
-   incarnation it carries (it knows nothing of its predecessor's).
+   incarnation it carries (it knows nothing of its predecessor's). A boot we held and then
+   replaced by another (a restart, or a newer incarnation from another boot) is retired:
+   never a restart again (the last ``RETIRED_MAX`` per member are kept), so a member that
+   slept through a restart and wakes up gossiping the old boot (a ghost) cannot undo it. A
+   retired boot still counts by plain precedence (a newer incarnation), so a member whose
+   boot a forged alive replaced is never shut out.
 5. Refutation is always possible. Accused at incarnation ``i`` at or above ours, we refute at
    ``i + 1`` when that is within ``MAX_JUMP`` of ours (so every member that held our last
    incarnation accepts it under rule 4) and within the range. Otherwise, and when a stale
@@ -59,6 +64,7 @@ __all__ = ["MAX_INCARNATION", "MAX_JUMP", "Membership"]
 
 MAX_INCARNATION = (1 << 63) - 1  # the codec's range (wire: u63)
 MAX_JUMP = 1 << 20  # a million refutations between two views: never by honest gossip
+RETIRED_MAX = 4  # rule 4: retired boots remembered per member
 CONFIRMED_MAX = 4096  # rule 3: (asker, subject) pairs remembered to pace confirmations
 
 _ALIVE, _SUSPECTED, _DEAD, _LEFT = (
@@ -308,7 +314,11 @@ class Membership:
             return
         # Rule 4: a different boot for a member held suspected or down is a new instance of it
         # (a restart): it comes back at whatever incarnation it starts with.
-        restarted = m.boot != e.boot and (e.state is _SUSPECTED or e.state.is_down)
+        restarted = (
+            m.boot != e.boot
+            and (e.state is _SUSPECTED or e.state.is_down)
+            and m.boot not in e.retired
+        )
         if not restarted and not overrides(_ALIVE, m.incarnation, e.state, e.incarnation):
             return
         if not restarted and not self._within_reach(e, m.incarnation):
@@ -326,6 +336,8 @@ class Membership:
             cause = "refute"
         if moved:  # a new address, or ours again after a holder we hold down took it
             self.table.set_addr(e, m.host, m.port)
+        if m.boot != e.boot:
+            e.retired = (*e.retired[1 - RETIRED_MAX :], e.boot)
         e.boot = m.boot
         e.incarnation = m.incarnation
         self._clear_suspicion(e)

@@ -4,10 +4,13 @@ Rules:
 1. Every ``pushpull_interval`` (stretched by log2 N above 32 members) a push/pull with one
    random member held up; the first falls at a random point of 0.5..1.5 intervals, so
    members started together do not sync together.
-2. Every ``rejoin_interval`` a push/pull with a seed not held up (heals partitions that
-   outlived ``gossip_to_the_dead_time``); every period while alone (the initial join found no
-   seed listening), so a cluster launched all at once converges at once. The first comes one
-   period after start.
+2. Every ``rejoin_interval`` a push/pull with up to ``JOIN_SEEDS`` seeds not held up, drawn
+   at random (heals partitions that outlived ``gossip_to_the_dead_time``); every period while
+   alone (the initial join found no seed listening), so a cluster launched all at once
+   converges at once. The first comes one period after start. Several at once, so a seed
+   that is down for good (killed, the usual reason it is missing) does not hold the heal
+   back by whole intervals: one re-join reaches a live seed unless ``JOIN_SEEDS`` of the
+   missing ones are down.
 3. Catch-up: the next push/pull comes early, a period later when newcomers were refused for
    the budget (``newcomers`` rule 1: a large join converges), ``CATCH_UP`` periods after a
    member held dead came back (``machine`` rule 9: a member that missed a refutation across a
@@ -15,8 +18,8 @@ Rules:
 4. Only asks: ``Outbox.sync`` records the exchange, the driver or simnet runs it over TCP.
 5. The initial join pushes and pulls with the first ``JOIN_SEEDS`` seeds only. One exchange
    is enough to enter (its state names everyone the seed knows, and the seed gossips our
-   alive on); a few more guard against seeds that are down, and rule 2 tries the others, one
-   a period, while we are alone. Every seed would cost node k of a cluster launched in order
+   alive on); a few more guard against seeds that are down, and rule 2 tries the others, a
+   few a period, while we are alone. Every seed would cost node k of a cluster launched in order
    k full-state exchanges, N^3/6 entries in all.
 """
 
@@ -97,8 +100,7 @@ class Resync:
 
     def _rejoin(self) -> None:
         missing = [s for s in self.seeds if not self._held_up(*s)]
-        if missing:
-            host, port = self._rng.choice(missing)
+        for host, port in self._rng.sample(missing, min(JOIN_SEEDS, len(missing))):
             self.outbox.sync(host, port, join=True)
 
     def _held_up(self, host: str, port: int) -> bool:

@@ -43,13 +43,16 @@ class Entry:
     boot: int
     changed: float
     suspicion: Suspicion | None = None
+    retired: tuple[int, ...] = ()  # boots a restart replaced here (``membership`` rule 4)
 
     def snapshot(self) -> Member:
         return Member(self.node_id, self.host, self.port, self.state, self.incarnation)
 
     def copy(self) -> Entry:
         e = self
-        return Entry(e.node_id, e.host, e.port, e.incarnation, e.state, e.boot, e.changed)
+        c = Entry(e.node_id, e.host, e.port, e.incarnation, e.state, e.boot, e.changed)
+        c.retired = e.retired
+        return c
 
 
 class Roster:

@@ -13,11 +13,12 @@ import pytest
 import yaml
 
 from bench.explore.plants import planted
-from scenarios import History, Verdict, load_scenario, run_scenario
+from scenarios import History, Verdict, load_scenario, properties, run_scenario
 from scenarios.aggregate import run_line
 from scenarios.explore import BUILT_IN, Options, Search, draw, load_property, run_search
 from scenarios.playing import scenario_of
 from scenarios.records import TRUSTED
+from scenarios.sim import run_sim
 from scenarios.spec import ScenarioError
 from tests.support.clusters import run_main
 
@@ -34,6 +35,17 @@ def test_a_draw_is_a_pure_function_of_its_seed_and_always_a_scenario() -> None:
         assert sc.duration > m["steps"][-1]["at"] + 10
     kinds = {k for s in range(300) for st in draw(s, Options())["steps"] for k in st}
     assert {"kill", "pause", "restart", "add", "partition", "loss", "delay", "heal"} <= kinds
+
+
+FOUND = sorted((Path(__file__).parent / "found").glob("failure-*.yaml"))
+
+
+@pytest.mark.parametrize("path", FOUND, ids=[p.stem for p in FOUND])
+def test_what_the_search_found_on_the_real_protocol_stays_fixed(path: Path) -> None:
+    sc = load_scenario(path, sim=True)
+    judged = properties.judged(sc, run_sim(sc))
+    assert judged is not None
+    assert judged["status"] == "pass", judged["detail"]
 
 
 def test_swim_ranges_are_drawn_within_bounds() -> None:

@@ -156,6 +156,30 @@ def test_a_suspected_member_that_restarted_comes_back_at_any_incarnation() -> No
     assert m0.table.get(2).boot == 12345  # type: ignore[union-attr]
 
 
+def test_the_ghost_of_an_earlier_boot_does_not_undo_a_restart() -> None:
+    """Rule 4, found by ``rt_cluster explore`` (tests/scenarios/found/failure-1615.yaml): a
+    member paused through a restart of member 2 wakes up gossiping 2's old boot. A member
+    that holds the new boot suspected took that ghost for yet another restart and went back
+    to the old boot, at a lower incarnation."""
+    net = settled()
+    m0 = net.machine(0)
+    old = net.machine(2).boot
+    net.restart(2)
+    new = net.machine(2).boot
+    assert net.until(lambda: m0.table.get(2).boot == new, timeout=RECOVERY)  # type: ignore[union-attr]
+    inc = m0.table.get(2).incarnation  # type: ignore[union-attr]
+    net.block(2, [0, 1])  # member 2 cannot refute what follows
+    net.inject(0, encode(Suspect(inc, 2, 1)), STRANGER)
+    net.run_for(0.0)
+    assert net.state(0, 2) == "suspected"
+    m0.receive(encode(Alive(0, 2, *net.address(2), old)), net.address(1), net.now)
+    assert m0.table.get(2).boot == new  # type: ignore[union-attr]
+    assert net.state(0, 2) == "suspected"
+    # A boot never held here is still a restart.
+    m0.receive(encode(Alive(0, 2, *net.address(2), old ^ new | 1)), net.address(2), net.now)
+    assert net.state(0, 2) == "alive"
+
+
 def test_a_spoofed_leave_is_refuted_without_push_pull() -> None:
     """Rule 6: the ack member 0 sends to member 2 carries the verdict; 2 hears and refutes."""
     net = settled(config=SwimConfig(pushpull_interval=0))

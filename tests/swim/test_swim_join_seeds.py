@@ -24,14 +24,16 @@ def test_the_join_pushes_and_pulls_with_the_first_seeds_only() -> None:
     assert all(s.join for s in out.syncs)
 
 
-def test_a_lone_member_tries_the_other_seeds_one_a_period() -> None:
+def test_a_lone_member_tries_the_other_seeds_a_few_a_period() -> None:
     m = _machine(SEEDS)
     m.join(0.0)
     asked: set[tuple[str, int]] = set()
     now = 0.0
-    for _ in range(200):  # nobody answers: still alone, a seed a period
+    for _ in range(200):  # nobody answers: still alone, a few seeds a period
         now += m.config.probe_interval
-        asked |= {(s.host, s.port) for s in m.tick(now).syncs if s.join}
+        syncs = [(s.host, s.port) for s in m.tick(now).syncs if s.join]
+        assert len(syncs) <= JOIN_SEEDS
+        asked |= set(syncs)
     assert asked - set(SEEDS[:JOIN_SEEDS])  # not only the first few
     assert asked <= set(SEEDS)
 
@@ -39,3 +41,13 @@ def test_a_lone_member_tries_the_other_seeds_one_a_period() -> None:
 def test_fewer_seeds_than_the_limit_are_all_asked() -> None:
     out = _machine(SEEDS[:2]).join(0.0)
     assert [(s.host, s.port) for s in out.syncs] == SEEDS[:2]
+
+
+def test_a_re_join_asks_every_missing_seed_up_to_the_limit() -> None:
+    """Found by ``rt_cluster explore`` (tests/scenarios/found/failure-15858.yaml): one seed a
+    re-join, drawn at random, kept drawing a killed seed, so a healed partition stayed split
+    for several ``rejoin_interval``s, past the bound that counts one."""
+    m = _machine(SEEDS[:2])
+    m.join(0.0)
+    out = m.tick(m.config.probe_interval)  # alone: the first re-join comes one period in
+    assert sorted((s.host, s.port) for s in out.syncs if s.join) == SEEDS[:2]
