@@ -150,6 +150,9 @@ REQUESTS: tuple[frames.Request, ...] = (
     frames.Pools(),
     frames.Migrate("800.0", 2),
     frames.Adopt("rt_bdev", "a", "800.0", "local", {"blocks": [b"\x00" * 8]}),
+    frames.Block("m1", "info"),
+    frames.Block("900.0", "write", 4096, 0, b"\x01" * 64),
+    frames.Block("900.0", "read", 4096, 64),
 )
 
 

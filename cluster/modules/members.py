@@ -83,11 +83,8 @@ async def resolve_member(
     errors: dict[str, str] = {}
     if req.node_id != "" and parse_node_id(req.node_id) is None:
         errors["node_id"] = f"not a node id: '{req.node_id[:40]}'"
-    elif req.node_id not in ("", str(runtime.node_id)):
-        errors["node_id"] = (
-            f"members are created on this node ({runtime.node_id}); node {req.node_id} "
-            "cannot be reached from here"
-        )
+    elif req.node_id not in ("", str(runtime.node_id)):  # a peer's: the array asks it
+        errors["node_id"] = f"node {req.node_id} is not this node ({runtime.node_id})"
     name = req.member_name
     why = name_error(name) if name else "required"
     existing = runtime.pools.by_name(name) if why is None else None

@@ -56,6 +56,7 @@ from cluster.storage import (
 )
 
 from .extents import ExtentDevice
+from .remote import serve_block
 
 if TYPE_CHECKING:
     from cluster.storage.erasure import Bytes as Rows
@@ -164,6 +165,10 @@ class BdevContainer(ExtentDevice):
         self.meter = IoMeter()
         self.store: Store | None = None
         self._yielded_ns = 0  # perf_counter_ns of the last yield of an I/O run inline
+
+    async def serve_block(self, op: str, offset: int, size: int, data: bytes) -> Any:
+        """A peer's array uses this device as a member (``remote`` rule 1)."""
+        return await serve_block(self, op, offset, size, data)
 
     async def start(self) -> None:
         path = self.runtime.settings.data_dir / f"bdev-{self.info.pool_id}.img"

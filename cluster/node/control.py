@@ -1,4 +1,5 @@
-"""What a node answers over its RPC: the monitor frames, and the control operations that
+"""What a node answers over its RPC: the monitor frames, block I/O on its devices for arrays
+on other nodes (``cluster.modules.remote``), and the control operations that
 ``rt_run`` and the launcher send (identity, stop, faults, compose, pools, migrate, adopt).
 
 Rules:
@@ -34,6 +35,7 @@ from cluster.runtime import UnknownNode
 
 from .frames import (
     Adopt,
+    Block,
     Compose,
     Faults,
     Identity,
@@ -113,6 +115,7 @@ class Control:
         return {
             Monitor: self.monitor,
             PoolMonitor: self.pool_monitor,
+            Block: self.block,
             Identity: self.identity,
             Stop: self.stop,
             Faults: self.faults,
@@ -128,6 +131,9 @@ class Control:
     async def pool_monitor(self, req: PoolMonitor) -> Any:
         pool_id = PoolId.parse(req.pool_id)
         return await self.runtime.local_pool_monitor(pool_id, req.query, req.params)
+
+    async def block(self, req: Block) -> Any:
+        return await self.runtime.local_block(req.pool, req.op, req.offset, req.size, req.data)
 
     def _identity(self) -> JSON:
         return {

@@ -1,6 +1,6 @@
 """The node RPC's frames: one frozen record per request kind, and the two reply records.
 
-    Request := Monitor | PoolMonitor | Swim                        {"k": kind, ...}
+    Request := Monitor | PoolMonitor | Swim | Block                {"k": kind, ...}
              | Identity | Stop | Faults | Compose | Pools         {"k": "control", "op": name,
              | Migrate | Adopt                                     ...}
     Reply   := Ok(body) | Err(status, message)                     {"ok": true, "body": ...}
@@ -18,7 +18,8 @@ Rules:
 3. ``Swim`` is the membership protocol's own frame: it is carried whole (``message``, ``"k"``
    included) to ``SwimHandle.handle_tcp``, and its reply is sent as that handler returns it.
 4. Each request kind has a size: ``MAX_BYTES`` of its frame (64 KiB for the small kinds, 1 MiB
-   for a compose section, 16 MiB for a migrating pool and the membership's push/pull state).
+   for a compose section, a block run plus 64 KiB for a ``Block`` I/O, 16 MiB for a migrating
+   pool and the membership's push/pull state).
    ``frame_limit`` reads the kind from a frame's first bytes, before its body is read (``encode``
    puts ``k`` and ``op`` first); ``decode_frame`` checks it again on the whole frame.
 5. ``decode_frame`` bounds what a frame costs once decoded: at most ``MAX_VALUES`` msgpack
@@ -36,6 +37,7 @@ from typing import Any, ClassVar
 import msgpack
 
 import swim
+from cluster.runtime import BLOCK_IO
 
 __all__ = [
     "MAX_FRAME",
@@ -43,6 +45,7 @@ __all__ = [
     "SMALL_FRAME",
     "Adopt",
     "BadFrame",
+    "Block",
     "Call",
     "Compose",
     "Decoded",
@@ -107,6 +110,22 @@ class Swim:
     KIND: ClassVar[tuple[str, str | None]] = ("swim", None)
     MAX_BYTES: ClassVar[int] = MAX_FRAME  # swim's own push/pull bound is smaller
     message: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One operation on the receiving node's block device ``pool`` (an id, or an rt_bdev pool
+    name): an array's member there. ``op`` is one of ``cluster.runtime.BLOCK_OPS``; ``offset``
+    and ``size`` place it, ``data`` is what a write stores. Sizes and ranges are the handler's
+    to check (``BLOCK_IO`` at most)."""
+
+    KIND: ClassVar[tuple[str, str | None]] = ("block", None)
+    MAX_BYTES: ClassVar[int] = BLOCK_IO + SMALL_FRAME
+    pool: str
+    op: str
+    offset: int = 0
+    size: int = 0
+    data: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +196,7 @@ class Adopt:
     state: Mapping[str, Any] = field(default_factory=dict)
 
 
-Call = Monitor | PoolMonitor | Identity | Stop | Faults | Compose | Pools | Migrate | Adopt
+Call = Monitor | PoolMonitor | Block | Identity | Stop | Faults | Compose | Pools | Migrate | Adopt
 Request = Call | Swim
 
 
@@ -237,6 +256,18 @@ class _Fields:
             raise self._bad(key, "finite")
         return value
 
+    def whole(self, key: str, default: Any = _MISSING) -> int:
+        value = self._get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(key, "an integer")
+        return value
+
+    def blob(self, key: str, default: Any = _MISSING) -> bytes:
+        value = self._get(key, default)
+        if not isinstance(value, bytes):
+            raise self._bad(key, "binary")
+        return value
+
     def text_or_int(self, key: str) -> str | int:
         value = self._get(key, _MISSING)
         if isinstance(value, bool) or not isinstance(value, str | int):
@@ -272,6 +303,13 @@ _DECODERS: dict[tuple[str, str | None], Callable[[_Fields], Request]] = {
     Monitor.KIND: lambda f: Monitor(f.text("query"), f.text_map("params")),
     PoolMonitor.KIND: lambda f: PoolMonitor(
         f.text("pool_id"), f.text("query"), f.text_map("params")
+    ),
+    Block.KIND: lambda f: Block(
+        f.text("pool"),
+        f.text("op"),
+        f.whole("offset", 0),
+        f.whole("size", 0),
+        f.blob("data", b""),
     ),
     Identity.KIND: lambda f: Identity(),
     Stop.KIND: lambda f: Stop(),
@@ -313,6 +351,7 @@ _RECORDS: tuple[type[Request], ...] = (
     Monitor,
     PoolMonitor,
     Swim,
+    Block,
     Identity,
     Stop,
     Faults,

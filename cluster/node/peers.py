@@ -21,7 +21,7 @@ import swim
 from cluster.ground.errors import PeerUnavailable, PeerUnreachable
 from cluster.runtime import FORWARD_TIMEOUT, MemberLike
 
-from .frames import Call, Monitor, PoolMonitor
+from .frames import Block, Call, Monitor, PoolMonitor
 from .rpc import rpc_call
 
 __all__ = ["RpcPeers"]
@@ -71,3 +71,9 @@ class RpcPeers:
     ) -> Any:
         """The monitor answer of ``member``'s container of ``pool_id``."""
         return await self.call(member, PoolMonitor(pool_id, query, dict(params)))
+
+    async def block(
+        self, member: MemberLike, pool: str, op: str, offset: int, size: int, data: bytes
+    ) -> Any:
+        """One block operation on ``member``'s device ``pool``."""
+        return await self.call(member, Block(pool, op, offset, size, data))

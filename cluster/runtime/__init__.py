@@ -44,6 +44,8 @@ from .membership import (
 from .module import Container, Module, ModuleContext, PoolInfo, PoolTable
 from .nodestate import Forwarder, NodeState
 from .peers import (
+    BLOCK_IO,
+    BLOCK_OPS,
     FORWARD_TIMEOUT,
     Peers,
     Routing,
@@ -63,6 +65,8 @@ from .workers import PeriodicTask, WorkerPool, parse_period
 from .workload import serve_workload, startup_compose
 
 __all__ = [
+    "BLOCK_IO",
+    "BLOCK_OPS",
     "BUILTIN",
     "FORWARD_TIMEOUT",
     "MAX_NAME",

@@ -28,6 +28,7 @@ from cluster.ground.errors import (
     ApiError,
     BadRequest,
     Conflict,
+    NotFound,
     PeerUnavailable,
     PeerUnreachable,
     PoolGone,
@@ -124,6 +125,14 @@ class RuntimeCore:
             raise UnknownNode(node)
         return nid
 
+    def node_state(self, node_id: int) -> str | None:
+        """How the membership holds ``node_id`` (``alive``, ``suspected``, ``dead``, ``left``);
+        None when it is not in the host table."""
+        for m in self.membership.members():
+            if m.node_id == node_id:
+                return str(m.state)
+        return None
+
     def member(self, node_id: int) -> MemberLike:
         for m in self.membership.members():
             if m.node_id == node_id:
@@ -145,6 +154,37 @@ class RuntimeCore:
             except PeerUnreachable as exc:
                 raise PeerUnreachable(f"node {node_id} did not answer {what}: {exc}") from None
         raise PeerUnavailable(f"{what} timed out after {self.forward_timeout:g}s")
+
+    async def peer_block(
+        self,
+        node_id: int,
+        pool: str,
+        op: str,
+        *,
+        offset: int = 0,
+        size: int = 0,
+        data: bytes = b"",
+    ) -> Any:
+        """One block operation on node ``node_id``'s device ``pool`` (an array member there)."""
+        return await self.forward(
+            node_id,
+            f"block {op} on {pool[:40]}",
+            lambda peers, m: peers.block(m, pool, op, offset, size, data),
+        )
+
+    async def local_block(self, pool: str, op: str, offset: int, size: int, data: bytes) -> Any:
+        """A peer's block operation on this node's device ``pool`` (an id, or a name)."""
+        if pool[:1].isdigit():
+            container = self.pools.get(PoolId.parse(pool))
+        else:
+            found = self.pools.by_name(pool)
+            if found is None:
+                raise NotFound(f"no pool named '{pool[:80]}' on node {self.node_id}")
+            container = found
+        try:
+            return await container.serve_block(op, offset, size, data)
+        except PoolGone:
+            raise Conflict(f"pool {pool[:80]} was destroyed while the operation ran") from None
 
     async def local_pool_monitor(
         self, pool_id: PoolId, query: str, params: Mapping[str, str]

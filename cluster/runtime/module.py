@@ -103,6 +103,23 @@ class ModuleContext(Protocol):
     def admin_monitor(self, query: str, params: Mapping[str, str]) -> JSON:
         """The admin pool's monitor answer for this node."""
 
+    def node_state(self, node_id: int) -> str | None:
+        """How this node's membership holds ``node_id``: ``alive``, ``suspected``, ``dead``
+        or ``left`` (None: not in the host table)."""
+
+    async def peer_block(
+        self,
+        node_id: int,
+        pool: str,
+        op: str,
+        *,
+        offset: int = 0,
+        size: int = 0,
+        data: bytes = b"",
+    ) -> Any:
+        """One block operation on node ``node_id``'s device ``pool`` (an id or a name),
+        bounded by the forward timeout; ``PeerUnavailable`` when the node does not answer."""
+
 
 @dataclass(frozen=True, slots=True)
 class PoolInfo:
@@ -176,6 +193,14 @@ class Container:
 
     def stats(self) -> JSON:
         return {"pool_name": self.info.pool_name}
+
+    async def serve_block(self, op: str, offset: int, size: int, data: bytes) -> Any:
+        """One block operation a peer asks of this pool (``BLOCK_OPS``): block devices that
+        lend themselves to arrays on other nodes override it."""
+        raise BadRequest(
+            f"pool {self.info.pool_id} ({self.info.mod_name}) is not a block device other "
+            "nodes can use"
+        )
 
     def export_state(self) -> JSON:
         """What ``rt_run migrate`` sends to the new node; by default the config only."""

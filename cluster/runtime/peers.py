@@ -29,6 +29,8 @@ from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_int, shown
 from .membership import MemberLike
 
 __all__ = [
+    "BLOCK_IO",
+    "BLOCK_OPS",
     "FORWARD_TIMEOUT",
     "LOCAL_NAMES",
     "MAX_RANGE_COUNT",
@@ -42,6 +44,8 @@ __all__ = [
 ]
 
 FORWARD_TIMEOUT = 5.0  # seconds: the bound on every forward
+BLOCK_IO = 1 << 20  # bytes one block read or write between nodes moves (an array's run)
+BLOCK_OPS = ("info", "allocate", "free", "read", "write")  # what a peer's device serves
 LOCAL_NAMES = ("local", "self")
 LOCAL_ROUTINGS = ("", "local", "dynamic")
 MAX_RANGE_COUNT = 4096  # nodes one range names: more than a cluster holds (rt_cluster: 1024)
@@ -150,3 +154,10 @@ class Peers(Protocol):
     async def pool_monitor(
         self, member: MemberLike, pool_id: str, query: str, params: Mapping[str, str]
     ) -> Any: ...
+
+    async def block(
+        self, member: MemberLike, pool: str, op: str, offset: int, size: int, data: bytes
+    ) -> Any:
+        """One operation (``BLOCK_OPS``) on ``member``'s block device ``pool`` (an id or a
+        name): an array member on a peer."""
+        ...

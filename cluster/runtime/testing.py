@@ -225,6 +225,12 @@ class FakePeers:
         request = {"k": "pool_monitor", "pool_id": pool_id, "query": query, "params": dict(params)}
         return await self._call(member, request)
 
+    async def block(
+        self, member: MemberLike, pool: str, op: str, offset: int, size: int, data: bytes
+    ) -> Any:
+        request = {"k": "block", "pool": pool, "op": op, "offset": offset, "size": size}
+        return await self._call(member, {**request, "data": data})
+
     async def _call(self, member: MemberLike, request: JSON) -> Any:
         node_id = member.node_id
         self.calls.append((node_id, request))

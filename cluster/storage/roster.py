@@ -30,6 +30,7 @@ class ArrayMember:
     pool_id: PoolId
     base: int  # byte offset of the array's region on the member device
     state: MemberState = MemberState.ACTIVE
+    node_id: int | None = None  # the node that holds the device; None: the array's own
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from ..mutators import msgpack_mutator
 
 custom_mutator = msgpack_mutator("rpc_frame")
 
-SIZES = {frames.SMALL_FRAME, frames.MAX_FRAME, 1024 * 1024}
+SIZES = {frames.SMALL_FRAME, frames.MAX_FRAME, 1024 * 1024, frames.Block.MAX_BYTES}
 
 
 def test_one_input(data: bytes) -> bool:

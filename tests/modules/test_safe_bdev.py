@@ -109,13 +109,19 @@ async def test_member_route_errors(runtime: Runtime) -> None:
     with pytest.raises(ValidationFailed) as info:
         await call_route(
             runtime, "rt_safe_bdev", "POST", f"{pid}/add_member",
-            {"member_name": "nope", "capacity": "7Q", "bdev_type": "tape", "node_id": "5"},
+            {"member_name": "nope", "capacity": "7Q", "bdev_type": "tape", "node_id": "x5"},
         )  # fmt: skip
     assert info.value.errors == {
-        "node_id": "members are created on this node (0); node 5 cannot be reached from here",
+        "node_id": "not a node id: 'x5'",
         "bdev_type": "member bdevs here are 'file' or 'ram'",
         "capacity": "unparseable size '7Q'",
     }
+    with pytest.raises(ValidationFailed) as info:
+        await call_route(
+            runtime, "rt_safe_bdev", "POST", f"{pid}/add_member",
+            {"member_name": "m", "node_id": "5"},
+        )  # fmt: skip
+    assert info.value.errors == {"node_id": "node 5 is not in the host table"}
     with pytest.raises(ValidationFailed) as info:
         await call_route(
             runtime, "rt_safe_bdev", "POST", f"{pid}/add_member", {"member_name": "nope"}

@@ -16,6 +16,7 @@ from cluster.node.frames import (
     SMALL_FRAME,
     Adopt,
     BadFrame,
+    Block,
     Compose,
     Err,
     Faults,
@@ -36,6 +37,7 @@ from cluster.node.frames import (
     frame_limit,
     unpack_untrusted,
 )
+from cluster.runtime import BLOCK_IO
 from tests.support.strategies import msgpack_scalars, msgpack_values
 
 # The maps the five modules built by hand before the frames were typed: the wire is unchanged.
@@ -46,6 +48,10 @@ WIRE: list[tuple[Request, dict[str, Any]]] = [
         {"k": "pool_monitor", "pool_id": "1.0", "query": "stats", "params": {"a": "b"}},
     ),
     (Swim({"k": "swim", "op": "induct"}), {"k": "swim", "op": "induct"}),
+    (
+        Block("900.0", "write", 4096, 0, b"ab"),
+        {"k": "block", "pool": "900.0", "op": "write", "offset": 4096, "size": 0, "data": b"ab"},
+    ),
     (Identity(), {"k": "control", "op": "identity"}),
     (Stop(), {"k": "control", "op": "stop"}),
     (
@@ -103,6 +109,10 @@ def test_every_request_kind_has_a_wire_example() -> None:
         {"k": "control", "op": "adopt", "mod_name": "m", "pool_name": "p", "pool_id": 3},
         {"k": "control", "op": "adopt", "mod_name": "m", "pool_name": "p", "pool_id": "3.0",
          "state": {1: 2}},
+        {"k": "block", "op": "read"},
+        {"k": "block", "pool": "1.0", "op": "read", "offset": None},
+        {"k": "block", "pool": "1.0", "op": "read", "size": 1.5},
+        {"k": "block", "pool": "1.0", "op": "write", "data": "text, not bytes"},
     ],
 )  # fmt: skip
 def test_malformed_requests_are_bad_frames(obj: Any) -> None:
@@ -120,11 +130,11 @@ def test_missing_fields_with_defaults_take_them() -> None:
 # -- properties ------------------------------------------------------------------------------
 
 _any = msgpack_values(msgpack_scalars(10), width=4, key_size=8, max_leaves=12)
-_kinds = st.sampled_from(["monitor", "pool_monitor", "swim", "control", "nope"])
+_kinds = st.sampled_from(["monitor", "pool_monitor", "swim", "control", "block", "nope"])
 _ops = st.sampled_from(["identity", "stop", "faults", "compose", "pools", "migrate", "adopt"])
 _keys = st.sampled_from(
-    ["query", "params", "pool_id", "action", "peer", "value", "peers", "entries", "to",
-     "mod_name", "pool_name", "pool_query", "state"]
+    ["query", "params", "pool_id", "pool", "op", "offset", "size", "data", "action", "peer",
+     "value", "peers", "entries", "to", "mod_name", "pool_name", "pool_query", "state"]
 )  # fmt: skip
 
 
@@ -212,6 +222,7 @@ def test_only_the_migrating_kinds_get_large_frames() -> None:
     sizes = {type(r).__name__: r.MAX_BYTES for r, _ in WIRE}
     assert sizes.pop("Adopt") == sizes.pop("Swim") == MAX_FRAME
     assert sizes.pop("Compose") == 1 << 20
+    assert sizes.pop("Block") == BLOCK_IO + SMALL_FRAME  # one run of an array's I/O
     assert set(sizes.values()) == {SMALL_FRAME}
     # a kind named anywhere but first, or no kind at all, gets the smallest size
     late = msgpack.packb({"pool_id": "1.0", "k": "control", "op": "adopt"})

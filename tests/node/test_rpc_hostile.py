@@ -16,6 +16,7 @@ import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgpack
@@ -25,6 +26,7 @@ import trio
 
 from cluster.ground.errors import ApiError
 from cluster.node import Adopt, Identity, encode, rpc_call
+from cluster.node.frames import Block
 from tests.support import HOST, Child, Harness, wait_for
 
 pytestmark = pytest.mark.slow
@@ -197,3 +199,45 @@ def test_the_runtime_port_survives_hostile_connections(
         f"\nRSS {rss.start / 1e6:.0f} -> peak {rss.peak / 1e6:.0f} MB; nofile {soft}/{hard}; "
         f"answers in {during_flood:.3f}s during the flood, {after:.3f}s after; counted {counted}"
     )
+
+
+def test_hostile_block_frames_are_refused_and_change_nothing(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """The block door (``cluster.modules.remote`` rule 1): every hostile operation on a peer's
+    device is a 400 with one reason, the device's space is unchanged, and the node answers."""
+    node = start_node(harness, tmp_path)
+    harness.wait_ready(node, timeout=60)
+    url = harness.dashboard_url(node, timeout=60)
+    form = {"pool_name": "lent", "pool_id": "900.0", "bdev_type": "ram", "capacity": "1M"}
+    assert httpx.post(url + "/api/mod/rt_bdev/create", data=form, timeout=30).status_code == 200
+
+    def ask(op: str, pool: str = "900.0", **fields: Any) -> Any:
+        return trio.run(rpc_call, HOST, node.port, Block(pool, op, **fields), 5.0)
+
+    before = ask("info")
+    extent = ask("allocate", size=4096)
+    hostile = [
+        ("read", {"offset": 0, "size": (1 << 20) + 1}),  # more than one run
+        ("read", {"offset": (1 << 20) - 10, "size": 100}),  # past the end
+        ("read", {"offset": -1, "size": 10}),
+        ("write", {"offset": (1 << 20) - 1, "data": b"xy"}),
+        ("free", {"offset": 1, "size": 4096}),  # not aligned
+        ("free", {"offset": 0, "size": 0}),
+        ("free", {"offset": 1 << 40, "size": 4096}),  # outside
+        ("free", {"offset": 8192, "size": 4096}),  # never allocated: a double free
+        ("allocate", {"size": 1 << 40}),
+        ("allocate", {"size": 0}),
+        ("format", {}),
+    ]
+    for op, fields in hostile:
+        with pytest.raises(ApiError) as info:
+            ask(op, **fields)
+        assert info.value.status == 400, (op, fields, info.value)
+    for pool in ("1.0", "nope", "9.9"):  # the admin pool, an unknown name, an unknown id
+        with pytest.raises(ApiError) as info:
+            ask("info", pool)
+        assert info.value.status in (400, 404), (pool, info.value)
+    ask("free", offset=extent["offset"], size=extent["size"])
+    assert ask("info") == before
+    assert httpx.get(url + "/api/health", timeout=5).status_code == 200

@@ -29,8 +29,8 @@ from typing import Any
 
 import trio
 
-from cluster.ground.errors import Conflict, NotFound
-from cluster.ground.ids import PoolId
+from cluster.ground.errors import Conflict, ValidationFailed
+from cluster.ground.ids import PoolId, parse_node_id
 from cluster.ground.parse import ParseError, float_value
 from cluster.runtime import parse_period
 from cluster.storage import (
@@ -47,9 +47,11 @@ from cluster.storage import (
 )
 
 from ..extents import ExtentDevice
-from ..members import MemberRequest, find_block_store, member_names, resolve_member
+from ..members import MemberRequest, member_names, resolve_member
 from ..rt_bdev import BdevContainer
 from . import member_ops
+from .devices import MemberDevices
+from .ledger import WriteLedger
 
 __all__ = ["DEFAULT_CHUNK", "DEFAULT_PACE_S", "MAX_PACE_S", "SafeBdevContainer", "pace_of"]
 
@@ -88,17 +90,24 @@ class SafeBdevContainer(ExtentDevice):
         self.pace_s = pace_of(self.config)
         self._run_started: float | None = None  # trio time the last recovery run started
         self._run_ended: float | None = None  # ... and ended (None while it runs)
+        self.devices = MemberDevices(self.runtime)  # where the members live
+        self.ledger = WriteLedger()  # the durability check's acknowledged writes
 
     # -- composition ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        data = [self._bdev(n) for n in member_names(self.config.get("members"))]
-        parity = [self._bdev(n) for n in member_names(self.config.get("parity_members"))]
+        named = self.devices.named
+        data = [await named(n) for n in member_names(self.config.get("members"))]
+        parity = [await named(n) for n in member_names(self.config.get("parity_members"))]
         slots = min(b.largest_free for b in data + parity) // self.chunk if data else 0
         if slots <= 0:
             raise Conflict(f"members of {self.info.pool_name} have no free space")
         for j in range(len(parity), self.max_failures):
             parity.append(await self._create_member(f"{self.info.pool_name}_p{j}", data[0], slots))
+        taken: list[PoolId] = []
+        for b in data + parity:
+            self.devices.check_distinct(None, taken, b)
+            taken.append(self.devices.pool_id(b))
         members = [await self.claim(b, slots) for b in data + parity]
         recover_s = parse_period(self.config.get("recover_period_s", 0.2))
         scrub_s = parse_period(self.config.get("scrub_period_s", 2.0))
@@ -122,35 +131,47 @@ class SafeBdevContainer(ExtentDevice):
         for pool_id in [*self._claims, *(b.info.pool_id for b in self._created)]:
             await self.give_back(pool_id)
 
-    def _bdev(self, name: str) -> BdevContainer:
-        found = self.runtime.pools.by_name(name, "rt_bdev")
-        if not isinstance(found, BdevContainer):
-            raise NotFound(f"no rt_bdev pool named '{name}'")
-        return found
-
-    async def _create_member(self, name: str, like: BdevContainer, slots: int) -> BdevContainer:
-        bdev_type = like.bdev_type if like.bdev_type in ("ram", "file") else "ram"
+    async def _create_member(self, name: str, like: BlockStore, slots: int) -> BlockStore:
+        kind = like.bdev_type if isinstance(like, BdevContainer) else "ram"
+        bdev_type = kind if kind in ("ram", "file") else "ram"
         req = MemberRequest(name, str(slots * self.chunk), bdev_type)
         return await self.resolve_member(req, slots * self.chunk)
 
-    async def resolve_member(self, req: MemberRequest, needed: int) -> BdevContainer:
-        """The device ``req`` names or creates, with ``needed`` free bytes for this array."""
+    async def resolve_member(self, req: MemberRequest, needed: int) -> BlockStore:
+        """The device ``req`` names or creates, with ``needed`` free bytes for this array: on
+        node ``req.node_id`` when that is a peer (found there by name, ``devices`` rule 1)."""
+        node_id = parse_node_id(req.node_id) if req.node_id else None
+        if self.devices.is_remote(node_id):
+            assert node_id is not None
+            if self.runtime.node_state(node_id) is None:
+                raise ValidationFailed({"node_id": f"node {node_id} is not in the host table"})
+            store = await self.devices.on_node(node_id, req.member_name)
+            if store.largest_free < needed:
+                raise Conflict(
+                    f"'{req.member_name}' on node {node_id} has {store.largest_free} bytes "
+                    f"free; the array needs {needed}"
+                )
+            self.devices.check_distinct(self.array, [], store)
+            return store
         member_of = partial(member_ops.member_of, self.runtime)
         bdev, created = await resolve_member(self.runtime, req, needed, member_of)
         if created:
             self._created.append(bdev)
         return bdev
 
-    async def claim(self, bdev: BdevContainer, slots: int) -> ArrayMember:
+    async def claim(self, bdev: BlockStore, slots: int) -> ArrayMember:
         """Allocate the array's region on ``bdev``: the member record of that device."""
         extent = await bdev.allocate(slots * self.chunk)
-        self._claims.setdefault(bdev.info.pool_id, []).append(extent)
-        return ArrayMember(bdev.info.pool_name, bdev.info.pool_id, extent.offset)
+        self._claims.setdefault(self.devices.pool_id(bdev), []).append(extent)
+        return self.devices.member(bdev, extent.offset)
+
+    def device_id(self, bdev: BlockStore) -> PoolId:
+        return self.devices.pool_id(bdev)
 
     async def release(self, pool_id: PoolId) -> None:
         """Free the regions this array holds on device ``pool_id`` (a device that is gone or
         broken keeps them: its space is its own)."""
-        store = find_block_store(self.runtime, pool_id)
+        store = self.devices.open(pool_id)
         for extent in list(self._claims.get(pool_id, ())):
             try:
                 if store is not None:
@@ -194,7 +215,7 @@ class SafeBdevContainer(ExtentDevice):
             self._member_change = None
 
     def _open_member(self, pool_id: PoolId) -> BlockStore | None:
-        return find_block_store(self.runtime, pool_id)
+        return self.devices.open(pool_id)
 
     async def _run_op(self, method: str, size_kib: float, fn: Callable[[], Awaitable[Any]]) -> Any:
         async def task() -> Any:
@@ -252,6 +273,14 @@ class SafeBdevContainer(ExtentDevice):
 
     async def _recover_tick(self) -> None:
         array = self.require_array()
+        for p in self.devices.lost(array):  # ``devices`` rule 3
+            log.warning(
+                "array %s: member %s is faulty: node %s is down",
+                self.info.pool_name,
+                array.member(p).pool_name,
+                array.member(p).node_id,
+            )
+            array.set_state(p, MemberState.FAULTY)
         with self.operation():
             if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
                 self._run_started, self._run_ended = trio.current_time(), None
@@ -305,6 +334,9 @@ class SafeBdevContainer(ExtentDevice):
                 "index": p if p < a.k else p - a.k,
                 "pool_name": a.member(p).pool_name,
                 "pool_id": str(a.member(p).pool_id),
+                "node_id": self.runtime.node_id
+                if a.member(p).node_id is None
+                else a.member(p).node_id,
                 "state": str(a.member(p).state),
                 "recovering": a.member(p).state == MemberState.RECOVERING,
             }

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import logging
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any, Protocol
 
 from cluster.ground.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.ground.ids import PoolId
 from cluster.runtime import ModuleContext
-from cluster.storage import Allocator, ArrayMember, MemberState, StripeArray
+from cluster.storage import Allocator, ArrayMember, BlockStore, MemberState, StripeArray
 
 from ..members import MemberRequest
-from ..rt_bdev import BdevContainer
 
 __all__ = ["MemberHost", "add_member", "member_of", "remove_member", "replace_member"]
 
@@ -49,8 +49,9 @@ class MemberHost(Protocol):
         """The started array, while this change is the only one running (rule 1)."""
 
     def require_array(self) -> StripeArray: ...
-    async def resolve_member(self, req: MemberRequest, needed: int) -> BdevContainer: ...
-    async def claim(self, bdev: BdevContainer, slots: int) -> ArrayMember: ...
+    async def resolve_member(self, req: MemberRequest, needed: int) -> BlockStore: ...
+    async def claim(self, bdev: BlockStore, slots: int) -> ArrayMember: ...
+    def device_id(self, bdev: BlockStore) -> PoolId: ...
     async def release(self, pool_id: PoolId) -> None: ...
     async def give_back(self, pool_id: PoolId) -> None: ...
 
@@ -90,7 +91,7 @@ async def _new_member(c: MemberHost, req: MemberRequest, slots: int) -> ArrayMem
     try:
         return await c.claim(bdev, slots)
     except Exception:
-        await c.give_back(bdev.info.pool_id)
+        await c.give_back(c.device_id(bdev))
         raise
 
 
@@ -166,10 +167,7 @@ async def replace_member(c: MemberHost, failed_pool_id: str, req: MemberRequest)
         except Exception:
             await c.give_back(member.pool_id)
             raise
-        array.set_member(
-            position,
-            ArrayMember(member.pool_name, member.pool_id, member.base, MemberState.RECOVERING),
-        )
+        array.set_member(position, replace(member, state=MemberState.RECOVERING))
         array.recovery.generation += 1
         await c.release(old.pool_id)
     return {

@@ -30,10 +30,12 @@ from cluster.api import (
     pool_id_field,
     pool_name_field,
 )
-from cluster.ground.parse import ParseError, int_value, size_value
+from cluster.ground.errors import BadRequest
+from cluster.ground.parse import ParseError, int_value, parse_int, size_value
 from cluster.runtime import parse_period
 
 from ..members import MemberRequest, member_names
+from ..remote import split_member
 from ..rt_bdev import BdevContainer
 from .container import DEFAULT_CHUNK, SafeBdevContainer, pace_of
 from .member_ops import member_of
@@ -44,6 +46,7 @@ JSON = dict[str, Any]
 
 
 MAX_FAILURES = 64
+MAX_SEED = (1 << 63) - 1
 MIN_CHUNK, MAX_CHUNK = 512, 1 << 20  # bytes
 
 # The documented parameters and answers of the member routes (``/openapi.json``).
@@ -59,7 +62,11 @@ _NEW_MEMBER = (
     ),
     ApiParam("capacity", apidoc.SIZE, "size of a device made for the member"),
     ApiParam("bdev_type", apidoc.one_of("", "file", "ram"), "type of a made device (file)"),
-    ApiParam("node_id", doc="this node's id (members are made here)"),
+    ApiParam(
+        "node_id",
+        doc="the node that holds the member (default: this one); a peer's rt_bdev pool is "
+        "found there by name, never made from here",
+    ),
 )
 _MEMBER_SPECS = {
     "add_member": ApiSpec(
@@ -90,6 +97,27 @@ _MEMBER_SPECS = {
         ),
         errors=apidoc.POOL_ERRORS,
         fields=True,
+    ),
+    "durability": ApiSpec(
+        params=(
+            apidoc.POOL_PARAM,
+            ApiParam("op", apidoc.one_of("write", "check"), "write records, or check them", True),
+            ApiParam("count", doc="records to write (write)"),
+            ApiParam("size", doc="bytes of each record (write)"),
+            ApiParam("seed", doc="the records' bytes are drawn from it (write)"),
+        ),
+        body=apidoc.obj(
+            {},
+            {
+                "acknowledged": apidoc.INTEGER,
+                "failed": apidoc.INTEGER,
+                "records": apidoc.INTEGER,
+                "checked": apidoc.INTEGER,
+                "lost_count": apidoc.INTEGER,
+                "lost": {"type": "array"},
+            },
+        ),
+        errors=apidoc.POOL_ERRORS,
     ),
     "remove_member": ApiSpec(
         params=(
@@ -195,9 +223,16 @@ class SafeBdevModule(HttpModule):
     def _member_errors(self, names: list[str], chunk: int) -> list[str]:
         msgs: list[str] = []
         for i, name in enumerate(names):
-            found = self.runtime.pools.by_name(name)
+            try:
+                local, node_id = split_member(name)
+            except BadRequest as exc:
+                msgs.append(exc.message)
+                continue
+            found = self.runtime.pools.by_name(local)
             if name in names[:i]:
                 msgs.append(f"'{name}' is listed twice")
+            elif node_id is not None and node_id != self.runtime.node_id:
+                continue  # a peer's device: found when the array starts (``devices`` rule 1)
             elif found is None:
                 msgs.append(f"no pool named '{name}' exists")
             elif not isinstance(found, BdevContainer) or found.closed:
@@ -275,12 +310,36 @@ class SafeBdevModule(HttpModule):
             ),
             ModuleRoute(
                 "POST",
+                "{pool}/durability",
+                self._durability,
+                "Write checksummed records and keep the acknowledged ones (op=write, count, "
+                "size, seed), or read every one back (op=check): lost writes are named",
+                _MEMBER_SPECS["durability"],
+            ),
+            ModuleRoute(
+                "POST",
                 "{pool}/remove_member",
                 self._remove_member,
                 "Take a member out of service (fields: member_pool_id[, was_faulty])",
                 _MEMBER_SPECS["remove_member"],
             ),
         ]
+
+    async def _durability(self, call: RouteCall) -> JSON:
+        array = self.pool_of(call, SafeBdevContainer)
+        op = call.require("op")
+        if op == "check":
+            return await array.ledger.check(array)
+        if op != "write":
+            raise BadRequest(f"op is 'write' or 'check', not '{op[:40]}'")
+        try:
+            count, size, seed = (
+                parse_int(call.params.get(k, d), low=0, high=MAX_SEED, what=k)
+                for k, d in (("count", "100"), ("size", "4096"), ("seed", "0"))
+            )
+        except ParseError as exc:
+            raise BadRequest(str(exc)) from None
+        return await array.ledger.write(array, count, size, seed)
 
     async def _add_member(self, call: RouteCall) -> JSON:
         array = self.pool_of(call, SafeBdevContainer)

@@ -1,0 +1,175 @@
+"""Array members on other nodes: the block device a peer lends (``serve_block``) and the one
+an array uses in its place (``RemoteStore``), one ``Block`` frame of the node RPC per call.
+
+Rules:
+1. Only an ``rt_bdev`` device serves other nodes (``Container.serve_block``), and only five
+   operations (``cluster.runtime.BLOCK_OPS``):
+   ``info``, ``allocate``, ``free``, ``read``, ``write``. Every field is checked before the
+   device is touched: a read or write moves at most ``BLOCK_IO`` bytes and lies inside the
+   device; a free names an aligned, allocated extent inside it (a double free is refused,
+   never merged). A refusal is a ``BadRequest`` (400), and nothing changed.
+2. ``RemoteStore`` is a ``BlockStore``: the array reads and writes it as it does a local
+   device, and every call is bounded by the runtime's forward timeout (5 s). A peer that is
+   down, cut off or silent is a ``PeerUnavailable``, which the array takes as a failed I/O
+   (the member turns ``faulty``).
+3. A member is written ``name@node`` in an array's ``members`` (``m1@1``: the rt_bdev pool
+   ``m1`` on node 1); a name without ``@`` is this node's. ``split_member`` reads it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from cluster.ground.errors import BadRequest, PeerUnreachable
+from cluster.ground.ids import PoolId, parse_node_id
+from cluster.runtime import BLOCK_IO, BLOCK_OPS
+from cluster.storage import BlockStore, Buffer, Extent, IoMeter, IoSnapshot
+
+from .extents import ExtentDevice
+
+__all__ = ["BlockPeer", "RemoteStore", "serve_block", "split_member"]
+
+
+def split_member(text: str) -> tuple[str, int | None]:
+    """``name@node`` -> (name, node id); a bare name -> (name, None). BadRequest when the part
+    after ``@`` is not a node id."""
+    name, at, node = text.rpartition("@")
+    if not at:
+        return text, None
+    node_id = parse_node_id(node)
+    if node_id is None:
+        raise BadRequest(f"member '{text[:80]}': '{node[:40]}' after '@' is not a node id")
+    return name, node_id
+
+
+def _io_size(size: int) -> int:
+    if not 0 <= size <= BLOCK_IO:
+        raise BadRequest(f"a block read or write moves 0 to {BLOCK_IO} bytes, not {size}")
+    return size
+
+
+async def serve_block(device: ExtentDevice, op: str, offset: int, size: int, data: bytes) -> Any:
+    """One operation a peer asks of ``device`` (rule 1)."""
+    if op == "info":
+        return {
+            "pool_id": str(device.info.pool_id),
+            "pool_name": device.info.pool_name,
+            "capacity": device.capacity,
+            "remaining": device.remaining_capacity,
+            "largest_free": device.largest_free,
+        }
+    if op == "allocate":
+        if not 0 < size <= device.capacity:
+            raise BadRequest(f"cannot allocate {size} bytes on a device of {device.capacity}")
+        extent = await device.allocate(size)
+        return {"offset": extent.offset, "size": extent.size}
+    if op == "free":
+        unit = device.allocator.unit
+        if size <= 0 or offset % unit or size % unit:
+            raise BadRequest(f"a freed extent is aligned to {unit} bytes and not empty")
+        device.check_range(offset, size)
+        try:
+            await device.free(Extent(offset, size))
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        return {"ok": True}
+    if op == "read":
+        device.check_range(offset, _io_size(size))
+        return await device.read(offset, size)
+    if op == "write":
+        device.check_range(offset, _io_size(len(data)))
+        await device.write(offset, data)
+        return {"ok": True}
+    raise BadRequest(f"unknown block operation '{op[:40]}' (one of: {', '.join(BLOCK_OPS)})")
+
+
+class BlockPeer(Protocol):
+    """What a ``RemoteStore`` uses of its runtime: one bounded ``Block`` call to a node."""
+
+    async def peer_block(
+        self,
+        node_id: int,
+        pool: str,
+        op: str,
+        *,
+        offset: int = 0,
+        size: int = 0,
+        data: bytes = b"",
+    ) -> Any: ...
+
+
+class RemoteStore(BlockStore):
+    """The rt_bdev device ``pool_id`` on node ``node_id``, as an array member (rule 2).
+
+    The figures ``info`` gave when the member was found stand in for ``capacity`` and free
+    space (the array only reads them while claiming its region); I/O is metered here."""
+
+    def __init__(self, peer: BlockPeer, node_id: int, info: dict[str, Any]) -> None:
+        self.peer, self.node_id = peer, node_id
+        try:
+            self.pool_id = PoolId.parse(str(info["pool_id"]))
+            self.pool_name = str(info["pool_name"])
+            self._capacity = int(info["capacity"])
+            self._remaining = int(info["remaining"])
+            self._largest = int(info["largest_free"])
+        except (KeyError, TypeError, ValueError, BadRequest):
+            raise PeerUnreachable(f"node {node_id} described its device badly") from None
+        self.meter = IoMeter()
+
+    @classmethod
+    async def find(cls, peer: BlockPeer, node_id: int, pool: str) -> RemoteStore:
+        """The device ``pool`` (an id, or an rt_bdev pool name) on node ``node_id``."""
+        info = await peer.peer_block(node_id, pool, "info")
+        if not isinstance(info, dict):
+            raise PeerUnreachable(f"node {node_id} described its device badly")
+        return cls(peer, node_id, info)
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def remaining_capacity(self) -> int:
+        return self._remaining
+
+    @property
+    def largest_free(self) -> int:
+        return self._largest
+
+    def io_snapshot(self) -> IoSnapshot:
+        return self.meter.snapshot()
+
+    async def _call(self, op: str, **fields: Any) -> Any:
+        return await self.peer.peer_block(self.node_id, str(self.pool_id), op, **fields)
+
+    async def allocate(self, size: int) -> Extent:
+        got = await self._call("allocate", size=size)
+        try:
+            return Extent(int(got["offset"]), int(got["size"]))
+        except (KeyError, TypeError, ValueError):
+            raise PeerUnreachable(f"node {self.node_id} answered an allocation badly") from None
+
+    async def free(self, extent: Extent) -> None:
+        await self._call("free", offset=extent.offset, size=extent.size)
+
+    async def read(self, offset: int, size: int) -> bytes:
+        got: bytes = await self._metered(
+            "read", size, lambda: self._call("read", offset=offset, size=size)
+        )
+        return got
+
+    async def write(self, offset: int, data: Buffer) -> None:
+        blob = bytes(data)
+        await self._metered(
+            "write", len(blob), lambda: self._call("write", offset=offset, data=blob)
+        )
+
+    async def _metered(self, kind: str, size: int, call: Callable[[], Awaitable[Any]]) -> Any:
+        t0 = time.perf_counter()
+        got = await call()
+        self.meter.record(kind, size, time.perf_counter() - t0)
+        if kind == "read" and (not isinstance(got, bytes) or len(got) != size):
+            raise PeerUnreachable(f"node {self.node_id} answered a read of {size} bytes badly")
+        return got

@@ -1,0 +1,96 @@
+"""Where an array's members live: rt_bdev devices of this node, or of a peer (``remote``).
+
+Rules:
+1. A member is named ``name`` (this node's rt_bdev pool) or ``name@node`` (node ``node``'s,
+   reached over the node RPC: a ``RemoteStore``). A peer's device is found by name; it is not
+   made from here, so it must exist (compose it on that node first).
+2. The members of one array have distinct pool ids, wherever they live: a member is known by
+   its pool id in the API (``member_pool_id``) and in the roster.
+3. Member health follows membership: a member on a node this node's SWIM holds ``dead`` or
+   ``left``, or that left the host table, is out of service (``lost``). The array's I/O marks
+   a member that fails or times out ``faulty`` on its own (``storage.array`` rule 2).
+"""
+
+from __future__ import annotations
+
+from cluster.ground.errors import Conflict, NotFound
+from cluster.ground.ids import PoolId
+from cluster.runtime import ModuleContext
+from cluster.storage import ArrayMember, BlockStore, MemberState, StripeArray
+
+from ..members import find_block_store
+from ..remote import RemoteStore, split_member
+from ..rt_bdev import BdevContainer
+
+__all__ = ["DOWN_STATES", "MemberDevices"]
+
+DOWN_STATES = ("dead", "left", None)  # how membership holds a node whose members are lost
+
+
+class MemberDevices:
+    """The devices one array's members are on (rule 1), and their health (rule 3)."""
+
+    def __init__(self, runtime: ModuleContext) -> None:
+        self.runtime = runtime
+        self.remote: dict[PoolId, RemoteStore] = {}
+
+    def is_remote(self, node_id: int | None) -> bool:
+        return node_id is not None and node_id != self.runtime.node_id
+
+    async def named(self, text: str) -> BlockStore:
+        """The device ``text`` names: ``name`` here, ``name@node`` on a peer."""
+        name, node_id = split_member(text)
+        if self.is_remote(node_id):
+            assert node_id is not None
+            return await self.on_node(node_id, name)
+        found = self.runtime.pools.by_name(name, "rt_bdev")
+        if not isinstance(found, BdevContainer):
+            raise NotFound(f"no rt_bdev pool named '{name}'")
+        return found
+
+    async def on_node(self, node_id: int, name: str) -> RemoteStore:
+        """Node ``node_id``'s rt_bdev pool ``name`` (rule 1)."""
+        if self.runtime.node_state(node_id) is None:
+            raise NotFound(f"node {node_id} is not in the host table")
+        store = await RemoteStore.find(self.runtime, node_id, name)
+        self.remote[store.pool_id] = store
+        return store
+
+    def member(self, store: BlockStore, base: int) -> ArrayMember:
+        """The member record of the array's region at ``base`` on ``store``."""
+        if isinstance(store, RemoteStore):
+            return ArrayMember(store.pool_name, store.pool_id, base, node_id=store.node_id)
+        assert isinstance(store, BdevContainer)
+        return ArrayMember(store.info.pool_name, store.info.pool_id, base)
+
+    @staticmethod
+    def pool_id(store: BlockStore) -> PoolId:
+        if isinstance(store, RemoteStore):
+            return store.pool_id
+        assert isinstance(store, BdevContainer)
+        return store.info.pool_id
+
+    def check_distinct(
+        self, array: StripeArray | None, taken: list[PoolId], store: BlockStore
+    ) -> None:
+        """Rule 2: Conflict when ``store``'s pool id is a member's already."""
+        pool_id = self.pool_id(store)
+        if pool_id in taken or (array is not None and array.position_of(pool_id) is not None):
+            raise Conflict(
+                f"pool id {pool_id} is a member of this array already (on another node?): the "
+                "members of one array need distinct pool ids"
+            )
+
+    def open(self, pool_id: PoolId) -> BlockStore | None:
+        """The device of member ``pool_id`` (``StripeArray``'s ``open_member``)."""
+        return self.remote.get(pool_id) or find_block_store(self.runtime, pool_id)
+
+    def lost(self, array: StripeArray) -> list[int]:
+        """Positions in service whose node membership holds down (rule 3)."""
+        return [
+            p
+            for p in array.positions()
+            if self.is_remote(array.member(p).node_id)
+            and array.member(p).state in (MemberState.ACTIVE, MemberState.RECOVERING)
+            and self.runtime.node_state(array.member(p).node_id or 0) in DOWN_STATES
+        ]

@@ -1,0 +1,84 @@
+"""An array on node 0 whose members live on nodes 1 to 3, on real processes: a member node's
+death makes it degraded within SWIM's dead bound, every acknowledged write reads back while
+degraded, and a replacement on another node recovers it (``rt_safe_bdev.devices``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from scenarios import open_cluster
+from tests.support import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def post(base: str, path: str, **form: str) -> Any:
+    r = httpx.post(base + path, data=form, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def monitor(base: str, pool: str, query: str) -> Any:
+    """The local answer of ``pool``'s monitor (the route keys its results by node)."""
+    r = httpx.get(f"{base}/api/pools/{pool}/monitor", params={"query": query}, timeout=30)
+    assert r.status_code == 200, r.text
+    (answer,) = r.json()["results"].values()
+    return answer
+
+
+def stats(base: str, pool: str) -> Any:
+    return monitor(base, pool, "stats")
+
+
+async def test_a_member_node_dies_the_array_degrades_keeps_its_data_and_recovers() -> None:
+    async with open_cluster(4, mode="real", name="array") as c:
+        await c.wait_converged()
+        urls = [c.dashboard_url(i) or "" for i in range(4)]
+        for j, (i, name) in enumerate(((1, "m1"), (2, "m2"), (3, "m3"), (1, "spare"))):
+            post(urls[i], "/api/mod/rt_bdev/create", pool_name=name, pool_id=f"90{j}.0",
+                 bdev_type="ram", capacity="4M")  # fmt: skip
+        config = "members: m1@1,m2@2\nparity_members: m3@3\nmax_failures: 1\nrecover_pace_s: 0"
+        made = post(urls[0], "/api/pools/compose", mod_name="rt_safe_bdev", pool_name="arr",
+                    pool_id="950.0", config=config)  # fmt: skip
+        arr = made["pool_id"]
+        members = stats(urls[0], arr)["members"]
+        assert [(m["pool_name"], m["node_id"]) for m in members] == [
+            ("m1", 1),
+            ("m2", 2),
+            ("m3", 3),
+        ]
+        wrote = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="write",
+                     count="40", size="10000", seed="7")  # fmt: skip
+        assert wrote["acknowledged"] == 40
+
+        await c.kill(2)
+        await c.wait_dead(2)
+        wait_for(
+            "the array degraded",
+            lambda: stats(urls[0], arr),
+            until=lambda s: s["recovery_state"] == "degraded" and s["faulty_members"] == 1,
+            timeout=10,
+        )
+        check = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="check")
+        assert (check["checked"], check["lost"]) == (40, [])
+        more = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="write",
+                    count="10", size="10000", seed="8")  # fmt: skip
+        assert more["acknowledged"] == 10  # writes go on within max_failures
+
+        failed = next(m["pool_id"] for m in stats(urls[0], arr)["members"] if m["node_id"] == 2)
+        post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/replace_member", failed_pool_id=failed,
+             member_name="spare", node_id="1")  # fmt: skip
+        done = wait_for(
+            "the array recovered onto node 1's spare",
+            lambda: stats(urls[0], arr),
+            until=lambda s: s["active_members"] == 3 and s["recovery_state"] == "complete",
+            timeout=30,
+        )
+        assert ("spare", 1) in [(m["pool_name"], m["node_id"]) for m in done["members"]]
+        check = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="check")
+        assert (check["checked"], check["lost"]) == (50, [])
+        verify = monitor(urls[0], arr, "verify")
+        assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)
