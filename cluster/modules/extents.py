@@ -21,6 +21,7 @@ class ExtentDevice(Container, BlockStore):
     allocator: Allocator
     meter: IoMeter
     device_noun: ClassVar[str] = "block device"  # how a range error names the device
+    instance: str = ""  # set at start by a device that lends itself to peers (``remote``)
 
     def check_range(self, offset: int, size: int) -> None:
         """BadRequest unless ``size`` bytes at ``offset`` lie inside the device."""

@@ -12,7 +12,9 @@ Rules:
    device, and every call is bounded by the runtime's forward timeout (5 s). A peer that is
    down, cut off or silent is a ``PeerUnavailable``, which the array takes as a failed I/O
    (the member turns ``faulty``).
-3. A member is written ``name@node`` in an array's ``members`` (``m1@1``: the rt_bdev pool
+3. A device's ``instance`` is drawn when it starts: the same pool id with another instance is
+   a device made again (its node restarted), whose blocks and allocations are gone.
+4. A member is written ``name@node`` in an array's ``members`` (``m1@1``: the rt_bdev pool
    ``m1`` on node 1); a name without ``@`` is this node's. ``split_member`` reads it.
 """
 
@@ -22,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from cluster.ground.errors import BadRequest, PeerUnreachable
+from cluster.ground.errors import ApiError, BadRequest, PeerUnreachable
 from cluster.ground.ids import PoolId, parse_node_id
 from cluster.runtime import BLOCK_IO, BLOCK_OPS
 from cluster.storage import BlockStore, Buffer, Extent, IoMeter, IoSnapshot
@@ -59,6 +61,7 @@ async def serve_block(device: ExtentDevice, op: str, offset: int, size: int, dat
             "capacity": device.capacity,
             "remaining": device.remaining_capacity,
             "largest_free": device.largest_free,
+            "instance": device.instance,
         }
     if op == "allocate":
         if not 0 < size <= device.capacity:
@@ -114,6 +117,7 @@ class RemoteStore(BlockStore):
             self._capacity = int(info["capacity"])
             self._remaining = int(info["remaining"])
             self._largest = int(info["largest_free"])
+            self.instance = str(info["instance"])
         except (KeyError, TypeError, ValueError, BadRequest):
             raise PeerUnreachable(f"node {node_id} described its device badly") from None
         self.meter = IoMeter()
@@ -140,6 +144,14 @@ class RemoteStore(BlockStore):
 
     def io_snapshot(self) -> IoSnapshot:
         return self.meter.snapshot()
+
+    async def same_device(self) -> bool:
+        """Does the node still hold this very device (rule 3), blocks and region included?"""
+        try:
+            again = await RemoteStore.find(self.peer, self.node_id, str(self.pool_id))
+        except ApiError:
+            return False
+        return again.instance == self.instance
 
     async def _call(self, op: str, **fields: Any) -> Any:
         return await self.peer.peer_block(self.node_id, str(self.pool_id), op, **fields)

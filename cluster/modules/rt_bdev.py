@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import logging
 import random
+import secrets
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -164,6 +165,7 @@ class BdevContainer(ExtentDevice):
         self.allocator = Allocator(self._capacity, BLOCK)
         self.meter = IoMeter()
         self.store: Store | None = None
+        self.instance = secrets.token_hex(8)  # this process's copy of the device (``remote``)
         self._yielded_ns = 0  # perf_counter_ns of the last yield of an I/O run inline
 
     async def serve_block(self, op: str, offset: int, size: int, data: bytes) -> Any:

@@ -21,7 +21,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -326,20 +326,23 @@ class StripeArray(StripeLayout):
 
     # -- recovery and checks ----------------------------------------------------------------
 
-    async def recover(self, pace_s: float = 0.0) -> None:
+    async def recover(self, pace_s: float = 0.0, only: Collection[int] | None = None) -> None:
         """Walk every slot for the ``recovering`` members, then mark them active: a written
         slot is rebuilt onto them, an unwritten one holds nothing yet (rule 3). Progress counts
         slots (``recovery.total`` is every slot). With ``pace_s`` > 0 the slots are walked in
         order in at most ``WALK_STEPS`` steps, each taking at least that many seconds (a rebuild
         a person can watch, a few seconds whatever the size); with 0 the unwritten ones count
-        done at once and runs of written slots are rebuilt in parallel."""
+        done at once and runs of written slots are rebuilt in parallel. ``only``: a resync of
+        members that kept their blocks, so only these written slots (``dirty`` ones, written
+        while they were away) are rebuilt; the others are current on them."""
         rec = self.recovery
         generation = rec.generation
         targets = [p for p in self.positions() if self.member(p).state == MemberState.RECOVERING]
         if not targets:
             return
-        slots = sorted(self.written)
-        rec.active, rec.total, rec.in_flight = True, self.slots, 0
+        wanted = self.written if only is None else self.written & set(only)
+        slots = sorted(wanted)
+        rec.active, rec.total, rec.in_flight, rec.rebuilt = True, self.slots, 0, len(slots)
         rec.completed = 0 if pace_s > 0 else self.slots - len(slots)
         limiter = trio.CapacityLimiter(PARALLEL_RUNS)
 
@@ -355,7 +358,7 @@ class StripeArray(StripeLayout):
 
         try:
             if pace_s > 0:
-                await self._walk(targets, pace_s)
+                await self._walk(targets, pace_s, wanted)
             else:
                 async with trio.open_nursery() as nursery:
                     for first, n in slot_runs(slots, self.run_slots):
@@ -369,9 +372,9 @@ class StripeArray(StripeLayout):
                 self.set_state(p, MemberState.ACTIVE)
         if self.out_of_service() == 0:
             self.dirty.clear()
-        log.info("array %s: recovery of %d slots done", self.name, len(slots))
+        log.info("array %s: recovery of %d written slots done", self.name, len(slots))
 
-    async def _walk(self, targets: Sequence[int], pace_s: float) -> None:
+    async def _walk(self, targets: Sequence[int], pace_s: float, wanted: set[int]) -> None:
         """Every slot in order, in steps of ``ceil(slots / WALK_STEPS)`` slots, at least
         ``pace_s`` seconds each; the slots written by then are rebuilt (a slot written later
         went to the targets already)."""
@@ -379,7 +382,7 @@ class StripeArray(StripeLayout):
         step = -(-self.slots // WALK_STEPS)
         for first in range(0, self.slots, step):
             count = min(step, self.slots - first)
-            written = [s for s in range(first, first + count) if s in self.written]
+            written = [s for s in range(first, first + count) if s in wanted and s in self.written]
             rec.in_flight = count
             try:
                 for start, n in slot_runs(written, self.run_slots):

@@ -40,6 +40,7 @@ class RecoveryProgress:
     completed: int = 0
     in_flight: int = 0
     generation: int = 0  # bumped whenever a member starts recovering
+    rebuilt: int = 0  # written slots the current (or last) run rebuilds: all, or a resync's
 
     @property
     def remaining(self) -> int:

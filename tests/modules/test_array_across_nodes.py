@@ -33,17 +33,36 @@ def stats(base: str, pool: str) -> Any:
     return monitor(base, pool, "stats")
 
 
+def make_array(urls: list[str]) -> str:
+    """rt_bdev pools m1..m3 on nodes 1..3 and a spare on node 1; array ``arr`` on node 0 over
+    m1@1, m2@2 (data) and m3@3 (parity), recovering at full speed. Its pool id."""
+    for j, (i, name) in enumerate(((1, "m1"), (2, "m2"), (3, "m3"), (1, "spare"))):
+        post(urls[i], "/api/mod/rt_bdev/create", pool_name=name, pool_id=f"90{j}.0",
+             bdev_type="ram", capacity="4M")  # fmt: skip
+    config = "members: m1@1,m2@2\nparity_members: m3@3\nmax_failures: 1\nrecover_pace_s: 0"
+    made = post(urls[0], "/api/pools/compose", mod_name="rt_safe_bdev", pool_name="arr",
+                pool_id="950.0", config=config)  # fmt: skip
+    return str(made["pool_id"])
+
+
+def durability(url: str, arr: str, **form: str) -> Any:
+    return post(url, f"/api/mod/rt_safe_bdev/{arr}/durability", **form)
+
+
+def degraded(url: str, arr: str) -> Any:
+    return wait_for(
+        "the array degraded",
+        lambda: stats(url, arr),
+        until=lambda s: s["recovery_state"] == "degraded" and s["faulty_members"] == 1,
+        timeout=10,
+    )
+
+
 async def test_a_member_node_dies_the_array_degrades_keeps_its_data_and_recovers() -> None:
     async with open_cluster(4, mode="real", name="array") as c:
         await c.wait_converged()
         urls = [c.dashboard_url(i) or "" for i in range(4)]
-        for j, (i, name) in enumerate(((1, "m1"), (2, "m2"), (3, "m3"), (1, "spare"))):
-            post(urls[i], "/api/mod/rt_bdev/create", pool_name=name, pool_id=f"90{j}.0",
-                 bdev_type="ram", capacity="4M")  # fmt: skip
-        config = "members: m1@1,m2@2\nparity_members: m3@3\nmax_failures: 1\nrecover_pace_s: 0"
-        made = post(urls[0], "/api/pools/compose", mod_name="rt_safe_bdev", pool_name="arr",
-                    pool_id="950.0", config=config)  # fmt: skip
-        arr = made["pool_id"]
+        arr = make_array(urls)
         members = stats(urls[0], arr)["members"]
         assert [(m["pool_name"], m["node_id"]) for m in members] == [
             ("m1", 1),
@@ -56,12 +75,7 @@ async def test_a_member_node_dies_the_array_degrades_keeps_its_data_and_recovers
 
         await c.kill(2)
         await c.wait_dead(2)
-        wait_for(
-            "the array degraded",
-            lambda: stats(urls[0], arr),
-            until=lambda s: s["recovery_state"] == "degraded" and s["faulty_members"] == 1,
-            timeout=10,
-        )
+        degraded(urls[0], arr)
         check = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="check")
         assert (check["checked"], check["lost"]) == (40, [])
         more = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="write",
@@ -80,5 +94,38 @@ async def test_a_member_node_dies_the_array_degrades_keeps_its_data_and_recovers
         assert ("spare", 1) in [(m["pool_name"], m["node_id"]) for m in done["members"]]
         check = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="check")
         assert (check["checked"], check["lost"]) == (50, [])
+        verify = monitor(urls[0], arr, "verify")
+        assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)
+
+
+async def test_a_paused_member_node_comes_back_and_only_what_it_missed_is_rebuilt() -> None:
+    async with open_cluster(4, mode="real", name="paused") as c:
+        await c.wait_converged()
+        urls = [c.dashboard_url(i) or "" for i in range(4)]
+        arr = make_array(urls)
+        assert (
+            durability(urls[0], arr, op="write", count="40", size="10000", seed="1")["acknowledged"]
+            == 40
+        )
+        await c.pause(2)
+        await c.wait_dead(2)
+        degraded(urls[0], arr)
+        assert (
+            durability(urls[0], arr, op="write", count="5", size="10000", seed="2")["acknowledged"]
+            == 5
+        )
+        missed = stats(urls[0], arr)["dirty_slots"]
+        await c.resume(2)
+        back = wait_for(
+            "node 2's member resynchronised",
+            lambda: stats(urls[0], arr),
+            until=lambda s: s["active_members"] == 3 and s["recovery_state"] == "complete",
+            timeout=60,
+        )
+        assert [m["pool_name"] for m in back["members"]] == ["m1", "m2", "m3"]  # not replaced
+        assert 0 < back["recovery_written_slots"] == missed < back["written_slots"]
+        assert back["dirty_slots"] == 0
+        check = durability(urls[0], arr, op="check")
+        assert (check["checked"], check["lost"]) == (45, [])
         verify = monitor(urls[0], arr, "verify")
         assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)

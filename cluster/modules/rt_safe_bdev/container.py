@@ -273,19 +273,14 @@ class SafeBdevContainer(ExtentDevice):
 
     async def _recover_tick(self) -> None:
         array = self.require_array()
-        for p in self.devices.lost(array):  # ``devices`` rule 3
-            log.warning(
-                "array %s: member %s is faulty: node %s is down",
-                self.info.pool_name,
-                array.member(p).pool_name,
-                array.member(p).node_id,
-            )
-            array.set_state(p, MemberState.FAULTY)
+        for line in await self.devices.follow_membership(array, trio.current_time()):
+            log.warning("array %s: %s", self.info.pool_name, line)  # ``devices`` rule 3
         with self.operation():
             if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
+                only = set(array.dirty) if self.devices.resync_only(array) else None
                 self._run_started, self._run_ended = trio.current_time(), None
                 try:
-                    await array.recover(self.pace_s)
+                    await array.recover(self.pace_s, only)
                 finally:
                     self._run_ended = trio.current_time()
 
@@ -386,6 +381,7 @@ class SafeBdevContainer(ExtentDevice):
             "recovery_ops_in_flight": rec.in_flight,
             "recovery_ops_queued": queued,
             "recovery_ops_remaining": rec.remaining,
+            "recovery_written_slots": rec.rebuilt,
             "recovery_elapsed_s": round(elapsed, 3),
             "recovery_rate_slots_per_s": round(rate, 2),
             "recovery_eta_s": round((rec.remaining / rate), 1) if rec.active and rate else None,

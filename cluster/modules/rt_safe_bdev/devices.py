@@ -7,8 +7,12 @@ Rules:
 2. The members of one array have distinct pool ids, wherever they live: a member is known by
    its pool id in the API (``member_pool_id``) and in the roster.
 3. Member health follows membership: a member on a node this node's SWIM holds ``dead`` or
-   ``left``, or that left the host table, is out of service (``lost``). The array's I/O marks
-   a member that fails or times out ``faulty`` on its own (``storage.array`` rule 2).
+   ``left``, or that left the host table, is ``faulty`` and away. When its node is alive
+   again and still holds the very device (``remote`` rule 3: not made again by a restart),
+   it comes back ``recovering`` and only the slots written while it was away (``dirty``) are
+   rebuilt onto it. A member whose device was made again stays faulty: replace it. The
+   array's I/O marks a member that fails or times out ``faulty`` on its own
+   (``storage.array`` rule 2); it is away too once its node is declared down.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class MemberDevices:
     def __init__(self, runtime: ModuleContext) -> None:
         self.runtime = runtime
         self.remote: dict[PoolId, RemoteStore] = {}
+        self.away: dict[int, tuple[PoolId, float]] = {}  # position -> member, since (rule 3)
+        self.resync: set[int] = set()  # positions back from away: only dirty slots to rebuild
 
     def is_remote(self, node_id: int | None) -> bool:
         return node_id is not None and node_id != self.runtime.node_id
@@ -85,12 +91,38 @@ class MemberDevices:
         """The device of member ``pool_id`` (``StripeArray``'s ``open_member``)."""
         return self.remote.get(pool_id) or find_block_store(self.runtime, pool_id)
 
-    def lost(self, array: StripeArray) -> list[int]:
-        """Positions in service whose node membership holds down (rule 3)."""
-        return [
-            p
-            for p in array.positions()
-            if self.is_remote(array.member(p).node_id)
-            and array.member(p).state in (MemberState.ACTIVE, MemberState.RECOVERING)
-            and self.runtime.node_state(array.member(p).node_id or 0) in DOWN_STATES
-        ]
+    async def follow_membership(self, array: StripeArray, now: float) -> list[str]:
+        """Rule 3, once a recover tick: members whose node is down turn ``faulty`` (and are
+        remembered as away); an away member whose node is alive again and still holds the
+        very device comes back ``recovering``, to be resynchronised. What changed, in words."""
+        said: list[str] = []
+        for p in array.positions():
+            m = array.member(p)
+            if not self.is_remote(m.node_id) or m.state == MemberState.REMOVED:
+                continue
+            assert m.node_id is not None
+            state = self.runtime.node_state(m.node_id)
+            if state in DOWN_STATES:
+                if m.state != MemberState.FAULTY:
+                    array.set_state(p, MemberState.FAULTY)
+                    said.append(f"member {m.pool_name} is faulty: node {m.node_id} is {state}")
+                self.away.setdefault(p, (m.pool_id, now))
+            elif p in self.away and (self.away[p][0] != m.pool_id or m.state != MemberState.FAULTY):
+                del self.away[p]  # replaced or taken out meanwhile
+            elif p in self.away and state == "alive":
+                store = self.remote.get(m.pool_id)
+                if store is not None and await store.same_device():
+                    del self.away[p]
+                    self.resync.add(p)
+                    array.set_state(p, MemberState.RECOVERING)
+                    array.recovery.generation += 1
+                    said.append(f"member {m.pool_name} is back on node {m.node_id}: resync")
+        return said
+
+    def resync_only(self, array: StripeArray) -> bool:
+        """Are all the recovering members back from being away (their blocks kept)?"""
+        recovering = {
+            p for p in array.positions() if array.member(p).state == MemberState.RECOVERING
+        }
+        self.resync &= recovering
+        return bool(recovering) and recovering <= self.resync
