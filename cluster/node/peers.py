@@ -12,7 +12,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import trio
@@ -21,7 +21,7 @@ import swim
 from cluster.ground.errors import PeerUnavailable, PeerUnreachable
 from cluster.runtime import FORWARD_TIMEOUT, MemberLike
 
-from .frames import Block, Call, Monitor, PoolMonitor
+from .frames import Block, Call, Compose, Monitor, PoolMonitor
 from .rpc import rpc_call
 
 __all__ = ["RpcPeers"]
@@ -77,3 +77,7 @@ class RpcPeers:
     ) -> Any:
         """One block operation on ``member``'s device ``pool``."""
         return await self.call(member, Block(pool, op, offset, size, data))
+
+    async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
+        """Compose pools on ``member``."""
+        return await self.call(member, Compose(tuple(dict(e) for e in entries)))

@@ -172,6 +172,21 @@ class RuntimeCore:
             lambda peers, m: peers.block(m, pool, op, offset, size, data),
         )
 
+    async def peer_compose(self, node_id: int, entry: Mapping[str, Any]) -> JSON:
+        """Compose one pool on node ``node_id``; its answer (``pool_id``, ``pool_name``)."""
+        body = await self.forward(
+            node_id, f"compose on node {node_id}", lambda peers, m: peers.compose(m, [entry])
+        )
+        try:
+            result: JSON = body["results"][0]
+        except (KeyError, IndexError, TypeError):
+            raise PeerUnreachable(f"node {node_id} answered a compose badly") from None
+        return result
+
+    def alive_nodes(self) -> list[int]:
+        """The ids of the members the membership holds alive, this node's among them."""
+        return sorted(m.node_id for m in self.membership.members() if str(m.state) == "alive")
+
     async def local_block(self, pool: str, op: str, offset: int, size: int, data: bytes) -> Any:
         """A peer's block operation on this node's device ``pool`` (an id, or a name)."""
         if pool[:1].isdigit():

@@ -107,6 +107,12 @@ class ModuleContext(Protocol):
         """How this node's membership holds ``node_id``: ``alive``, ``suspected``, ``dead``
         or ``left`` (None: not in the host table)."""
 
+    def alive_nodes(self) -> list[int]:
+        """The ids of the nodes the membership holds alive (this one included)."""
+
+    async def peer_compose(self, node_id: int, entry: Mapping[str, Any]) -> JSON:
+        """Compose one pool on node ``node_id`` (bounded by the forward timeout)."""
+
     async def peer_block(
         self,
         node_id: int,

@@ -161,3 +161,7 @@ class Peers(Protocol):
         """One operation (``BLOCK_OPS``) on ``member``'s block device ``pool`` (an id or a
         name): an array member on a peer."""
         ...
+
+    async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
+        """Compose pools on ``member`` (a compose section's entries): ``{"results": [...]}``."""
+        ...

@@ -231,6 +231,9 @@ class FakePeers:
         request = {"k": "block", "pool": pool, "op": op, "offset": offset, "size": size}
         return await self._call(member, {**request, "data": data})
 
+    async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
+        return await self._call(member, {"k": "control", "op": "compose", "entries": entries})
+
     async def _call(self, member: MemberLike, request: JSON) -> Any:
         node_id = member.node_id
         self.calls.append((node_id, request))

@@ -21,6 +21,12 @@ def post(base: str, path: str, **form: str) -> Any:
     return r.json()
 
 
+def get(base: str, path: str) -> Any:
+    r = httpx.get(base + path, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
 def monitor(base: str, pool: str, query: str) -> Any:
     """The local answer of ``pool``'s monitor (the route keys its results by node)."""
     r = httpx.get(f"{base}/api/pools/{pool}/monitor", params={"query": query}, timeout=30)
@@ -33,13 +39,14 @@ def stats(base: str, pool: str) -> Any:
     return monitor(base, pool, "stats")
 
 
-def make_array(urls: list[str]) -> str:
+def make_array(urls: list[str], more: str = "") -> str:
     """rt_bdev pools m1..m3 on nodes 1..3 and a spare on node 1; array ``arr`` on node 0 over
     m1@1, m2@2 (data) and m3@3 (parity), recovering at full speed. Its pool id."""
     for j, (i, name) in enumerate(((1, "m1"), (2, "m2"), (3, "m3"), (1, "spare"))):
         post(urls[i], "/api/mod/rt_bdev/create", pool_name=name, pool_id=f"90{j}.0",
              bdev_type="ram", capacity="4M")  # fmt: skip
-    config = "members: m1@1,m2@2\nparity_members: m3@3\nmax_failures: 1\nrecover_pace_s: 0"
+    config = "members: m1@1,m2@2\nparity_members: m3@3\nmax_failures: 1\nrecover_pace_s: 0\n"
+    config += more
     made = post(urls[0], "/api/pools/compose", mod_name="rt_safe_bdev", pool_name="arr",
                 pool_id="950.0", config=config)  # fmt: skip
     return str(made["pool_id"])
@@ -127,5 +134,33 @@ async def test_a_paused_member_node_comes_back_and_only_what_it_missed_is_rebuil
         assert back["dirty_slots"] == 0
         check = durability(urls[0], arr, op="check")
         assert (check["checked"], check["lost"]) == (45, [])
+        verify = monitor(urls[0], arr, "verify")
+        assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)
+
+
+async def test_a_member_whose_node_stays_dead_is_replaced_on_a_live_peer() -> None:
+    async with open_cluster(5, mode="real", name="auto") as c:
+        await c.wait_converged()
+        urls = [c.dashboard_url(i) or "" for i in range(5)]
+        arr = make_array(urls, "auto_replace_after_s: 2\n")
+        assert (
+            durability(urls[0], arr, op="write", count="30", size="10000", seed="3")["acknowledged"]
+            == 30
+        )
+        await c.kill(3)
+        await c.wait_dead(3)
+        done = wait_for(
+            "the parity member replaced on node 4 and rebuilt",
+            lambda: stats(urls[0], arr),
+            until=lambda s: s["active_members"] == 3 and s["recovery_state"] == "complete",
+            timeout=60,
+        )
+        assert [m["node_id"] for m in done["members"]] == [1, 2, 4]  # the peer with none
+        pools = get(urls[4], "/api/pools")["pools"]
+        assert [p["pool_name"] for p in pools if p["mod_name"] == "rt_bdev"] == [
+            done["members"][2]["pool_name"]
+        ]
+        check = durability(urls[0], arr, op="check")
+        assert (check["checked"], check["lost"]) == (30, [])
         verify = monitor(urls[0], arr, "verify")
         assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)

@@ -13,7 +13,7 @@ from storage_helpers import call_route, make_array, member_ids
 from cluster.ground.errors import ValidationFailed
 from cluster.modules.members import MemberRequest
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
-from cluster.modules.rt_safe_bdev.container import DEFAULT_PACE_S
+from cluster.modules.rt_safe_bdev.knobs import DEFAULT_PACE_S
 from cluster.runtime import Runtime
 from tests.support import wait_for_async
 

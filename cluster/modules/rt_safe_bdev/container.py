@@ -6,7 +6,7 @@ names hand over to it, one at a time (``member_change``: a second one is refused
 
 Recovery walks every slot of the array and is paced so it can be watched: at most 100 steps
 (``storage.array.WALK_STEPS``), each taking at least ``recover_pace_s`` seconds
-(``DEFAULT_PACE_S`` when left out: a few seconds whatever the size; 0 rebuilds as fast as the
+(``knobs.DEFAULT_PACE_S`` when left out: a few seconds whatever the size; 0 rebuilds as fast as the
 devices go, for tests and benchmarks). ``stats`` reports it in slots: ``completed +
 in_flight + queued == total``, the rate measured over the run, and one ``recovery_state``
 the page shows as is.
@@ -29,9 +29,8 @@ from typing import Any
 
 import trio
 
-from cluster.ground.errors import Conflict, ValidationFailed
+from cluster.ground.errors import ApiError, Conflict, ValidationFailed
 from cluster.ground.ids import PoolId, parse_node_id
-from cluster.ground.parse import ParseError, float_value
 from cluster.runtime import parse_period
 from cluster.storage import (
     Allocator,
@@ -51,25 +50,14 @@ from ..members import MemberRequest, member_names, resolve_member
 from ..rt_bdev import BdevContainer
 from . import member_ops
 from .devices import MemberDevices
+from .knobs import auto_replace_of, pace_of
 from .ledger import WriteLedger
 
-__all__ = ["DEFAULT_CHUNK", "DEFAULT_PACE_S", "MAX_PACE_S", "SafeBdevContainer", "pace_of"]
+__all__ = ["DEFAULT_CHUNK", "SafeBdevContainer"]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 DEFAULT_CHUNK = 4096
-DEFAULT_PACE_S = 0.05  # seconds per step of the walk: a rebuild lasts up to 5 s, watchable
-MAX_PACE_S = 1.0
-
-
-def pace_of(config: Mapping[str, Any]) -> float:
-    """Seconds per step of a recovery walk (``recover_pace_s``): 0 to ``MAX_PACE_S``;
-    ValueError else."""
-    raw = config.get("recover_pace_s", DEFAULT_PACE_S)
-    try:
-        return float_value(raw, low=0.0, high=MAX_PACE_S, what="recover_pace_s")
-    except ParseError as exc:
-        raise ValueError(str(exc)) from None
 
 
 class SafeBdevContainer(ExtentDevice):
@@ -88,6 +76,7 @@ class SafeBdevContainer(ExtentDevice):
         self._created: list[BdevContainer] = []  # devices made for this array
         self._member_change: str | None = None  # the member change in progress
         self.pace_s = pace_of(self.config)
+        self.auto_replace_s = auto_replace_of(self.config)
         self._run_started: float | None = None  # trio time the last recovery run started
         self._run_ended: float | None = None  # ... and ended (None while it runs)
         self.devices = MemberDevices(self.runtime)  # where the members live
@@ -273,8 +262,12 @@ class SafeBdevContainer(ExtentDevice):
 
     async def _recover_tick(self) -> None:
         array = self.require_array()
-        for line in await self.devices.follow_membership(array, trio.current_time()):
+        now = trio.current_time()
+        for line in await self.devices.follow_membership(array, now):
             log.warning("array %s: %s", self.info.pool_name, line)  # ``devices`` rule 3
+        if self.auto_replace_s is not None:
+            for p, pool_id in self.devices.overdue(now, self.auto_replace_s):
+                await self._auto_replace(array, p, pool_id)
         with self.operation():
             if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
                 only = set(array.dirty) if self.devices.resync_only(array) else None
@@ -291,6 +284,24 @@ class SafeBdevContainer(ExtentDevice):
         with self.operation():
             for slot in slots:
                 await array.check_slot(slot, repair=True)
+
+    async def _auto_replace(self, array: StripeArray, position: int, pool_id: PoolId) -> None:
+        """``devices`` rule 4: replace the member away too long onto a spare on a live node."""
+        name = f"{self.info.pool_name}_r{array.recovery.generation + 1}_{position}"
+        try:
+            req = await self.devices.make_spare(array, name, array.slots * self.chunk)
+            await self.replace_member(str(pool_id), req)
+        except ApiError as exc:
+            log.warning("array %s: no automatic replacement yet: %s", self.info.pool_name, exc)
+            return
+        log.warning(
+            "array %s: member %s replaced by %s on node %s after %gs away",
+            self.info.pool_name,
+            pool_id,
+            name,
+            req.node_id or self.runtime.node_id,
+            self.auto_replace_s,
+        )
 
     async def wait_recovered(self, poll_s: float = 0.01) -> None:
         """Return once no member is recovering (tests and benchmarks; polls the roster)."""

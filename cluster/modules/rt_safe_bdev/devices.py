@@ -13,16 +13,20 @@ Rules:
    rebuilt onto it. A member whose device was made again stays faulty: replace it. The
    array's I/O marks a member that fails or times out ``faulty`` on its own
    (``storage.array`` rule 2); it is away too once its node is declared down.
+4. With ``auto_replace_after_s``, a member away that long is replaced onto a spare made on a
+   live node (a peer holding no member of the array first, then this node, then any peer),
+   and recovery runs across the network. A spare made on a peer stays there when the array
+   is destroyed.
 """
 
 from __future__ import annotations
 
-from cluster.ground.errors import Conflict, NotFound
+from cluster.ground.errors import ApiError, Conflict, NotFound
 from cluster.ground.ids import PoolId
 from cluster.runtime import ModuleContext
 from cluster.storage import ArrayMember, BlockStore, MemberState, StripeArray
 
-from ..members import find_block_store
+from ..members import MemberRequest, find_block_store
 from ..remote import RemoteStore, split_member
 from ..rt_bdev import BdevContainer
 
@@ -118,6 +122,36 @@ class MemberDevices:
                     array.recovery.generation += 1
                     said.append(f"member {m.pool_name} is back on node {m.node_id}: resync")
         return said
+
+    def overdue(self, now: float, after_s: float) -> list[tuple[int, PoolId]]:
+        """Away members whose node has been down ``after_s`` seconds (rule 4); each is due
+        once per ``after_s``, so a failed replacement is tried again that much later."""
+        due = [(p, pool_id) for p, (pool_id, since) in self.away.items() if now - since >= after_s]
+        for p, pool_id in due:
+            self.away[p] = (pool_id, now)
+        return due
+
+    async def make_spare(self, array: StripeArray, name: str, size: int) -> MemberRequest:
+        """Rule 4: a device of ``size`` bytes named ``name`` on a live node, for a member
+        to be replaced onto: a peer that holds none of the array's members if one answers,
+        else this node, else any live peer; a request naming it."""
+        holding = {array.member(p).node_id for p in array.positions()}
+        holding = {self.runtime.node_id if n is None else n for n in holding}
+        me, alive = self.runtime.node_id, self.runtime.alive_nodes()
+        order = [n for n in alive if n not in holding and n != me] + [me]
+        order += [n for n in alive if n in holding and n != me]
+        entry = {"mod_name": "rt_bdev", "pool_name": name, "bdev_type": "file", "capacity": size}
+        why = "no live node"
+        for node_id in order:
+            if not self.is_remote(node_id):
+                return MemberRequest(name, str(size), "file")  # made here by the replacement
+            try:
+                await self.runtime.peer_compose(node_id, entry)
+            except ApiError as exc:
+                why = f"node {node_id}: {exc.message}"
+                continue
+            return MemberRequest(name, node_id=str(node_id))
+        raise Conflict(f"no live node could hold a spare of {size} bytes ({why})")
 
     def resync_only(self, array: StripeArray) -> bool:
         """Are all the recovering members back from being away (their blocks kept)?"""

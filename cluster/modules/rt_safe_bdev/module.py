@@ -37,7 +37,8 @@ from cluster.runtime import parse_period
 from ..members import MemberRequest, member_names
 from ..remote import split_member
 from ..rt_bdev import BdevContainer
-from .container import DEFAULT_CHUNK, SafeBdevContainer, pace_of
+from .container import DEFAULT_CHUNK, SafeBdevContainer
+from .knobs import auto_replace_of, pace_of
 from .member_ops import member_of
 
 __all__ = ["SafeBdevModule"]
@@ -183,6 +184,7 @@ class SafeBdevModule(HttpModule):
         "recover_period_s",
         "scrub_period_s",
         "recover_pace_s",
+        "auto_replace_after_s",
     )
 
     def create_form(self) -> FormSpec:
@@ -274,6 +276,10 @@ class SafeBdevModule(HttpModule):
             pace_of(config)
         except ValueError as exc:
             errors["recover_pace_s"] = str(exc)
+        try:
+            auto_replace_of(config)
+        except ValueError as exc:
+            errors["auto_replace_after_s"] = str(exc)
         if not errors and max_failures is not None and len(names) <= max_failures:
             errors["max_failures"] = "needs more data members than tolerated failures"
         return errors
