@@ -18,7 +18,7 @@ from cluster.runtime import Runtime, startup_compose
 KNOWN = {
     "rt_bdev": "bdev_type, capacity",
     "rt_safe_bdev": "members, parity_members, max_failures, chunk_size, recover_period_s, "
-    "scrub_period_s, recover_pace_s",
+    "scrub_period_s, recover_pace_s, auto_replace_after_s",
     "rt_cte_core": "targets, rescore_period_s",
 }
 
@@ -30,7 +30,8 @@ async def test_every_key_a_module_reads_is_declared(runtime: Runtime) -> None:
         assert keys is not None
         assert set(config) <= set(keys), mod
     assert set(runtime.modules["rt_safe_bdev"].config_keys or ()) - set(BASE["rt_safe_bdev"]) == {
-        "recover_pace_s"
+        "recover_pace_s",
+        "auto_replace_after_s",
     }
 
 
