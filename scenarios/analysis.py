@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .spec import Expectation, Scenario
+from .storage import judge_storage
 from .suspicions import ACCUSING, Accusation, classify
 from .trace import DOWN_STATES, INF, Trace, Views
 
@@ -155,6 +156,13 @@ def convergence(trace: Trace, views: Views) -> list[dict[str, Any]]:
 # ---- expectations -------------------------------------------------------------------------
 
 
+def _unit(kind: str) -> str:
+    """What an expectation's ``measured`` counts."""
+    if kind == "no_lost_writes":
+        return "records lost"
+    return "events" if kind in COUNTED else "s"
+
+
 def describe(e: Expectation) -> str:
     """One line saying what the expectation asks."""
     who = "all" if e.seen_by == "all" else ",".join(map(str, e.seen_by))
@@ -171,6 +179,8 @@ def describe(e: Expectation) -> str:
         return f"at most {e.limit} false suspicions of {subj} by {who}{after}"
     if e.kind == "leader_change":
         return f"a new leader agreed by every live node{bound}"
+    if e.kind == "no_lost_writes":
+        return "every write the array acknowledged reads back byte for byte after the run"
     return f"every live node sees every live node alive{bound}"
 
 
@@ -209,7 +219,7 @@ def expectations(
                 "bound": e.within or None,
                 "bound_source": "derived" if e.derived is not None else "file",
                 "bound_detail": e.derived.as_dict() if e.derived is not None else None,
-                "unit": "events" if e.kind in COUNTED else "s",
+                "unit": _unit(e.kind),
                 **judge(trace, views, e, accusations),
             }
         )
@@ -231,6 +241,8 @@ def judge(
         return _judge_false(trace, e, t, accusations)
     if e.kind == "leader_change":
         return _judge_leader_change(trace, views, e, t)
+    if e.kind == "no_lost_writes":
+        return judge_storage(trace)
     return _judge_converged(trace, views, e, t)
 
 

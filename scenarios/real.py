@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import trio
 import yaml
 
@@ -29,6 +30,7 @@ from cluster.local import ClusterError, LocalCluster, launch, plan_cluster, save
 from .collect import EventCollector, open_collector
 from .nodes import ClusterNodes, Nodes
 from .spec import Scenario, Step
+from .storage import StorageRun
 from .trace import Action, HttpResult, Trace
 
 __all__ = ["OnAction", "Played", "Say", "http_request", "play", "run_real"]
@@ -241,6 +243,7 @@ class Played:
     http: tuple[HttpResult, ...]
     events: list[dict[str, Any]]
     collection: dict[str, Any]
+    storage: dict[str, Any] | None = None  # the durability check (``storage`` rule 3)
 
     def trace(self, scenario: Scenario, initial: tuple[int, ...], launched: float) -> Trace:
         return Trace(
@@ -254,6 +257,7 @@ class Played:
             launched=launched,
             probe_interval=float(scenario.swim.get("probe_interval", 1.0)),
             collection=self.collection,
+            storage=self.storage,
         )
 
 
@@ -265,12 +269,20 @@ async def play(
     for i in nodes.ids():
         if nodes.state(i) != "gone" and not nodes.dashboard(i):
             raise ClusterError(f"node {i} serves no dashboard: its events cannot be read")
+    storage = StorageRun(scenario.storage) if scenario.storage else None
+    if storage is not None:
+        try:
+            await storage.set_up(nodes.dashboard)
+        except (RuntimeError, httpx.HTTPError) as exc:
+            raise ClusterError(f"the scenario's array could not be made: {exc}") from None
     async with open_collector() as collector:
         run = _RealRun(scenario, nodes, collector, on_action)
         for i in run.live():
             collector.follow(i, nodes.dashboard(i))
         t0 = run.actions.t0 = time.monotonic()
         async with trio.open_nursery() as nursery:
+            if storage is not None:
+                nursery.start_soon(storage.serve_writes, nodes.dashboard)
             for step in scenario.steps:
                 await trio.sleep_until(_trio_time(t0 + step.at))
                 await run.apply(step, nursery)
@@ -280,8 +292,15 @@ async def play(
             nursery.cancel_scope.cancel()
         end = time.monotonic()
         await collector.finish()
+    checked = await storage.check(nodes.dashboard) if storage is not None else None
     return Played(
-        t0, end, tuple(run.actions), tuple(run.http), collector.events(), collector.summary(t0)
+        t0,
+        end,
+        tuple(run.actions),
+        tuple(run.http),
+        collector.events(),
+        collector.summary(t0),
+        checked,
     )
 
 

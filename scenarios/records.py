@@ -26,6 +26,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Step",
+    "StorageSpec",
     "Target",
 ]
 
@@ -49,6 +50,7 @@ EXPECT_KINDS = (
     "leader_change",
     "converged",
     "max_false_suspicions",
+    "no_lost_writes",
 )
 # The properties ``rt_cluster explore`` checks (``explore.properties``), by name: what a scenario
 # file's ``property:`` key may say, besides a module:function this process was given
@@ -137,6 +139,19 @@ class Expectation:
 
 
 @dataclass(frozen=True, slots=True)
+class StorageSpec:
+    """A scenario's array (``storage``): its owner, member nodes and the writes it takes."""
+
+    array: int  # the node that owns the array
+    members: tuple[int, ...]  # data members, one a node
+    parity: tuple[int, ...]
+    capacity: str  # of each member device, as written (4M)
+    every: float  # seconds between two write requests
+    records: int  # records one request writes
+    size: int  # bytes of a record
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     name: str
     source: str
@@ -153,6 +168,7 @@ class Scenario:
     explore_property: str = (
         ""  # the ``property:`` key: an explore property the run must hold (``properties``)
     )
+    storage: StorageSpec | None = None  # an array written through the run (``storage``)
 
     @property
     def swim(self) -> Mapping[str, Any]:

@@ -133,6 +133,8 @@ def results_of(
             "collection": trace.collection,
         }
     )
+    if trace.storage is not None:
+        results["storage"] = trace.storage  # the durability check (``storage`` rule 3)
     if mode == "sim":
         results["events_digest"] = events_digest(trace.events)
     if prop := judged(scenario, trace):

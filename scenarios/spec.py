@@ -28,6 +28,7 @@ from swim import SwimConfig
 from .bounds import CONFIDENCE, BoundError, derive
 from .records import PROPERTY_NAMES, TRUSTED, Expectation, Scenario, ScenarioError, Step
 from .steps import parse_expectations, parse_steps
+from .storage import parse_storage
 from .values import Checker
 
 __all__ = ["Expectation", "Scenario", "ScenarioError", "Step", "load_scenario", "parse_scenario"]
@@ -47,6 +48,7 @@ TOP_KEYS = {
     "pass_rate",
     "confidence",
     "property",
+    "storage",
 }
 _FAULTS = ("partition", "loss", "delay")
 SIM_KEYS = TOP_KEYS - {"sim", "name", "description"}  # what a ``sim:`` section may override
@@ -119,6 +121,8 @@ def _scenario(
         bound = max((e.within for e in expects), default=0.0)
         http = max((s.expect.within[1] for s in steps if s.expect), default=0.0)
         duration = last + max(bound, http) + 2.0
+    if any(e.kind == "no_lost_writes" for e in expects) and d.get("storage") is None:
+        raise c.fail("expect", "no_lost_writes needs a storage section (the array it checks)")
     for s in steps:
         if s.at > duration:
             raise c.fail(s.label(), f"at {s.at:g}s is after the end (duration {duration:g})")
@@ -136,6 +140,7 @@ def _scenario(
         sim_overrides=dict(sim),
         pass_rate=pass_rate,
         explore_property=_property(c, d.get("property")),
+        storage=parse_storage(c, d.get("storage"), nodes),
     )
 
 

@@ -13,7 +13,8 @@ def summary(results: dict[str, Any]) -> str:
     lines = []
     for e in results["expectations"]:
         m = e.get("measured")
-        unit = " s" if e.get("unit", "s") == "s" else ""
+        unit = e.get("unit", "s")
+        unit = " s" if unit == "s" else "" if unit == "events" else f" {unit}"
         meas = f" (measured {m:.3g}{unit})" if isinstance(m, int | float) else ""
         lines.append(f"  {e['status']:<14} {e['description']}{meas}")
     for d in results["detection"]:

@@ -63,6 +63,7 @@ class Trace:
     launched: float = 0.0  # when the first node was started
     probe_interval: float = 1.0
     collection: dict[str, Any] | None = None  # real runs: how the events were read (collect)
+    storage: dict[str, Any] | None = None  # real runs with an array: its durability check
 
     def rel(self, t: float | None) -> float | None:
         return None if t is None else round(t - self.t0, 4)

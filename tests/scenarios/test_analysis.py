@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from scenarios import Action, HttpResult, Trace, Views, analyse, parse_scenario, render_report
 from scenarios.runner import results_of
+from scenarios.storage import judge_storage
 from tests.support.traces import event as ev
 from tests.support.traces import joined
 
@@ -174,3 +179,28 @@ def test_report_is_self_contained() -> None:
     for ref in ("src=", "href=", "http://", "https://", "@import", "url("):
         assert ref not in page.replace("http://www.w3.org/2000/svg", ""), ref
     assert "node 0 sees 2: dead" in page  # the band of observer 0 shows the subject's state
+
+
+@pytest.mark.parametrize(
+    ("storage", "status", "said"),
+    [
+        ({"checked": 12, "lost_count": 0, "lost": []}, "pass", "12 acknowledged records"),
+        (
+            {"checked": 12, "lost_count": 1,
+             "lost": [{"offset": 8192, "size": 100, "why": "reads back different bytes"}]},
+            "fail",
+            "first: 100 bytes at 8192: reads back different bytes",
+        ),
+        ({"checked": 0, "lost_count": 0, "lost": []}, "fail", "no write was acknowledged"),
+        ({"error": "the array's owner did not answer: boom"}, "fail", "did not answer"),
+        (None, "fail", "no storage"),
+    ],
+)  # fmt: skip
+def test_no_lost_writes_is_judged_from_the_owners_read_back(
+    storage: dict[str, Any] | None, status: str, said: str
+) -> None:
+    trace = Trace("real", 0.0, 10.0, (0, 1), [], storage=storage)
+    got = judge_storage(trace)
+    assert got["status"] == status
+    assert said in got["detail"]
+    assert judge_storage(Trace("sim", 0.0, 10.0, (0, 1), []))["status"] == "not_applicable"

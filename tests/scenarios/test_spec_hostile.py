@@ -11,7 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenarios import Scenario, ScenarioError, load_scenario, parse_scenario
+from scenarios import Scenario, ScenarioError, load_scenario, parse_scenario, run_scenario
 from tests.ground.test_safeyaml import ALIAS_BOMB
 
 BASE = "nodes: 3\nsteps:\n  - {at: 1, kill: 2, name: k}\nexpect:\n  - {never_dead: [0, 1]}\n"
@@ -147,3 +147,45 @@ def test_a_property_key_names_a_built_in_or_refuses(value: str, needle: str) -> 
     with pytest.raises(ScenarioError, match=needle):
         parse_scenario(BASE + f"property: {value}\n", "s.yaml", sim=True)
     assert "antigravity" not in sys.modules
+
+
+STORE = "storage: {array: 0, members: [1], parity: [2]}\n"
+
+
+@pytest.mark.parametrize(
+    ("section", "problem"),
+    [
+        ("storage: [1, 2]\n", "storage: expected {array: N"),
+        ("storage: {array: 0, members: [1], disks: 3}\n", "unknown key 'disks'"),
+        ("storage: {array: 5, members: [1]}\n", "storage: array"),
+        ("storage: {members: []}\n", "at least one member node"),
+        ("storage: {members: [1, 1]}\n", "each member on a node of its own"),
+        ("storage: {members: [1], parity: [1]}\n", "each member on a node of its own"),
+        ("storage: {members: [9]}\n", "storage: members"),
+        ("storage: {members: 1}\n", "expected a list of node ids"),
+        ("storage: {members: [1], capacity: lots}\n", "expected a size like 4M"),
+        ("storage: {members: [1], writes: {every: 0}}\n", "storage: writes.every"),
+        ("storage: {members: [1], writes: {records: 1000}}\n", "storage: writes.records"),
+        ("storage: {members: [1], writes: {size: 99999999}}\n", "storage: writes.size"),
+        ("storage: {members: [1], writes: {burst: 1}}\n", "storage: writes"),
+        ("expect:\n  - {no_lost_writes: true}\n", "no_lost_writes needs a storage section"),
+        (STORE + "expect:\n  - {no_lost_writes: 3}\n", "expected true"),
+    ],
+)
+def test_a_bad_storage_section_is_one_scenario_error(section: str, problem: str) -> None:
+    text = "nodes: 3\nsteps:\n  - {at: 1, kill: 2, name: k}\n" + section
+    with pytest.raises(ScenarioError, match=problem.replace("[", r"\[").replace("{", r"\{")):
+        parse_scenario(text, "s.yaml")
+
+
+def test_a_storage_section_is_read_and_ignored_in_sim() -> None:
+    text = "nodes: 3\n" + STORE + "expect:\n  - {no_lost_writes: true}\n"
+    sc = parse_scenario(text, "s.yaml")
+    assert sc.storage is not None
+    assert (sc.storage.array, sc.storage.members, sc.storage.parity) == (0, (1,), (2,))
+    assert sc.expectations[0].kind == "no_lost_writes"
+    results, trace = run_scenario(parse_scenario(text, "s.yaml", sim=True), sim=True)
+    assert trace is not None
+    (row,) = results["expectations"]
+    assert row["status"] == "not_applicable"
+    assert results["verdict"] == "pass"
