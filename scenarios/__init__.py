@@ -11,7 +11,9 @@ Public surface: ``load_scenario``, ``parse_scenario``, ``Scenario``, ``ScenarioE
 ``run_scenario``, ``run_many``, ``run_scenario_cli``, ``write_outputs``, ``library``,
 ``find_scenario``, ``analyse``, ``render_report``, ``Trace``, ``Action``; for chaos tests in
 Python (docs/testing.md): ``open_cluster``, ``start_cluster``, ``Cluster``, ``WaitTimeout``,
-``CheckResult``, and the checkers of ``scenarios.checks`` (``History``, ``Verdict``).
+``CheckResult``, and the checkers of ``scenarios.checks`` (``History``, ``Verdict``); for
+arrays in such tests, ``Cluster.make_array`` gives an ``Array`` (its ``check`` a
+``Durability``, naming each ``LostWrite``).
 """
 
 from importlib import import_module
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from . import checks
     from .analysis import Analysis, analyse
+    from .arrays import Array, Durability, LostWrite
     from .chaos import Cluster, WaitTimeout, open_cluster, start_cluster
     from .checks import Checker, CheckResult, History, Verdict
     from .report import render_report
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "checks": "",
     "Analysis": "analysis",
+    **dict.fromkeys(("Array", "Durability", "LostWrite"), "arrays"),
     "analyse": "analysis",
     **dict.fromkeys(("Cluster", "WaitTimeout", "open_cluster", "start_cluster"), "chaos"),
     **dict.fromkeys(("Checker", "CheckResult", "History", "Verdict"), "checks"),
@@ -79,12 +83,15 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Action",
     "Analysis",
+    "Array",
     "CheckResult",
     "Checker",
     "Cluster",
+    "Durability",
     "Expectation",
     "History",
     "HttpResult",
+    "LostWrite",
     "Scenario",
     "ScenarioError",
     "Step",

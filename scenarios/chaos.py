@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -48,6 +48,9 @@ from .records import Bound
 from .simcluster import SimBackend
 from .trace import Action, Trace
 from .waits import Wait, WaitTimeout
+
+if TYPE_CHECKING:
+    from .arrays import Array
 
 FINAL_READ = 20.0  # seconds the last read of every node's events may take at the close
 
@@ -117,6 +120,28 @@ class Cluster:
         a = Action(self.backend.now(), kind, f"{kind}{len(self.actions) + 1}", tuple(nodes), **kw)
         self.actions.append(a)
         return a
+
+    async def make_array(
+        self,
+        *,
+        owner: int = 0,
+        members: Iterable[int] = (1, 2),
+        parity: Iterable[int] = (3,),
+        capacity: str = "4M",
+    ) -> Array:
+        """An erasure-coded array on node ``owner`` over one device on each node of
+        ``members`` (data) and ``parity``: its writes, waits and durability check
+        (``scenarios.arrays``). Real processes only."""
+        from .arrays import make_array
+
+        return await make_array(
+            self.dashboard_url,
+            self.mode,
+            owner=owner,
+            members=tuple(members),
+            parity=tuple(parity),
+            capacity=capacity,
+        )
 
     async def kill(self, i: int) -> None:
         """Crash node ``i`` (SIGKILL; sim: silent from now on)."""
