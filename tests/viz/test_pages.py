@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -475,3 +476,34 @@ def test_pools_page_with_500_pools_paints_and_bounds_stats_requests(
     page.locator("#pool-filter").fill("s48")
     expect(page.locator("#pools-body article.pool-card")).to_have_count(10)
     screenshot(page, "pools_500_filtered")
+
+
+def test_safe_bdev_page_shows_where_members_live_and_what_a_dead_node_puts_at_risk(
+    fresh_cluster4: LocalNodes, page: Any
+) -> None:
+    urls = [fresh_cluster4.url(i) for i in range(4)]
+    for i in (1, 2, 3):
+        form = {"pool_name": f"vm{i}", "pool_id": f"90{i}.0", "bdev_type": "ram", "capacity": "1M"}
+        post_form(f"{urls[i]}/api/mod/rt_bdev/create", form)
+    config = "members: vm1@1,vm2@2\nparity_members: vm3@3\nmax_failures: 1\nrecover_pace_s: 0"
+    post_form(f"{urls[0]}/api/pools/compose", {
+        "mod_name": "rt_safe_bdev", "pool_name": "spread", "pool_id": "950.0",
+        "config": urllib.parse.quote(config)})  # fmt: skip
+    page.goto(f"{urls[0]}/viz/rt_safe_bdev/?pool=950.0")
+    row = page.locator("#roster tr[data-node='2']")
+    expect(row).to_contain_text("node 2", timeout=TIMEOUT_MS)
+    expect(row).to_contain_text("alive")
+    expect(page.locator("#degraded-banner")).to_be_hidden()
+    fresh_cluster4.kill(2)
+    banner = page.locator("#degraded-banner")
+    expect(banner).to_be_visible(timeout=TIMEOUT_MS)
+    expect(banner).to_contain_text("1 of 3 members out of service (vm2 on node 2 (dead))")
+    expect(banner).to_contain_text("One more member failure loses data.")
+    expect(row).to_contain_text("dead")
+    expect(row).to_contain_text("faulty")
+    screenshot(page, "rt_safe_bdev_degraded")
+    page.goto(f"{urls[0]}/viz/rt_admin/pools.html")
+    card = page.locator("article.pool-card", has_text="spread")
+    expect(card.locator(".members-where")).to_have_text(
+        "vm1@1, vm2@2 (faulty), vm3@3", timeout=TIMEOUT_MS
+    )

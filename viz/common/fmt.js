@@ -93,7 +93,7 @@ export function suggestPoolId(poolIds, base = 800) {
 export function stateClass(state) {
   switch (state) {
     case 'alive': case 'active': return 'ok';
-    case 'probe_failed': case 'suspected': case 'recovering': return 'warn';
+    case 'probe_failed': case 'suspected': case 'suspect': case 'recovering': return 'warn';
     case 'dead': case 'left': case 'faulty': case 'removed': return 'bad';
     default: return '';
   }

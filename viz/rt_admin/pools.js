@@ -94,10 +94,18 @@ function paintStats(card, entry) {
     fill(box, h('p', { class: 'meta' }, data === null ? 'the container gave no answer' : fmtValue(data)));
     return;
   }
-  const pairs = Object.entries(data).filter(([k]) => k !== 'pool_name').slice(0, MAX_STATS_SHOWN);
+  const pairs = Object.entries(data).filter(([k]) => k !== 'pool_name' && k !== 'members').slice(0, MAX_STATS_SHOWN);
   const dl = h('dl', { class: 'kv' });
+  const where = memberPlaces(data.members);
+  if (where) dl.append(h('dt', {}, 'members'), h('dd', { class: 'members-where' }, where));
   for (const [k, v] of pairs) dl.append(h('dt', {}, k.replace(/_/g, ' ')), h('dd', {}, fmtStat(k, v)));
   fill(box, pairs.length ? dl : h('p', { class: 'meta' }, 'no stats'));
+}
+
+/** Where an array's members live: `name@node` each, with its state when not active. */
+function memberPlaces(list) {
+  if (!Array.isArray(list) || !list.length || !list.every((m) => m && 'node_id' in m)) return null;
+  return list.map((m) => `${m.pool_name}@${m.node_id}${m.state && m.state !== 'active' ? ` (${m.state})` : ''}`).join(', ');
 }
 
 async function loadStats(poolId) {

@@ -3,11 +3,15 @@
 // remove members (form-encoded POSTs to /api/mod/rt_safe_bdev/<pool>/{add_member,replace_member,
 // remove_member}). Every figure is the API's as it is: recovery_state names the state, the
 // counts are slots (completed + in flight + queued = total), the rate is slots per second.
+// Members may live on other nodes: the roster names each one's node and how this node's
+// membership holds it (/api/topology), and a degraded array says how many more failures it
+// survives.
 
 import {
   $, h, fill, setText, getJSON, postForm, Panel, mountHeader, poolPicker, watchPredictions,
   renderForm, confirmDialog, fmtBytes, fmtInt, stateClass, stateLabel,
 } from '/viz/common/app.js';
+import { memberView } from '/viz/common/membership.js';
 
 const PERIOD = 2000;
 const FAST_PERIOD = 1000; // while a recovery runs, so its steps can be watched
@@ -25,6 +29,7 @@ const picker = poolPicker($('#pool-select'), {
   onChange: () => { panel.poller.now(); preds.paint(); say(''); },
 });
 let members = [];
+let nodeViews = new Map(); // node id -> how this node's membership holds it (alive, suspect, dead, left)
 
 const action = (name) => `/api/mod/${MOD}/${encodeURIComponent(picker.selected)}/${name}`;
 
@@ -35,6 +40,7 @@ const addForm = renderForm({
     { name: 'member_name', label: 'Member name', required: true, help: 'an existing rt_bdev pool, or the name of a new one' },
     { name: 'capacity', label: 'Capacity (for a new device)', placeholder: 'e.g. 4MB' },
     { name: 'bdev_type', label: 'Type', type: 'select', default: 'file', options: ['file', 'ram'] },
+    { name: 'node_id', label: 'Node (empty: this one)', placeholder: 'e.g. 2', help: "a peer's existing rt_bdev pool, found there by name" },
     { name: 'as_parity', label: 'Add as parity (raises the parity level)', type: 'checkbox' },
   ],
 }, {
@@ -44,6 +50,7 @@ const addForm = renderForm({
   onSubmit: async (v, _a, ctl) => {
     const form = { member_name: v.member_name, bdev_type: v.bdev_type, as_parity: v.as_parity };
     if (v.capacity) form.capacity = v.capacity;
+    if (v.node_id) form.node_id = v.node_id;
     const res = await postForm(action('add_member'), form);
     ctl.clear();
     ctl.setMessage(`Added ${res.as_parity ? 'parity' : 'data'} member ${res.member_name ?? v.member_name} (${res.member_pool_id ?? '?'}).`, 'ok');
@@ -57,15 +64,18 @@ const replaceForm = renderForm({
   fields: [
     { name: 'failed_pool_id', label: 'Failed member', type: 'select', required: true, options: [] },
     { name: 'member_name', label: 'New member name', required: true, placeholder: 'e.g. spare0' },
-    { name: 'capacity', label: 'Capacity', required: true, placeholder: 'e.g. 4MB' },
+    { name: 'capacity', label: 'Capacity (for a new device here)', placeholder: 'e.g. 4MB' },
     { name: 'bdev_type', label: 'Type', type: 'select', default: 'file', options: ['file', 'ram'] },
+    { name: 'node_id', label: 'Node (empty: this one)', placeholder: 'e.g. 2', help: "a peer's existing rt_bdev pool, found there by name" },
   ],
 }, {
   submitLabel: 'Replace and recover',
   validate: false,
   idPrefix: 'replace',
   onSubmit: async (v, _a, ctl) => {
-    const res = await postForm(action('replace_member'), v);
+    const form = { ...v };
+    for (const k of ['capacity', 'node_id']) if (!form[k]) delete form[k];
+    const res = await postForm(action('replace_member'), form);
     ctl.clear();
     ctl.setMessage(`Replaced ${res.failed_pool_id ?? v.failed_pool_id} with ${res.member_name ?? v.member_name} (${res.member_pool_id ?? '?'}); recovery runs.`, 'ok');
     panel.poller.now();
@@ -124,7 +134,11 @@ panel.watch(async () => {
     $('#array-view').hidden = true;
     return;
   }
-  const body = await getJSON(`/api/pools/${encodeURIComponent(pool.pool_id)}/monitor`, { query: 'stats' });
+  const [body, topo] = await Promise.all([
+    getJSON(`/api/pools/${encodeURIComponent(pool.pool_id)}/monitor`, { query: 'stats' }),
+    getJSON('/api/topology').catch(() => null), // the roster shows "unknown" without it
+  ]);
+  nodeViews = new Map((topo?.nodes || []).map((n) => [n.node_id, memberView(n)]));
   const s = Object.values(body.results || {}).find((x) => x && typeof x === 'object');
   if (!s) throw new Error(`pool ${pool.pool_id} gave no stats answer`);
   none.hidden = true;
@@ -145,12 +159,13 @@ panel.watch(async () => {
     num('written slots', `${fmtInt(s.written_slots)} / ${fmtInt(s.total_slots)}`),
     num('dirty slots', fmtInt(s.dirty_slots)));
   paintRecovery(s, serving);
+  paintBanner(s);
   panel.poller.period = s.recovery_state === 'recovering' || s.recovery_state === 'starting' ? FAST_PERIOD : PERIOD;
 
   // roster
   members = (s.members || []).slice();
   const roster = $('#roster');
-  const rsig = JSON.stringify(members);
+  const rsig = JSON.stringify([members, members.map((m) => nodeViews.get(m.node_id) ?? null)]);
   if (roster.dataset.sig !== rsig) {
     roster.dataset.sig = rsig;
     paintRoster(roster);
@@ -207,16 +222,40 @@ function paintRecovery(s, inService) {
   setText($('#recovery-pace'), `pace ${Number(s.recovery_pace_s ?? 0)} s per step`);
 }
 
+/** What a degraded array risks: members out, and how many more failures it survives. */
+function paintBanner(s) {
+  const banner = $('#degraded-banner');
+  const all = (s.members || []).length;
+  const out = all - Number(s.active_members);
+  const down = (s.members || []).filter((m) => m.state === 'faulty' || m.state === 'removed');
+  if (!down.length) {
+    banner.hidden = true;
+    return;
+  }
+  const more = Number(s.parity_level) - out;
+  const where = down.map((m) => `${m.pool_name} on node ${m.node_id} (${nodeViews.get(m.node_id) ?? 'unknown'})`).join(', ');
+  const risk = more > 0
+    ? `It survives ${more} more member failure${more === 1 ? '' : 's'}.`
+    : more === 0 ? 'One more member failure loses data.' : 'Data is unreadable until members come back.';
+  banner.hidden = false;
+  banner.dataset.more = String(more);
+  fill(banner, h('strong', {}, 'Degraded: '), `${out} of ${all} members out of service (${where}). ${risk}`);
+}
+
 function paintRoster(roster) {
-  const rows = members.map((m) => h('tr', { 'data-pool': m.pool_id },
-    h('td', {}, m.role), h('td', { class: 'num' }, String(m.index)), h('td', {}, m.pool_name), h('td', {}, h('code', {}, m.pool_id)),
+  const node = (m) => {
+    const view = nodeViews.get(m.node_id);
+    return h('td', { class: 'nowrap' }, `node ${m.node_id} `, h('span', { class: `badge ${stateClass(view || 'unknown')}` }, view || 'unknown'));
+  };
+  const rows = members.map((m) => h('tr', { 'data-pool': m.pool_id, 'data-node': String(m.node_id) },
+    h('td', {}, m.role), h('td', { class: 'num' }, String(m.index)), h('td', {}, m.pool_name), h('td', {}, h('code', {}, m.pool_id)), node(m),
     h('td', {}, h('span', { class: `badge ${stateClass(m.state)}` }, stateLabel(m.state)), m.recovering && m.state !== 'recovering' ? h('span', { class: 'badge warn' }, 'recovering') : null),
     h('td', { class: 'nowrap' },
       h('button', { type: 'button', class: 'small', 'aria-label': `Replace ${m.pool_name}`, onclick: () => pick(replaceForm, 'failed_pool_id', m.pool_id) }, 'Replace…'), ' ',
       h('button', { type: 'button', class: 'small', 'aria-label': `Remove ${m.pool_name}`, onclick: () => pick(removeForm, 'member_pool_id', m.pool_id) }, 'Remove…'))));
   fill(roster, members.length
     ? h('div', { class: 'table-wrap' }, h('table', { class: 'roster' },
-      h('thead', {}, h('tr', {}, ['Role', 'Index', 'Member', 'Pool id', 'State', 'Actions'].map((c, i) => h('th', { scope: 'col', class: i === 1 ? 'num' : null }, c)))),
+      h('thead', {}, h('tr', {}, ['Role', 'Index', 'Member', 'Pool id', 'Node', 'State', 'Actions'].map((c, i) => h('th', { scope: 'col', class: i === 1 ? 'num' : null }, c)))),
       h('tbody', {}, rows)))
     : h('p', { class: 'empty' }, 'No members.'));
 }
