@@ -30,7 +30,7 @@ import trio
 from scenarios import open_cluster
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "storage_across.json"
-RECORDS, RECORD = 64, 256 * 1024  # 16 MiB of records per array
+RECORDS, RECORD = 192, 256 * 1024  # 48 MiB of records per array
 CAPACITY = "64M"
 ARRAY = "max_failures: 1\nrecover_pace_s: 0\nchunk_size: 4096\n"
 

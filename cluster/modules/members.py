@@ -11,7 +11,7 @@ created it, so it can destroy it again with the pool that asked for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,9 +77,11 @@ async def resolve_member(
     req: MemberRequest,
     needed: int,
     member_of: Callable[[PoolId], str | None],
+    avoid: Collection[PoolId] = (),
 ) -> tuple[BdevContainer, bool]:
     """The device for ``req`` with ``needed`` free bytes, and whether it was created for it;
-    ``member_of`` names the array a pool already belongs to."""
+    ``member_of`` names the array a pool already belongs to; a device made here takes a pool
+    id not in ``avoid`` (the array's members on other nodes)."""
     errors: dict[str, str] = {}
     if req.node_id != "" and parse_node_id(req.node_id) is None:
         errors["node_id"] = f"not a node id: '{req.node_id[:40]}'"
@@ -109,10 +111,13 @@ async def resolve_member(
     if existing is not None:
         assert isinstance(existing, BdevContainer)
         return existing, False
+    pool_id = runtime.pools.suggest(MEMBER_BASE)
+    while pool_id in avoid:
+        pool_id = runtime.pools.suggest(pool_id.major + 1)
     body = await runtime.compose(
         "rt_bdev",
         name,
-        str(runtime.pools.suggest(MEMBER_BASE)),
+        str(pool_id),
         {"bdev_type": bdev_type, "capacity": req.capacity},
     )
     created = runtime.pools.get(PoolId.parse(body["pool_id"]))

@@ -164,3 +164,18 @@ async def test_a_member_whose_node_stays_dead_is_replaced_on_a_live_peer() -> No
         assert (check["checked"], check["lost"]) == (30, [])
         verify = monitor(urls[0], arr, "verify")
         assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)
+
+
+async def test_a_parity_member_made_on_the_owner_takes_a_pool_id_no_member_has() -> None:
+    async with open_cluster(3, mode="real", name="ids") as c:
+        await c.wait_converged()
+        urls = [c.dashboard_url(i) or "" for i in range(3)]
+        for i in (1, 2):  # 900.0 and 901.0: the ids the owner would suggest first
+            post(urls[i], "/api/mod/rt_bdev/create", pool_name=f"m{i}", pool_id=f"90{i - 1}.0",
+                 bdev_type="ram", capacity="1M")  # fmt: skip
+        post(urls[0], "/api/pools/compose", mod_name="rt_safe_bdev", pool_name="arr",
+             pool_id="950.0", config="members: m1@1,m2@2\nmax_failures: 1\n")  # fmt: skip
+        members = stats(urls[0], "950.0")["members"]
+        assert [(m["node_id"], m["role"]) for m in members] == [(1, "data"), (2, "data"),
+                                                               (0, "parity")]  # fmt: skip
+        assert members[2]["pool_id"] not in ("900.0", "901.0")

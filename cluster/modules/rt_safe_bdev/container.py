@@ -143,7 +143,8 @@ class SafeBdevContainer(ExtentDevice):
             self.devices.check_distinct(self.array, [], store)
             return store
         member_of = partial(member_ops.member_of, self.runtime)
-        bdev, created = await resolve_member(self.runtime, req, needed, member_of)
+        avoid = set(self.devices.remote)  # ``devices`` rule 2
+        bdev, created = await resolve_member(self.runtime, req, needed, member_of, avoid)
         if created:
             self._created.append(bdev)
         return bdev

@@ -172,7 +172,7 @@ class SafeBdevModule(HttpModule):
         "members": ApiParam(
             "members",
             {"type": "string", "pattern": "^[^,]+(,[^,]+)*$"},
-            "comma-separated names of existing rt_bdev pools",
+            "comma-separated names of existing rt_bdev pools; name@node is node's pool",
             True,
         ),
     }
@@ -206,7 +206,8 @@ class SafeBdevModule(HttpModule):
                     required=True,
                     placeholder="bdev_a, bdev_b, bdev_c",
                     help="comma-separated names of EXISTING bdev pools (create them with the "
-                    "Block device form first); max_failures parity members are created for them",
+                    "Block device form first; name@node for another node's pool); max_failures "
+                    "parity members are created for them here",
                 ),
             ),
         )
