@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from cluster.ground.errors import ApiError, BadRequest, PeerUnreachable
 from cluster.ground.ids import PoolId, parse_node_id
-from cluster.runtime import BLOCK_IO, BLOCK_OPS
+from cluster.runtime import BLOCK_IO, BLOCK_OPS, ModuleContext
 from cluster.storage import BlockStore, Buffer, Extent, IoMeter, IoSnapshot
 
 from .extents import ExtentDevice
 
-__all__ = ["BlockPeer", "RemoteStore", "serve_block", "split_member"]
+__all__ = ["RemoteStore", "serve_block", "split_member"]
 
 
 def split_member(text: str) -> tuple[str, int | None]:
@@ -88,28 +88,13 @@ async def serve_block(device: ExtentDevice, op: str, offset: int, size: int, dat
     raise BadRequest(f"unknown block operation '{op[:40]}' (one of: {', '.join(BLOCK_OPS)})")
 
 
-class BlockPeer(Protocol):
-    """What a ``RemoteStore`` uses of its runtime: one bounded ``Block`` call to a node."""
-
-    async def peer_block(
-        self,
-        node_id: int,
-        pool: str,
-        op: str,
-        *,
-        offset: int = 0,
-        size: int = 0,
-        data: bytes = b"",
-    ) -> Any: ...
-
-
 class RemoteStore(BlockStore):
     """The rt_bdev device ``pool_id`` on node ``node_id``, as an array member (rule 2).
 
     The figures ``info`` gave when the member was found stand in for ``capacity`` and free
     space (the array only reads them while claiming its region); I/O is metered here."""
 
-    def __init__(self, peer: BlockPeer, node_id: int, info: dict[str, Any]) -> None:
+    def __init__(self, peer: ModuleContext, node_id: int, info: dict[str, Any]) -> None:
         self.peer, self.node_id = peer, node_id
         try:
             self.pool_id = PoolId.parse(str(info["pool_id"]))
@@ -123,7 +108,7 @@ class RemoteStore(BlockStore):
         self.meter = IoMeter()
 
     @classmethod
-    async def find(cls, peer: BlockPeer, node_id: int, pool: str) -> RemoteStore:
+    async def find(cls, peer: ModuleContext, node_id: int, pool: str) -> RemoteStore:
         """The device ``pool`` (an id, or an rt_bdev pool name) on node ``node_id``."""
         info = await peer.peer_block(node_id, pool, "info")
         if not isinstance(info, dict):

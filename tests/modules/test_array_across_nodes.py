@@ -56,6 +56,24 @@ def durability(url: str, arr: str, **form: str) -> Any:
     return post(url, f"/api/mod/rt_safe_bdev/{arr}/durability", **form)
 
 
+def recovered(url: str, arr: str, what: str) -> Any:
+    """Stats once every member is active again and the last recovery is complete."""
+    return wait_for(
+        what,
+        lambda: stats(url, arr),
+        until=lambda s: s["active_members"] == 3 and s["recovery_state"] == "complete",
+        timeout=60,
+    )
+
+
+def assert_intact(url: str, arr: str, records: int) -> None:
+    """Every acknowledged record reads back, and every written slot is consistent."""
+    check = durability(url, arr, op="check")
+    assert (check["checked"], check["lost"]) == (records, [])
+    verify = monitor(url, arr, "verify")
+    assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)
+
+
 def degraded(url: str, arr: str) -> Any:
     return wait_for(
         "the array degraded",
@@ -76,33 +94,23 @@ async def test_a_member_node_dies_the_array_degrades_keeps_its_data_and_recovers
             ("m2", 2),
             ("m3", 3),
         ]
-        wrote = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="write",
-                     count="40", size="10000", seed="7")  # fmt: skip
+        wrote = durability(urls[0], arr, op="write", count="40", size="10000", seed="7")
         assert wrote["acknowledged"] == 40
 
         await c.kill(2)
         await c.wait_dead(2)
         degraded(urls[0], arr)
-        check = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="check")
+        check = durability(urls[0], arr, op="check")
         assert (check["checked"], check["lost"]) == (40, [])
-        more = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="write",
-                    count="10", size="10000", seed="8")  # fmt: skip
+        more = durability(urls[0], arr, op="write", count="10", size="10000", seed="8")
         assert more["acknowledged"] == 10  # writes go on within max_failures
 
         failed = next(m["pool_id"] for m in stats(urls[0], arr)["members"] if m["node_id"] == 2)
         post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/replace_member", failed_pool_id=failed,
              member_name="spare", node_id="1")  # fmt: skip
-        done = wait_for(
-            "the array recovered onto node 1's spare",
-            lambda: stats(urls[0], arr),
-            until=lambda s: s["active_members"] == 3 and s["recovery_state"] == "complete",
-            timeout=30,
-        )
+        done = recovered(urls[0], arr, "the array recovered onto node 1's spare")
         assert ("spare", 1) in [(m["pool_name"], m["node_id"]) for m in done["members"]]
-        check = post(urls[0], f"/api/mod/rt_safe_bdev/{arr}/durability", op="check")
-        assert (check["checked"], check["lost"]) == (50, [])
-        verify = monitor(urls[0], arr, "verify")
-        assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)
+        assert_intact(urls[0], arr, 50)
 
 
 async def test_a_paused_member_node_comes_back_and_only_what_it_missed_is_rebuilt() -> None:
@@ -123,19 +131,11 @@ async def test_a_paused_member_node_comes_back_and_only_what_it_missed_is_rebuil
         )
         missed = stats(urls[0], arr)["dirty_slots"]
         await c.resume(2)
-        back = wait_for(
-            "node 2's member resynchronised",
-            lambda: stats(urls[0], arr),
-            until=lambda s: s["active_members"] == 3 and s["recovery_state"] == "complete",
-            timeout=60,
-        )
+        back = recovered(urls[0], arr, "node 2's member resynchronised")
         assert [m["pool_name"] for m in back["members"]] == ["m1", "m2", "m3"]  # not replaced
         assert 0 < back["recovery_written_slots"] == missed < back["written_slots"]
         assert back["dirty_slots"] == 0
-        check = durability(urls[0], arr, op="check")
-        assert (check["checked"], check["lost"]) == (45, [])
-        verify = monitor(urls[0], arr, "verify")
-        assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)
+        assert_intact(urls[0], arr, 45)
 
 
 async def test_a_member_whose_node_stays_dead_is_replaced_on_a_live_peer() -> None:
@@ -149,21 +149,13 @@ async def test_a_member_whose_node_stays_dead_is_replaced_on_a_live_peer() -> No
         )
         await c.kill(3)
         await c.wait_dead(3)
-        done = wait_for(
-            "the parity member replaced on node 4 and rebuilt",
-            lambda: stats(urls[0], arr),
-            until=lambda s: s["active_members"] == 3 and s["recovery_state"] == "complete",
-            timeout=60,
-        )
+        done = recovered(urls[0], arr, "the parity member replaced on node 4 and rebuilt")
         assert [m["node_id"] for m in done["members"]] == [1, 2, 4]  # the peer with none
         pools = get(urls[4], "/api/pools")["pools"]
         assert [p["pool_name"] for p in pools if p["mod_name"] == "rt_bdev"] == [
             done["members"][2]["pool_name"]
         ]
-        check = durability(urls[0], arr, op="check")
-        assert (check["checked"], check["lost"]) == (30, [])
-        verify = monitor(urls[0], arr, "verify")
-        assert (verify["unreadable_slots"], verify["parity_mismatches"]) == (0, 0)
+        assert_intact(urls[0], arr, 30)
 
 
 async def test_a_parity_member_made_on_the_owner_takes_a_pool_id_no_member_has() -> None:
