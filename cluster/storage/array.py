@@ -11,7 +11,11 @@ Rules:
 4. One slot is changed by one task at a time (a per-slot lock), so a read-modify-write, a
    rebuild and a parity check of the same slot never interleave.
 5. ``dirty`` slots are those whose redundancy is not current: written while a position was out
-   of service, or found inconsistent by a check. A finished recovery leaves none.
+   of service, or found inconsistent by a check. A finished recovery leaves none. Per
+   position, ``missed`` holds the slots written without it (skipped, or its write failed),
+   noted by the write itself: a resync rebuilds exactly those, and a recovery marks its
+   targets active only once every slot they missed, also by a write that was already under
+   way when they came back, has been rebuilt onto them.
 6. Whole stripes move in runs of up to ``layout.RUN_BYTES`` per member: one coding pass and
    one I/O per member for the run (the data chunks straight from the caller's buffer,
    ``write_rows``; recovery reads into and codes in reused matrices, ``ScratchPool``). Member
@@ -21,7 +25,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -48,6 +52,7 @@ RunOp = Callable[[str, float, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 MEMBER_ERRORS = (ApiError, PoolGone, OSError)
 PARALLEL_SLOTS = 8
 PARALLEL_RUNS = 2  # runs rebuilt at once: one is read or written while the other is coded
+CATCH_UP_ROUNDS = 8  # rounds a recovery rebuilds slots missed while it ran (rule 5)
 WALK_STEPS = 100  # a paced recovery walks the slots in at most this many steps
 SMALL_IO = 1 << 20  # bytes: member I/O up to this size is done in turn (see _read_positions)
 
@@ -78,6 +83,7 @@ class StripeArray(StripeLayout):
         self._open_member, self._run_op = open_member, run_op
         self.written: set[int] = set()
         self.dirty: set[int] = set()
+        self.missed: dict[int, set[int]] = {}  # position -> slots written without it (rule 5)
         self.recovery = RecoveryProgress()
         self._locks = SlotLocks()
         self._zero = bytes(chunk)
@@ -126,9 +132,17 @@ class StripeArray(StripeLayout):
             self._fail(position, exc)
             out[position] = None
 
+    def _miss(self, position: int, slot: int, block: Buffer | Rows) -> None:
+        """Rule 5: ``block`` (one chunk a slot from ``slot`` on) was not written to
+        ``position``."""
+        slots = range(slot, slot + max(1, _nbytes(block) // self.chunk))
+        self.missed.setdefault(position, set()).update(slots)
+        self.dirty.update(slots)
+
     async def _write_one(self, slot: int, position: int, block: Buffer | Rows) -> None:
         member = self.member(position)
         if member.state not in (MemberState.ACTIVE, MemberState.RECOVERING):
+            self._miss(position, slot, block)
             return
         store = self._open_member(member.pool_id)
         try:
@@ -140,6 +154,7 @@ class StripeArray(StripeLayout):
                 await store.write_rows(member.base + slot * self.chunk, block)
         except MEMBER_ERRORS as exc:
             self._fail(position, exc)
+            self._miss(position, slot, block)
 
     async def _read_positions(
         self, slot: int, positions: Sequence[int], n: int = 1, into: Rows | None = None
@@ -326,22 +341,24 @@ class StripeArray(StripeLayout):
 
     # -- recovery and checks ----------------------------------------------------------------
 
-    async def recover(self, pace_s: float = 0.0, only: Collection[int] | None = None) -> None:
+    async def recover(self, pace_s: float = 0.0, resync: bool = False) -> None:
         """Walk every slot for the ``recovering`` members, then mark them active: a written
         slot is rebuilt onto them, an unwritten one holds nothing yet (rule 3). Progress counts
         slots (``recovery.total`` is every slot). With ``pace_s`` > 0 the slots are walked in
         order in at most ``WALK_STEPS`` steps, each taking at least that many seconds (a rebuild
         a person can watch, a few seconds whatever the size); with 0 the unwritten ones count
-        done at once and runs of written slots are rebuilt in parallel. ``only``: a resync of
-        members that kept their blocks, so only these written slots (``dirty`` ones, written
-        while they were away) are rebuilt; the others are current on them."""
+        done at once and runs of written slots are rebuilt in parallel. ``resync``: the targets
+        kept their blocks, so only the slots they missed (rule 5) are rebuilt; the others are
+        current on them."""
         rec = self.recovery
         generation = rec.generation
         targets = [p for p in self.positions() if self.member(p).state == MemberState.RECOVERING]
         if not targets:
             return
-        wanted = self.written if only is None else self.written & set(only)
+        wanted = self.written & self._missed_by(targets) if resync else self.written
         slots = sorted(wanted)
+        for p in targets:  # what they miss from now on is caught up after the run (rule 5)
+            self.missed.get(p, set()).difference_update(slots)
         rec.active, rec.total, rec.in_flight, rec.rebuilt = True, self.slots, 0, len(slots)
         rec.completed = 0 if pace_s > 0 else self.slots - len(slots)
         limiter = trio.CapacityLimiter(PARALLEL_RUNS)
@@ -367,12 +384,39 @@ class StripeArray(StripeLayout):
             rec.active = False
         if rec.generation != generation:
             return  # another member started recovering meanwhile: the next run covers it
+        if not await self._catch_up(targets, generation):
+            return  # still writes in flight that skip them: the next run tries again
         for p in targets:
             if self.member(p).state == MemberState.RECOVERING:
                 self.set_state(p, MemberState.ACTIVE)
+                self.missed.pop(p, None)
         if self.out_of_service() == 0:
             self.dirty.clear()
         log.info("array %s: recovery of %d written slots done", self.name, len(slots))
+
+    def _missed_by(self, targets: Sequence[int]) -> set[int]:
+        return set().union(*(self.missed.get(p, set()) for p in targets))
+
+    async def _catch_up(self, targets: Sequence[int], generation: int) -> bool:
+        """Rule 5: rebuild onto ``targets`` the slots they missed while the run went on (a
+        write already under way when they came back skips them); True once none is left,
+        False to leave the rest to the next run."""
+        for _ in range(CATCH_UP_ROUNDS):
+            missed = self._missed_by(targets)
+            if not missed:
+                return True
+            late = sorted(missed & self.written)  # a first write under way: the next round
+            if not late:
+                await trio.sleep(0.01)
+                continue
+            for p in targets:
+                self.missed.get(p, set()).difference_update(late)
+            for first, n in slot_runs(late, self.run_slots):
+                rebuild = partial(self._rebuild, first, n, targets)  # waits for the slot's lock
+                await self._run_op("recover", n * self.chunk / 1024, rebuild)
+            if self.recovery.generation != generation:
+                return False
+        return not self._missed_by(targets)
 
     async def _walk(self, targets: Sequence[int], pace_s: float, wanted: set[int]) -> None:
         """Every slot in order, in steps of ``ceil(slots / WALK_STEPS)`` slots, at least

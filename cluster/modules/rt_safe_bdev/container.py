@@ -271,10 +271,10 @@ class SafeBdevContainer(ExtentDevice):
                 await self._auto_replace(array, p, pool_id)
         with self.operation():
             if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
-                only = set(array.dirty) if self.devices.resync_only(array) else None
+                resync = self.devices.resync_only(array)
                 self._run_started, self._run_ended = trio.current_time(), None
                 try:
-                    await array.recover(self.pace_s, only)
+                    await array.recover(self.pace_s, resync)
                 finally:
                     self._run_ended = trio.current_time()
 
