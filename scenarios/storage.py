@@ -95,8 +95,12 @@ class StorageRun:
         async with httpx.AsyncClient(timeout=30) as client:
             names = []
             for k, node in enumerate((*s.members, *s.parity)):
-                form = {"pool_name": f"rt_m{node}", "pool_id": f"{MEMBER_BASE + k}.0",
-                        "bdev_type": "ram", "capacity": s.capacity}  # fmt: skip
+                form = {
+                    "pool_name": f"rt_m{node}",
+                    "pool_id": f"{MEMBER_BASE + k}.0",
+                    "bdev_type": "ram",
+                    "capacity": s.capacity,
+                }
                 await _post(client, url(node), "/api/mod/rt_bdev/create", form)
                 names.append(f"rt_m{node}@{node}")
             data, parity = names[: len(s.members)], names[len(s.members) :]
@@ -104,8 +108,12 @@ class StorageRun:
                 f"members: {','.join(data)}\nparity_members: {','.join(parity) or '[]'}\n"
                 f"max_failures: {len(parity)}\nrecover_pace_s: 0\n"
             )
-            form = {"mod_name": "rt_safe_bdev", "pool_name": ARRAY_NAME, "pool_id": ARRAY_POOL,
-                    "config": config}  # fmt: skip
+            form = {
+                "mod_name": "rt_safe_bdev",
+                "pool_name": ARRAY_NAME,
+                "pool_id": ARRAY_POOL,
+                "config": config,
+            }
             await _post(client, url(s.array), "/api/pools/compose", form)
 
     async def serve_writes(self, url: Any) -> None:
@@ -115,8 +123,12 @@ class StorageRun:
             while True:
                 t = time.monotonic()
                 seed += 1
-                form = {"op": "write", "count": str(s.records), "size": str(s.size),
-                        "seed": str(seed)}  # fmt: skip
+                form = {
+                    "op": "write",
+                    "count": str(s.records),
+                    "size": str(s.size),
+                    "seed": str(seed),
+                }
                 self.sent += 1
                 base = url(s.array)
                 try:
@@ -155,8 +167,11 @@ async def _post(client: httpx.AsyncClient, base: str, path: str, form: dict[str,
 def judge_storage(trace: Trace) -> dict[str, Any]:
     """``no_lost_writes`` over a trace (rules 3 and 4)."""
     if trace.mode == "sim":
-        return {"status": "not_applicable", "measured": None,
-                "detail": "no arrays on the simulated network"}  # fmt: skip
+        return {
+            "status": "not_applicable",
+            "measured": None,
+            "detail": "no arrays on the simulated network",
+        }
     got = trace.storage
     if got is None:
         return {"status": "fail", "measured": None, "detail": "the scenario has no storage"}

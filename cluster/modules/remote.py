@@ -8,14 +8,18 @@ Rules:
    device is touched: a read or write moves at most ``BLOCK_IO`` bytes and lies inside the
    device; a free names an aligned, allocated extent inside it (a double free is refused,
    never merged). A refusal is a ``BadRequest`` (400), and nothing changed.
-2. ``RemoteStore`` is a ``BlockStore``: the array reads and writes it as it does a local
-   device, and every call is bounded by the runtime's forward timeout (5 s). A peer that is
-   down, cut off or silent is a ``PeerUnavailable``, which the array takes as a failed I/O
-   (the member turns ``faulty``).
+2. Writes are fenced: each carries its array's name (``writer``) and an epoch, raised when the
+   member comes back from being away. A device refuses a write below the highest epoch it saw
+   from that writer, so a write that lay in a paused node's socket, long given up by the
+   array, cannot land over the resync that followed (Conflict, 409).
 3. A device's ``instance`` is drawn when it starts: the same pool id with another instance is
    a device made again (its node restarted), whose blocks and allocations are gone.
 4. A member is written ``name@node`` in an array's ``members`` (``m1@1``: the rt_bdev pool
    ``m1`` on node 1); a name without ``@`` is this node's. ``split_member`` reads it.
+5. ``RemoteStore`` is a ``BlockStore``: the array reads and writes it as it does a local
+   device, and every call is bounded by the runtime's forward timeout (5 s). A peer that is
+   down, cut off or silent is a ``PeerUnavailable``, which the array takes as a failed I/O
+   (the member turns ``faulty``).
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from cluster.ground.errors import ApiError, BadRequest, PeerUnreachable
+from cluster.ground.errors import ApiError, BadRequest, Conflict, PeerUnreachable
 from cluster.ground.ids import PoolId, parse_node_id
-from cluster.runtime import BLOCK_IO, BLOCK_OPS, ModuleContext
+from cluster.runtime import BLOCK_IO, BLOCK_OPS, BlockCall, ModuleContext
 from cluster.storage import BlockStore, Buffer, Extent, IoMeter, IoSnapshot
 
 from .extents import ExtentDevice
@@ -52,8 +56,34 @@ def _io_size(size: int) -> int:
     return size
 
 
-async def serve_block(device: ExtentDevice, op: str, offset: int, size: int, data: bytes) -> Any:
+MAX_WRITERS = 1024  # writers whose fence a device remembers (rule 2); the oldest goes first
+
+
+def fenced(device: ExtentDevice, call: BlockCall) -> None:
+    """Rule 2: Conflict for a write of ``call.writer`` below the highest epoch the device saw
+    from it; any call of a writer raises its fence."""
+    if not call.writer:
+        return
+    fences = device.fences
+    seen = fences.get(call.writer, -1)
+    if call.op == "write" and call.epoch < seen:
+        raise Conflict(
+            f"a stale write of {call.writer[:80]} (epoch {call.epoch}; it has written at "
+            f"{seen} since): refused"
+        )
+    if call.epoch > seen:
+        fences.pop(call.writer, None)
+        fences[call.writer] = call.epoch
+        while len(fences) > MAX_WRITERS:
+            del fences[next(iter(fences))]
+
+
+async def serve_block(device: ExtentDevice, call: BlockCall) -> Any:
     """One operation a peer asks of ``device`` (rule 1)."""
+    op, offset, size, data = call.op, call.offset, call.size, call.data
+    if op not in BLOCK_OPS:
+        raise BadRequest(f"unknown block operation '{op[:40]}' (one of: {', '.join(BLOCK_OPS)})")
+    fenced(device, call)
     if op == "info":
         return {
             "pool_id": str(device.info.pool_id),
@@ -81,11 +111,9 @@ async def serve_block(device: ExtentDevice, op: str, offset: int, size: int, dat
     if op == "read":
         device.check_range(offset, _io_size(size))
         return await device.read(offset, size)
-    if op == "write":
-        device.check_range(offset, _io_size(len(data)))
-        await device.write(offset, data)
-        return {"ok": True}
-    raise BadRequest(f"unknown block operation '{op[:40]}' (one of: {', '.join(BLOCK_OPS)})")
+    device.check_range(offset, _io_size(len(data)))
+    await device.write(offset, data)
+    return {"ok": True}
 
 
 class RemoteStore(BlockStore):
@@ -94,8 +122,11 @@ class RemoteStore(BlockStore):
     The figures ``info`` gave when the member was found stand in for ``capacity`` and free
     space (the array only reads them while claiming its region); I/O is metered here."""
 
-    def __init__(self, peer: ModuleContext, node_id: int, info: dict[str, Any]) -> None:
-        self.peer, self.node_id = peer, node_id
+    def __init__(
+        self, peer: ModuleContext, node_id: int, info: dict[str, Any], writer: str = ""
+    ) -> None:
+        self.peer, self.node_id, self.writer = peer, node_id, writer
+        self.epoch = time.time_ns()  # rule 2: raised by ``refence``
         try:
             self.pool_id = PoolId.parse(str(info["pool_id"]))
             self.pool_name = str(info["pool_name"])
@@ -108,12 +139,15 @@ class RemoteStore(BlockStore):
         self.meter = IoMeter()
 
     @classmethod
-    async def find(cls, peer: ModuleContext, node_id: int, pool: str) -> RemoteStore:
-        """The device ``pool`` (an id, or an rt_bdev pool name) on node ``node_id``."""
-        info = await peer.peer_block(node_id, pool, "info")
+    async def find(
+        cls, peer: ModuleContext, node_id: int, pool: str, writer: str = ""
+    ) -> RemoteStore:
+        """The device ``pool`` (an id, or an rt_bdev pool name) on node ``node_id``, written
+        by ``writer`` (the array's name for its fence, rule 2)."""
+        info = await peer.peer_block(node_id, BlockCall(pool, "info"))
         if not isinstance(info, dict):
             raise PeerUnreachable(f"node {node_id} described its device badly")
-        return cls(peer, node_id, info)
+        return cls(peer, node_id, info, writer)
 
     @property
     def capacity(self) -> int:
@@ -130,16 +164,20 @@ class RemoteStore(BlockStore):
     def io_snapshot(self) -> IoSnapshot:
         return self.meter.snapshot()
 
-    async def same_device(self) -> bool:
-        """Does the node still hold this very device (rule 3), blocks and region included?"""
+    async def refence(self) -> bool:
+        """Does the node still hold this very device (rule 3), blocks and region included?
+        If so, our writes go on at a new epoch, set on the device first (rule 2): a write of
+        ours that lay in its socket while it was paused is refused from now on."""
+        self.epoch = max(time.time_ns(), self.epoch + 1)
         try:
-            again = await RemoteStore.find(self.peer, self.node_id, str(self.pool_id))
+            info = await self._call("info")
         except ApiError:
             return False
-        return again.instance == self.instance
+        return isinstance(info, dict) and info.get("instance") == self.instance
 
     async def _call(self, op: str, **fields: Any) -> Any:
-        return await self.peer.peer_block(self.node_id, str(self.pool_id), op, **fields)
+        call = BlockCall(str(self.pool_id), op, writer=self.writer, epoch=self.epoch, **fields)
+        return await self.peer.peer_block(self.node_id, call)
 
     async def allocate(self, size: int) -> Extent:
         got = await self._call("allocate", size=size)

@@ -44,6 +44,7 @@ from cluster.api import (
 )
 from cluster.ground.errors import BadRequest, Conflict, ValidationFailed
 from cluster.ground.parse import ParseError, int_value, size_value
+from cluster.runtime import BlockCall
 from cluster.storage import (
     Allocator,
     Buffer,
@@ -166,11 +167,12 @@ class BdevContainer(ExtentDevice):
         self.meter = IoMeter()
         self.store: Store | None = None
         self.instance = secrets.token_hex(8)  # this process's copy of the device (``remote``)
+        self.fences: dict[str, int] = {}
         self._yielded_ns = 0  # perf_counter_ns of the last yield of an I/O run inline
 
-    async def serve_block(self, op: str, offset: int, size: int, data: bytes) -> Any:
+    async def serve_block(self, call: BlockCall) -> Any:
         """A peer's array uses this device as a member (``remote`` rule 1)."""
-        return await serve_block(self, op, offset, size, data)
+        return await serve_block(self, call)
 
     async def start(self) -> None:
         path = self.runtime.settings.data_dir / f"bdev-{self.info.pool_id}.img"

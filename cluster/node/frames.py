@@ -29,7 +29,6 @@ Rules:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -38,6 +37,8 @@ import msgpack
 
 import swim
 from cluster.runtime import BLOCK_IO
+
+from .untrusted import BadFrame, Fields
 
 __all__ = [
     "MAX_FRAME",
@@ -73,10 +74,6 @@ __all__ = [
 SMALL_FRAME = 64 * 1024  # bytes: the frame of a request kind that carries a few fields
 MAX_FRAME = 16 * 1024 * 1024  # bytes: the largest frame of any kind (a migrating pool's data)
 MAX_VALUES = 250_000  # msgpack values in one frame (~70 bytes each once decoded)
-
-
-class BadFrame(Exception):
-    """A frame from the network that is not a valid request or reply."""
 
 
 # -- requests ---------------------------------------------------------------------------------
@@ -116,8 +113,9 @@ class Swim:
 class Block:
     """One operation on the receiving node's block device ``pool`` (an id, or an rt_bdev pool
     name): an array's member there. ``op`` is one of ``cluster.runtime.BLOCK_OPS``; ``offset``
-    and ``size`` place it, ``data`` is what a write stores. Sizes and ranges are the handler's
-    to check (``BLOCK_IO`` at most)."""
+    and ``size`` place it, ``data`` is what a write stores; ``writer`` and ``epoch`` fence
+    stale writes (``cluster.runtime.BlockCall``). Sizes and ranges are the handler's to check
+    (``BLOCK_IO`` at most)."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("block", None)
     MAX_BYTES: ClassVar[int] = BLOCK_IO + SMALL_FRAME
@@ -126,6 +124,8 @@ class Block:
     offset: int = 0
     size: int = 0
     data: bytes = b""
+    writer: str = ""
+    epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,88 +218,7 @@ def encode(request: Request) -> dict[str, Any]:
 
 # -- decoding ---------------------------------------------------------------------------------
 
-_MISSING: Any = object()
-
-
-class _Fields:
-    """Typed reads of one untrusted map; every miss is a ``BadFrame`` naming the field."""
-
-    def __init__(self, obj: Mapping[str, Any], what: str) -> None:
-        self._obj, self._what = obj, what
-
-    def _get(self, key: str, default: Any) -> Any:
-        value = self._obj.get(key, default)
-        if value is _MISSING:
-            raise BadFrame(f"{self._what}: missing {key!r}")
-        return value
-
-    def _bad(self, key: str, expected: str) -> BadFrame:
-        return BadFrame(f"{self._what}: {key!r} is not {expected}")
-
-    def text(self, key: str, default: Any = _MISSING) -> str:
-        value = self._get(key, default)
-        if not isinstance(value, str):
-            raise self._bad(key, "a string")
-        return value
-
-    def integer(self, key: str, default: Any = _MISSING) -> int | None:
-        value = self._get(key, default)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise self._bad(key, "an integer")
-        return value
-
-    def number(self, key: str, default: Any = _MISSING) -> float:
-        value = self._get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._bad(key, "a number")
-        if not math.isfinite(value):
-            raise self._bad(key, "finite")
-        return value
-
-    def whole(self, key: str, default: Any = _MISSING) -> int:
-        value = self._get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "an integer")
-        return value
-
-    def blob(self, key: str, default: Any = _MISSING) -> bytes:
-        value = self._get(key, default)
-        if not isinstance(value, bytes):
-            raise self._bad(key, "binary")
-        return value
-
-    def text_or_int(self, key: str) -> str | int:
-        value = self._get(key, _MISSING)
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise self._bad(key, "a string or an integer")
-        return value
-
-    def mapping(self, key: str, default: Any = _MISSING) -> dict[str, Any]:
-        value = self._get(key, default)
-        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            raise self._bad(key, "a map with string keys")
-        return value
-
-    def text_map(self, key: str) -> dict[str, str]:
-        value = self.mapping(key, {})
-        if not all(isinstance(v, str) for v in value.values()):
-            raise self._bad(key, "a map of strings")
-        return value
-
-    def items(self, key: str, default: Any = _MISSING) -> tuple[Any, ...]:
-        value = self._get(key, default)
-        if not isinstance(value, list | tuple):
-            raise self._bad(key, "a list")
-        return tuple(value)
-
-    def integers(self, key: str) -> tuple[int, ...]:
-        value = self.items(key, ())
-        if any(isinstance(v, bool) or not isinstance(v, int) for v in value):
-            raise self._bad(key, "a list of integers")
-        return value
-
-
-_DECODERS: dict[tuple[str, str | None], Callable[[_Fields], Request]] = {
+_DECODERS: dict[tuple[str, str | None], Callable[[Fields], Request]] = {
     Monitor.KIND: lambda f: Monitor(f.text("query"), f.text_map("params")),
     PoolMonitor.KIND: lambda f: PoolMonitor(
         f.text("pool_id"), f.text("query"), f.text_map("params")
@@ -310,6 +229,8 @@ _DECODERS: dict[tuple[str, str | None], Callable[[_Fields], Request]] = {
         f.whole("offset", 0),
         f.whole("size", 0),
         f.blob("data", b""),
+        f.text("writer", ""),
+        f.whole("epoch", 0),
     ),
     Identity.KIND: lambda f: Identity(),
     Stop.KIND: lambda f: Stop(),
@@ -342,7 +263,7 @@ def decode_untrusted(obj: Any) -> Request:
         decoder = _DECODERS.get((kind, op))
     if decoder is None:
         raise BadFrame(f"unknown request kind {kind!r:.40}" + (f" op {op!r:.40}" if op else ""))
-    return decoder(_Fields(obj, f"{kind} {op}" if op else str(kind)))
+    return decoder(Fields(obj, f"{kind} {op}" if op else str(kind)))
 
 
 # -- frames from the network ------------------------------------------------------------------
@@ -445,6 +366,6 @@ def decode_reply(obj: Any) -> Reply:
         raise BadFrame("a reply is a map with a boolean 'ok'")
     if obj["ok"]:
         return Ok(obj.get("body"))
-    f = _Fields(obj, "error reply")
+    f = Fields(obj, "error reply")
     status = f.integer("status", 500)
     return Err(500 if status is None else status, f.text("error", "remote error"))

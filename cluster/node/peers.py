@@ -19,7 +19,7 @@ import trio
 
 import swim
 from cluster.ground.errors import PeerUnavailable, PeerUnreachable
-from cluster.runtime import FORWARD_TIMEOUT, MemberLike
+from cluster.runtime import FORWARD_TIMEOUT, BlockCall, MemberLike
 
 from .frames import Block, Call, Compose, Monitor, PoolMonitor
 from .rpc import rpc_call
@@ -72,11 +72,12 @@ class RpcPeers:
         """The monitor answer of ``member``'s container of ``pool_id``."""
         return await self.call(member, PoolMonitor(pool_id, query, dict(params)))
 
-    async def block(
-        self, member: MemberLike, pool: str, op: str, offset: int, size: int, data: bytes
-    ) -> Any:
-        """One block operation on ``member``'s device ``pool``."""
-        return await self.call(member, Block(pool, op, offset, size, data))
+    async def block(self, member: MemberLike, call: BlockCall) -> Any:
+        """One block operation on ``member``'s device."""
+        c = call
+        return await self.call(
+            member, Block(c.pool, c.op, c.offset, c.size, c.data, c.writer, c.epoch)
+        )
 
     async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
         """Compose pools on ``member``."""

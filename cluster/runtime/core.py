@@ -41,7 +41,7 @@ from .compose import check_compose
 from .costmodel import CostModel
 from .membership import MemberLike, Membership, SingleNode
 from .module import Container, Module, PoolInfo
-from .peers import FORWARD_TIMEOUT, Peers, UnknownNode, is_local
+from .peers import FORWARD_TIMEOUT, BlockCall, Peers, UnknownNode, is_local
 from .pools import PoolManager
 from .probe import ProcessProbe
 from .sysstats import StatsRing
@@ -155,21 +155,10 @@ class RuntimeCore:
                 raise PeerUnreachable(f"node {node_id} did not answer {what}: {exc}") from None
         raise PeerUnavailable(f"{what} timed out after {self.forward_timeout:g}s")
 
-    async def peer_block(
-        self,
-        node_id: int,
-        pool: str,
-        op: str,
-        *,
-        offset: int = 0,
-        size: int = 0,
-        data: bytes = b"",
-    ) -> Any:
-        """One block operation on node ``node_id``'s device ``pool`` (an array member there)."""
+    async def peer_block(self, node_id: int, call: BlockCall) -> Any:
+        """One block operation on node ``node_id``'s device (an array member there)."""
         return await self.forward(
-            node_id,
-            f"block {op} on {pool[:40]}",
-            lambda peers, m: peers.block(m, pool, op, offset, size, data),
+            node_id, f"block {call.op} on {call.pool[:40]}", lambda peers, m: peers.block(m, call)
         )
 
     async def peer_compose(self, node_id: int, entry: Mapping[str, Any]) -> JSON:
@@ -187,19 +176,19 @@ class RuntimeCore:
         """The ids of the members the membership holds alive, this node's among them."""
         return sorted(m.node_id for m in self.membership.members() if str(m.state) == "alive")
 
-    async def local_block(self, pool: str, op: str, offset: int, size: int, data: bytes) -> Any:
-        """A peer's block operation on this node's device ``pool`` (an id, or a name)."""
-        if pool[:1].isdigit():
-            container = self.pools.get(PoolId.parse(pool))
+    async def local_block(self, call: BlockCall) -> Any:
+        """A peer's block operation on this node's device ``call.pool`` (an id, or a name)."""
+        if call.pool[:1].isdigit():
+            container = self.pools.get(PoolId.parse(call.pool))
         else:
-            found = self.pools.by_name(pool)
+            found = self.pools.by_name(call.pool)
             if found is None:
-                raise NotFound(f"no pool named '{pool[:80]}' on node {self.node_id}")
+                raise NotFound(f"no pool named '{call.pool[:80]}' on node {self.node_id}")
             container = found
         try:
-            return await container.serve_block(op, offset, size, data)
+            return await container.serve_block(call)
         except PoolGone:
-            raise Conflict(f"pool {pool[:80]} was destroyed while the operation ran") from None
+            raise Conflict(f"pool {call.pool[:80]} was destroyed while the operation ran") from None
 
     async def local_pool_monitor(
         self, pool_id: PoolId, query: str, params: Mapping[str, str]

@@ -39,6 +39,7 @@ from cluster.ground.ids import PoolId
 from cluster.ground.settings import Settings
 
 from .costmodel import CostModel
+from .peers import BlockCall
 from .workers import WorkerPool
 
 __all__ = ["Container", "Module", "ModuleContext", "PoolInfo", "PoolTable"]
@@ -113,18 +114,9 @@ class ModuleContext(Protocol):
     async def peer_compose(self, node_id: int, entry: Mapping[str, Any]) -> JSON:
         """Compose one pool on node ``node_id`` (bounded by the forward timeout)."""
 
-    async def peer_block(
-        self,
-        node_id: int,
-        pool: str,
-        op: str,
-        *,
-        offset: int = 0,
-        size: int = 0,
-        data: bytes = b"",
-    ) -> Any:
-        """One block operation on node ``node_id``'s device ``pool`` (an id or a name),
-        bounded by the forward timeout; ``PeerUnavailable`` when the node does not answer."""
+    async def peer_block(self, node_id: int, call: BlockCall) -> Any:
+        """One block operation on node ``node_id``'s device, bounded by the forward timeout;
+        ``PeerUnavailable`` when the node does not answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,9 +192,9 @@ class Container:
     def stats(self) -> JSON:
         return {"pool_name": self.info.pool_name}
 
-    async def serve_block(self, op: str, offset: int, size: int, data: bytes) -> Any:
-        """One block operation a peer asks of this pool (``BLOCK_OPS``): block devices that
-        lend themselves to arrays on other nodes override it."""
+    async def serve_block(self, call: BlockCall) -> Any:
+        """One block operation a peer asks of this pool: block devices that lend themselves
+        to arrays on other nodes override it."""
         raise BadRequest(
             f"pool {self.info.pool_id} ({self.info.mod_name}) is not a block device other "
             "nodes can use"

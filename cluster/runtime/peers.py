@@ -34,6 +34,7 @@ __all__ = [
     "FORWARD_TIMEOUT",
     "LOCAL_NAMES",
     "MAX_RANGE_COUNT",
+    "BlockCall",
     "Peers",
     "Routing",
     "UnknownNode",
@@ -51,6 +52,23 @@ LOCAL_ROUTINGS = ("", "local", "dynamic")
 MAX_RANGE_COUNT = 4096  # nodes one range names: more than a cluster holds (rt_cluster: 1024)
 MAX_HASH = (1 << 64) - 1  # a direct_hash is a 64-bit hash
 ROUTING_FORMS = "local, broadcast, dynamic, direct_id:N, direct_hash:N, range:OFF:CNT or physical:N"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockCall:
+    """One operation on a node's block device ``pool`` (an id, or a name), for an array
+    member there: ``op`` one of ``BLOCK_OPS``; ``offset``, ``size`` and ``data`` place it.
+    ``writer`` names the array that asks and ``epoch`` its fence: a device refuses a write of
+    a writer at an epoch below one it has seen (a write that lay in a paused node's socket
+    must not land over a newer one)."""
+
+    pool: str
+    op: str
+    offset: int = 0
+    size: int = 0
+    data: bytes = b""
+    writer: str = ""
+    epoch: int = 0
 
 
 class UnknownNode(BadRequest):
@@ -155,11 +173,8 @@ class Peers(Protocol):
         self, member: MemberLike, pool_id: str, query: str, params: Mapping[str, str]
     ) -> Any: ...
 
-    async def block(
-        self, member: MemberLike, pool: str, op: str, offset: int, size: int, data: bytes
-    ) -> Any:
-        """One operation (``BLOCK_OPS``) on ``member``'s block device ``pool`` (an id or a
-        name): an array member on a peer."""
+    async def block(self, member: MemberLike, call: BlockCall) -> Any:
+        """One operation on ``member``'s block device: an array member on a peer."""
         ...
 
     async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:

@@ -23,7 +23,7 @@ import trio
 from cluster.ground.errors import PeerUnreachable
 
 from .membership import MemberLike
-from .peers import Peers
+from .peers import BlockCall, Peers
 
 __all__ = [
     "FakeEvent",
@@ -225,11 +225,9 @@ class FakePeers:
         request = {"k": "pool_monitor", "pool_id": pool_id, "query": query, "params": dict(params)}
         return await self._call(member, request)
 
-    async def block(
-        self, member: MemberLike, pool: str, op: str, offset: int, size: int, data: bytes
-    ) -> Any:
-        request = {"k": "block", "pool": pool, "op": op, "offset": offset, "size": size}
-        return await self._call(member, {**request, "data": data})
+    async def block(self, member: MemberLike, call: BlockCall) -> Any:
+        request = {"k": "block", "pool": call.pool, "op": call.op, "offset": call.offset}
+        return await self._call(member, {**request, "size": call.size, "data": call.data})
 
     async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
         return await self._call(member, {"k": "control", "op": "compose", "entries": entries})

@@ -16,6 +16,9 @@ Rules:
    noted by the write itself: a resync rebuilds exactly those, and a recovery marks its
    targets active only once every slot they missed, also by a write that was already under
    way when they came back, has been rebuilt onto them.
+7. A write is acknowledged only when at least ``k`` positions took it (enough to read it back
+   whatever else is lost meanwhile); else it fails (``Unwritable``, 409) and its slots are
+   dirty. With more members out than the parity level, every write fails so.
 6. Whole stripes move in runs of up to ``layout.RUN_BYTES`` per member: one coding pass and
    one I/O per member for the run (the data chunks straight from the caller's buffer,
    ``write_rows``; recovery reads into and codes in reused matrices, ``ScratchPool``). Member
@@ -41,19 +44,17 @@ from .layout import StripeLayout
 
 if TYPE_CHECKING:
     from .erasure import Bytes as Rows
+from .recovery import PARALLEL_RUNS, Recovery
 from .roster import ArrayMember, MemberState, RecoveryProgress
 from .scratch import ScratchPool
-from .slots import SlotLocks, slot_runs
+from .slots import SlotLocks
 
-__all__ = ["StripeArray", "Unreadable"]
+__all__ = ["StripeArray", "Unreadable", "Unwritable"]
 
 log = logging.getLogger(__name__)
 RunOp = Callable[[str, float, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 MEMBER_ERRORS = (ApiError, PoolGone, OSError)
 PARALLEL_SLOTS = 8
-PARALLEL_RUNS = 2  # runs rebuilt at once: one is read or written while the other is coded
-CATCH_UP_ROUNDS = 8  # rounds a recovery rebuilds slots missed while it ran (rule 5)
-WALK_STEPS = 100  # a paced recovery walks the slots in at most this many steps
 SMALL_IO = 1 << 20  # bytes: member I/O up to this size is done in turn (see _read_positions)
 
 
@@ -63,6 +64,10 @@ def _nbytes(block: Buffer | Rows) -> int:
 
 class Unreadable(Conflict):
     """A slot with fewer readable blocks than data members."""
+
+
+class Unwritable(Conflict):
+    """A write that reached fewer members than it takes to read it back (rule 7)."""
 
 
 class StripeArray(StripeLayout):
@@ -139,11 +144,12 @@ class StripeArray(StripeLayout):
         self.missed.setdefault(position, set()).update(slots)
         self.dirty.update(slots)
 
-    async def _write_one(self, slot: int, position: int, block: Buffer | Rows) -> None:
+    async def _write_one(self, slot: int, position: int, block: Buffer | Rows) -> bool:
+        """Write ``block`` to ``position``; whether it took it."""
         member = self.member(position)
         if member.state not in (MemberState.ACTIVE, MemberState.RECOVERING):
             self._miss(position, slot, block)
-            return
+            return False
         store = self._open_member(member.pool_id)
         try:
             if store is None:
@@ -155,6 +161,8 @@ class StripeArray(StripeLayout):
         except MEMBER_ERRORS as exc:
             self._fail(position, exc)
             self._miss(position, slot, block)
+            return False
+        return True
 
     async def _read_positions(
         self, slot: int, positions: Sequence[int], n: int = 1, into: Rows | None = None
@@ -173,15 +181,28 @@ class StripeArray(StripeLayout):
         return out
 
     async def _write_positions(
-        self, slot: int, blocks: Sequence[tuple[int, Buffer | Rows]]
+        self, slot: int, blocks: Sequence[tuple[int, Buffer | Rows]], *, need: int = 0
     ) -> None:
+        """Each block to its position; ``Unwritable`` when fewer than ``need`` took theirs."""
+        took = 0
         if all(_nbytes(b) <= SMALL_IO for _, b in blocks):
             for p, block in blocks:
-                await self._write_one(slot, p, block)
-            return
-        async with trio.open_nursery() as nursery:
-            for p, block in blocks:
-                nursery.start_soon(self._write_one, slot, p, block)
+                took += await self._write_one(slot, p, block)
+        else:
+
+            async def one(p: int, block: Buffer | Rows) -> None:
+                nonlocal took
+                took += await self._write_one(slot, p, block)
+
+            async with trio.open_nursery() as nursery:
+                for p, block in blocks:
+                    nursery.start_soon(one, p, block)
+        if took < need:
+            raise Unwritable(
+                f"array {self.name} could write slot {slot} to {took} members only; it takes "
+                f"{self.k} to read it back ({self.out_of_service()} of {self.k + self.m} "
+                f"members out of service, {self.m} tolerated)"
+            )
 
     async def _gather(
         self, slot: int, want: int, n: int = 1, into: Rows | None = None
@@ -296,7 +317,7 @@ class StripeArray(StripeLayout):
             blocks: list[tuple[int, Buffer | Rows]] = [*enumerate(columns)]
             blocks += [(self.k + j, row.data) for j, row in enumerate(parity)]
             async with self._locks.hold_run(first, n):
-                await self._write_positions(first, blocks)
+                await self._write_positions(first, blocks, need=self.k)
             self.written.update(range(first, first + n))
             if self._degraded():
                 self.dirty.update(range(first, first + n))
@@ -334,7 +355,12 @@ class StripeArray(StripeLayout):
         changed = range(self.k) if first else sorted(touched)
         blocks = [(i, data[i]) for i in changed]
         blocks += [(self.k + j, p) for j, p in enumerate(self.codec.encode(data))]
-        await self._write_positions(slot, blocks)
+        kept = sum(  # data chunks left as they are, on members in service: still current
+            self.member(i).state in (MemberState.ACTIVE, MemberState.RECOVERING)
+            for i in range(self.k)
+            if i not in changed
+        )
+        await self._write_positions(slot, blocks, need=self.k - kept)
         self.written.add(slot)
         if self._degraded():
             self.dirty.add(slot)
@@ -342,100 +368,18 @@ class StripeArray(StripeLayout):
     # -- recovery and checks ----------------------------------------------------------------
 
     async def recover(self, pace_s: float = 0.0, resync: bool = False) -> None:
-        """Walk every slot for the ``recovering`` members, then mark them active: a written
-        slot is rebuilt onto them, an unwritten one holds nothing yet (rule 3). Progress counts
-        slots (``recovery.total`` is every slot). With ``pace_s`` > 0 the slots are walked in
-        order in at most ``WALK_STEPS`` steps, each taking at least that many seconds (a rebuild
-        a person can watch, a few seconds whatever the size); with 0 the unwritten ones count
-        done at once and runs of written slots are rebuilt in parallel. ``resync``: the targets
-        kept their blocks, so only the slots they missed (rule 5) are rebuilt; the others are
-        current on them."""
-        rec = self.recovery
-        generation = rec.generation
-        targets = [p for p in self.positions() if self.member(p).state == MemberState.RECOVERING]
-        if not targets:
-            return
-        wanted = self.written & self._missed_by(targets) if resync else self.written
-        slots = sorted(wanted)
-        for p in targets:  # what they miss from now on is caught up after the run (rule 5)
-            self.missed.get(p, set()).difference_update(slots)
-        rec.active, rec.total, rec.in_flight, rec.rebuilt = True, self.slots, 0, len(slots)
-        rec.completed = 0 if pace_s > 0 else self.slots - len(slots)
-        limiter = trio.CapacityLimiter(PARALLEL_RUNS)
+        """Rebuild the ``recovering`` members, then mark them active (``recovery.Recovery``:
+        every written slot, or with ``resync`` only the ones they missed)."""
+        await Recovery(self).run(pace_s, resync)
 
-        async def one(first: int, n: int) -> None:
-            async with limiter:
-                rec.in_flight += n
-                try:
-                    size = n * self.chunk / 1024
-                    await self._run_op("recover", size, lambda: self._rebuild(first, n, targets))
-                finally:
-                    rec.in_flight -= n
-                rec.completed += n
+    def missed_by(self, positions: Sequence[int]) -> set[int]:
+        """The slots written without any of ``positions`` (rule 5)."""
+        return set().union(*(self.missed.get(p, set()) for p in positions))
 
-        try:
-            if pace_s > 0:
-                await self._walk(targets, pace_s, wanted)
-            else:
-                async with trio.open_nursery() as nursery:
-                    for first, n in slot_runs(slots, self.run_slots):
-                        nursery.start_soon(one, first, n)
-        finally:
-            rec.active = False
-        if rec.generation != generation:
-            return  # another member started recovering meanwhile: the next run covers it
-        if not await self._catch_up(targets, generation):
-            return  # still writes in flight that skip them: the next run tries again
-        for p in targets:
-            if self.member(p).state == MemberState.RECOVERING:
-                self.set_state(p, MemberState.ACTIVE)
-                self.missed.pop(p, None)
-        if self.out_of_service() == 0:
-            self.dirty.clear()
-        log.info("array %s: recovery of %d written slots done", self.name, len(slots))
-
-    def _missed_by(self, targets: Sequence[int]) -> set[int]:
-        return set().union(*(self.missed.get(p, set()) for p in targets))
-
-    async def _catch_up(self, targets: Sequence[int], generation: int) -> bool:
-        """Rule 5: rebuild onto ``targets`` the slots they missed while the run went on (a
-        write already under way when they came back skips them); True once none is left,
-        False to leave the rest to the next run."""
-        for _ in range(CATCH_UP_ROUNDS):
-            missed = self._missed_by(targets)
-            if not missed:
-                return True
-            late = sorted(missed & self.written)  # a first write under way: the next round
-            if not late:
-                await trio.sleep(0.01)
-                continue
-            for p in targets:
-                self.missed.get(p, set()).difference_update(late)
-            for first, n in slot_runs(late, self.run_slots):
-                rebuild = partial(self._rebuild, first, n, targets)  # waits for the slot's lock
-                await self._run_op("recover", n * self.chunk / 1024, rebuild)
-            if self.recovery.generation != generation:
-                return False
-        return not self._missed_by(targets)
-
-    async def _walk(self, targets: Sequence[int], pace_s: float, wanted: set[int]) -> None:
-        """Every slot in order, in steps of ``ceil(slots / WALK_STEPS)`` slots, at least
-        ``pace_s`` seconds each; the slots written by then are rebuilt (a slot written later
-        went to the targets already)."""
-        rec = self.recovery
-        step = -(-self.slots // WALK_STEPS)
-        for first in range(0, self.slots, step):
-            count = min(step, self.slots - first)
-            written = [s for s in range(first, first + count) if s in wanted and s in self.written]
-            rec.in_flight = count
-            try:
-                for start, n in slot_runs(written, self.run_slots):
-                    rebuild = partial(self._rebuild, start, n, targets)
-                    await self._run_op("recover", n * self.chunk / 1024, rebuild)
-                await trio.sleep(pace_s)
-            finally:
-                rec.in_flight = 0
-            rec.completed += count
+    async def rebuild_run(self, first: int, n: int, targets: Sequence[int]) -> None:
+        """``_rebuild`` as one task of the array's pool (``run_op``)."""
+        rebuild = partial(self._rebuild, first, n, targets)  # waits for the slots' lock
+        await self._run_op("recover", n * self.chunk / 1024, rebuild)
 
     async def _rebuild(self, first: int, n: int, targets: Sequence[int]) -> None:
         """Rebuild ``n`` consecutive written slots onto ``targets``: one I/O per member."""

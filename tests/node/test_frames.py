@@ -49,8 +49,9 @@ WIRE: list[tuple[Request, dict[str, Any]]] = [
     ),
     (Swim({"k": "swim", "op": "induct"}), {"k": "swim", "op": "induct"}),
     (
-        Block("900.0", "write", 4096, 0, b"ab"),
-        {"k": "block", "pool": "900.0", "op": "write", "offset": 4096, "size": 0, "data": b"ab"},
+        Block("900.0", "write", 4096, 0, b"ab", "0/950.0", 7),
+        {"k": "block", "pool": "900.0", "op": "write", "offset": 4096, "size": 0, "data": b"ab",
+         "writer": "0/950.0", "epoch": 7},
     ),
     (Identity(), {"k": "control", "op": "identity"}),
     (Stop(), {"k": "control", "op": "stop"}),
@@ -113,6 +114,8 @@ def test_every_request_kind_has_a_wire_example() -> None:
         {"k": "block", "pool": "1.0", "op": "read", "offset": None},
         {"k": "block", "pool": "1.0", "op": "read", "size": 1.5},
         {"k": "block", "pool": "1.0", "op": "write", "data": "text, not bytes"},
+        {"k": "block", "pool": "1.0", "op": "write", "epoch": "7"},
+        {"k": "block", "pool": "1.0", "op": "write", "writer": 7},
     ],
 )  # fmt: skip
 def test_malformed_requests_are_bad_frames(obj: Any) -> None:
@@ -133,7 +136,8 @@ _any = msgpack_values(msgpack_scalars(10), width=4, key_size=8, max_leaves=12)
 _kinds = st.sampled_from(["monitor", "pool_monitor", "swim", "control", "block", "nope"])
 _ops = st.sampled_from(["identity", "stop", "faults", "compose", "pools", "migrate", "adopt"])
 _keys = st.sampled_from(
-    ["query", "params", "pool_id", "pool", "op", "offset", "size", "data", "action", "peer",
+    ["query", "params", "pool_id", "pool", "op", "offset", "size", "data", "writer", "epoch",
+     "action", "peer",
      "value", "peers", "entries", "to", "mod_name", "pool_name", "pool_query", "state"]
 )  # fmt: skip
 

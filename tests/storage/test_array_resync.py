@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from cluster.ground.ids import PoolId
 from cluster.storage import ArrayMember, BlockStore, Buffer, Extent, IoSnapshot, MemberState
-from cluster.storage.array import StripeArray
+from cluster.storage.array import StripeArray, Unreadable, Unwritable
 
 CHUNK, SLOTS = 512, 16
 
@@ -94,3 +95,22 @@ async def test_a_write_under_way_when_the_member_comes_back_is_rebuilt_onto_it()
     assert stores[1].data[5 * CHUNK : 6 * CHUNK] == b"\x03" * CHUNK
     assert await array.read(5 * stripe, stripe) == payload
     assert array.recovery.rebuilt == 1  # the resync itself rebuilt slot 1 only; 5 caught up
+
+
+async def test_a_write_that_reaches_fewer_members_than_data_fails_and_is_not_acknowledged() -> None:
+    """Rule 7. Found by ``array_partition --runs 7``: at the heal, the owner briefly held two
+    member nodes dead (gossip from the cut-off side) while the third member was out; four
+    writes in that instant were acknowledged with no member holding them."""
+    stores = [Memory(), Memory(), Memory()]
+    array = array_of(stores)
+    stripe = 2 * CHUNK
+    await array.write(0, b"\x01" * stripe)
+    array.set_state(2, MemberState.FAULTY)
+    await array.write(stripe, b"\x02" * stripe)  # one out: within the parity level
+    array.set_state(1, MemberState.FAULTY)
+    for offset, size in ((2 * stripe, stripe), (3 * stripe + 7, 10)):  # a stripe, a piece
+        with pytest.raises(Unwritable, match="to 1 members only; it takes 2"):
+            await array.write(offset, b"\x03" * size)
+    assert array.written == {0, 1}  # neither refused write counts as written
+    with pytest.raises(Unreadable):  # a piece of a written slot needs its stripe: unreadable
+        await array.write(CHUNK // 2, b"\x04" * 10)

@@ -5,7 +5,7 @@ Member changes on a running array are in ``member_ops``; the container's methods
 names hand over to it, one at a time (``member_change``: a second one is refused, 409).
 
 Recovery walks every slot of the array and is paced so it can be watched: at most 100 steps
-(``storage.array.WALK_STEPS``), each taking at least ``recover_pace_s`` seconds
+(``storage.recovery.WALK_STEPS``), each taking at least ``recover_pace_s`` seconds
 (``knobs.DEFAULT_PACE_S`` when left out: a few seconds whatever the size; 0 rebuilds as fast as the
 devices go, for tests and benchmarks). ``stats`` reports it in slots: ``completed +
 in_flight + queued == total``, the rate measured over the run, and one ``recovery_state``
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import random
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -79,7 +80,8 @@ class SafeBdevContainer(ExtentDevice):
         self.auto_replace_s = auto_replace_of(self.config)
         self._run_started: float | None = None  # trio time the last recovery run started
         self._run_ended: float | None = None  # ... and ended (None while it runs)
-        self.devices = MemberDevices(self.runtime)  # where the members live
+        writer = f"{self.runtime.node_id}/{self.info.pool_id}/{secrets.token_hex(4)}"
+        self.devices = MemberDevices(self.runtime, writer)  # where the members live
         self.ledger = WriteLedger()  # the durability check's acknowledged writes
 
     # -- composition ------------------------------------------------------------------------

@@ -38,8 +38,9 @@ DOWN_STATES = ("dead", "left", None)  # how membership holds a node whose member
 class MemberDevices:
     """The devices one array's members are on (rule 1), and their health (rule 3)."""
 
-    def __init__(self, runtime: ModuleContext) -> None:
+    def __init__(self, runtime: ModuleContext, writer: str) -> None:
         self.runtime = runtime
+        self.writer = writer  # the array's name for its write fences (``remote`` rule 2)
         self.remote: dict[PoolId, RemoteStore] = {}
         self.away: dict[int, tuple[PoolId, float]] = {}  # position -> member, since (rule 3)
         self.resync: set[int] = set()  # positions back from away: only dirty slots to rebuild
@@ -62,7 +63,7 @@ class MemberDevices:
         """Node ``node_id``'s rt_bdev pool ``name`` (rule 1)."""
         if self.runtime.node_state(node_id) is None:
             raise NotFound(f"node {node_id} is not in the host table")
-        store = await RemoteStore.find(self.runtime, node_id, name)
+        store = await RemoteStore.find(self.runtime, node_id, name, self.writer)
         self.remote[store.pool_id] = store
         return store
 
@@ -115,7 +116,7 @@ class MemberDevices:
                 del self.away[p]  # replaced or taken out meanwhile
             elif p in self.away and state == "alive":
                 store = self.remote.get(m.pool_id)
-                if store is not None and await store.same_device():
+                if store is not None and await store.refence():
                     del self.away[p]
                     self.resync.add(p)
                     array.set_state(p, MemberState.RECOVERING)
