@@ -89,6 +89,7 @@ class StripeArray(StripeLayout):
         self.written: set[int] = set()
         self.dirty: set[int] = set()
         self.missed: dict[int, set[int]] = {}  # position -> slots written without it (rule 5)
+        self.failures: dict[int, BaseException] = {}  # position -> why its last I/O failed
         self.recovery = RecoveryProgress()
         self._locks = SlotLocks()
         self._zero = bytes(chunk)
@@ -113,6 +114,7 @@ class StripeArray(StripeLayout):
 
     def _fail(self, position: int, exc: BaseException) -> None:
         member = self.member(position)
+        self.failures[position] = exc
         if member.state in (MemberState.ACTIVE, MemberState.RECOVERING):
             log.warning(
                 "array %s: member %s failed (%s); marked faulty", self.name, member.pool_name, exc

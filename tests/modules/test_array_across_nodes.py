@@ -171,3 +171,27 @@ async def test_a_parity_member_made_on_the_owner_takes_a_pool_id_no_member_has()
         assert [(m["node_id"], m["role"]) for m in members] == [(1, "data"), (2, "data"),
                                                                (0, "parity")]  # fmt: skip
         assert members[2]["pool_id"] not in ("900.0", "901.0")
+
+
+async def test_a_member_cut_off_for_a_moment_comes_back_though_its_node_never_died() -> None:
+    """A member whose I/O timed out (a peer cut off for a moment, never declared dead: the
+    suspicion here outlasts the test) is reattached and resynchronised once it answers."""
+    async with open_cluster(4, mode="real", name="blip", swim={"suspicion_mult": 40}) as c:
+        await c.wait_converged()
+        urls = [c.dashboard_url(i) or "" for i in range(4)]
+        arr = make_array(urls)
+        assert (
+            durability(urls[0], arr, op="write", count="20", size="10000", seed="5")["acknowledged"]
+            == 20
+        )
+        await c.partition([2])
+        wrote = durability(urls[0], arr, op="write", count="4", size="10000", seed="6")
+        assert wrote["acknowledged"] == 4  # the first waited out node 2, the rest skip it
+        cut = stats(urls[0], arr)
+        assert [m["state"] for m in cut["members"]] == ["active", "faulty", "active"]
+        await c.heal()
+        back = recovered(urls[0], arr, "node 2's member reattached")
+        assert [m["pool_name"] for m in back["members"]] == ["m1", "m2", "m3"]
+        assert 0 < back["recovery_written_slots"] < back["written_slots"]
+        assert_intact(urls[0], arr, 24)
+        assert all(v.get(2) == "alive" for o, v in (await c.views()).items() if o != 2)

@@ -12,7 +12,9 @@ Rules:
    it comes back ``recovering`` and only the slots written while it was away (``dirty``) are
    rebuilt onto it. A member whose device was made again stays faulty: replace it. The
    array's I/O marks a member that fails or times out ``faulty`` on its own
-   (``storage.array`` rule 2); it is away too once its node is declared down.
+   (``storage.array`` rule 2); it is away too once its node is declared down, or at once when
+   the I/O failed for want of an answer (a peer cut off or silent for a moment, whose node
+   SWIM may never declare dead): it comes back the same way.
 4. With ``auto_replace_after_s``, a member away that long is replaced onto a spare made on a
    live node (a peer holding no member of the array first, then this node, then any peer),
    and recovery runs across the network. A spare made on a peer stays there when the array
@@ -21,7 +23,7 @@ Rules:
 
 from __future__ import annotations
 
-from cluster.ground.errors import ApiError, Conflict, NotFound
+from cluster.ground.errors import ApiError, Conflict, NotFound, PeerUnavailable
 from cluster.ground.ids import PoolId
 from cluster.runtime import ModuleContext
 from cluster.storage import ArrayMember, BlockStore, MemberState, StripeArray
@@ -33,6 +35,7 @@ from ..rt_bdev import BdevContainer
 __all__ = ["DOWN_STATES", "MemberDevices"]
 
 DOWN_STATES = ("dead", "left", None)  # how membership holds a node whose members are lost
+RETRY_S = 1.0  # seconds between two tries to reattach an away member whose node is alive
 
 
 class MemberDevices:
@@ -43,7 +46,8 @@ class MemberDevices:
         self.writer = writer  # the array's name for its write fences (``remote`` rule 2)
         self.remote: dict[PoolId, RemoteStore] = {}
         self.away: dict[int, tuple[PoolId, float]] = {}  # position -> member, since (rule 3)
-        self.resync: set[int] = set()  # positions back from away: only dirty slots to rebuild
+        self.resync: set[int] = set()  # positions back from away: only what they missed
+        self.tried: dict[int, float] = {}  # position -> when its reattach was last tried
 
     def is_remote(self, node_id: int | None) -> bool:
         return node_id is not None and node_id != self.runtime.node_id
@@ -112,9 +116,13 @@ class MemberDevices:
                     array.set_state(p, MemberState.FAULTY)
                     said.append(f"member {m.pool_name} is faulty: node {m.node_id} is {state}")
                 self.away.setdefault(p, (m.pool_id, now))
+            elif m.state == MemberState.FAULTY and p not in self.away:
+                if isinstance(array.failures.pop(p, None), PeerUnavailable):
+                    self.away[p] = (m.pool_id, now)  # unreachable for a while: tried again below
             elif p in self.away and (self.away[p][0] != m.pool_id or m.state != MemberState.FAULTY):
                 del self.away[p]  # replaced or taken out meanwhile
-            elif p in self.away and state == "alive":
+            elif p in self.away and state == "alive" and now >= self.tried.get(p, 0) + RETRY_S:
+                self.tried[p] = now
                 store = self.remote.get(m.pool_id)
                 if store is not None and await store.refence():
                     del self.away[p]
