@@ -31,7 +31,7 @@ from cluster.api import unknown_node
 from cluster.ground.errors import ApiError, BadRequest
 from cluster.ground.ids import ADMIN_POOL_ID, PoolId
 from cluster.ground.parse import MAX_NODE_ID, ParseError, float_value, int_value
-from cluster.runtime import BlockCall, UnknownNode
+from cluster.runtime import UnknownNode
 
 from .frames import (
     Adopt,
@@ -133,8 +133,7 @@ class Control:
         return await self.runtime.local_pool_monitor(pool_id, req.query, req.params)
 
     async def block(self, req: Block) -> Any:
-        call = BlockCall(req.pool, req.op, req.offset, req.size, req.data, req.writer, req.epoch)
-        return await self.runtime.local_block(call)
+        return await self.runtime.local_block(req)  # a Block frame is a BlockCall
 
     def _identity(self) -> JSON:
         return {

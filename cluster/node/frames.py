@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 import msgpack
 
 import swim
-from cluster.runtime import BLOCK_IO
+from cluster.runtime import BLOCK_IO, BlockCall
 
 from .untrusted import BadFrame, Fields
 
@@ -110,22 +110,13 @@ class Swim:
 
 
 @dataclass(frozen=True, slots=True)
-class Block:
-    """One operation on the receiving node's block device ``pool`` (an id, or an rt_bdev pool
-    name): an array's member there. ``op`` is one of ``cluster.runtime.BLOCK_OPS``; ``offset``
-    and ``size`` place it, ``data`` is what a write stores; ``writer`` and ``epoch`` fence
-    stale writes (``cluster.runtime.BlockCall``). Sizes and ranges are the handler's to check
+class Block(BlockCall):
+    """A ``cluster.runtime.BlockCall`` on the wire: one operation on the receiving node's
+    block device (an array's member there). Sizes and ranges are the handler's to check
     (``BLOCK_IO`` at most)."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("block", None)
     MAX_BYTES: ClassVar[int] = BLOCK_IO + SMALL_FRAME
-    pool: str
-    op: str
-    offset: int = 0
-    size: int = 0
-    data: bytes = b""
-    writer: str = ""
-    epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 import trio
@@ -74,9 +75,8 @@ class RpcPeers:
 
     async def block(self, member: MemberLike, call: BlockCall) -> Any:
         """One block operation on ``member``'s device."""
-        c = call
         return await self.call(
-            member, Block(c.pool, c.op, c.offset, c.size, c.data, c.writer, c.epoch)
+            member, Block(**{f.name: getattr(call, f.name) for f in fields(call)})
         )
 
     async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
