@@ -9,7 +9,9 @@ Rules:
    gives the same mapping.
 2. Faults start at 2 s or later and follow one another by 1 to 12 s; a pause may outlast the
    suspicion timeout (then it is resumed), a partition may outlast ``gossip_to_the_dead_time``
-   (then healed), loss and delay last until the final heal; at least two nodes stay running.
+   (then healed), loss and delay last until the final heal; at least two nodes stay running,
+   and so does one seed (nodes ``SEEDS``, through which simulated nodes join): a node added or
+   restarted must find a member to join, as an operator gives it one.
 3. Every schedule ends with every paused node resumed and a heal (``final``), then runs past
    the bounds derived after it plus ``QUIET`` seconds, so liveness can be judged.
 """
@@ -30,6 +32,7 @@ from .properties import DEGRADING, SURE
 __all__ = ["FAULT_KINDS", "Options", "draw", "finish"]
 
 FAULT_KINDS = ("kill", "pause", "restart", "add", "partition", "loss", "delay", "rolling")
+SEEDS = (0, 1, 2)  # ``SimNetwork``'s seeds: every simulated node joins through these
 MAX_FAULTS = 4
 QUIET = 10.0  # seconds of the quiet window after the bounds (rule 3)
 
@@ -81,13 +84,17 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
         live = [i for i in running if i not in paused]
         if kind in ("kill", "pause") and len(live) <= 2:
             kind = "loss"
+        seeds = [i for i in live if i in SEEDS]
+        victims = [i for i in live if i not in SEEDS or len(seeds) > 1]
+        if kind in ("kill", "pause") and not victims:
+            kind = "loss"
         if kind == "kill":
-            i = rng.choice(live)
+            i = rng.choice(victims)
             steps.append({"at": t, "kill": i})
             running.remove(i)
             down.append(i)
         elif kind == "pause":
-            i = rng.choice(live)
+            i = rng.choice(victims)
             dur = round(rng.uniform(0.5, 3.0) * suspicion, 3)
             steps.append({"at": t, "pause": i, "for": dur})
             paused[i] = t + dur

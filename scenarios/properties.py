@@ -18,8 +18,10 @@ saw what when. The five built in (all on by default):
 - ``no_exception``: no machine raised (the simulator stops on the first exception: the run's
   ``error``).
 - ``incarnation``: at every observer, the incarnation it records for a subject never goes
-  down, except across a restart of either since the higher one was first recorded (a new boot
-  may come back lower).
+  down, except for a later boot of the subject (simulated events name the boot, and the trace
+  lists each node's boots in the order made: a return to the same or an older boot is a
+  violation, whatever arrived late), or across a restart of the observer; without boots (real
+  runs), across a restart of either since the higher one was first recorded.
 
 A user's property is a checker of the Python API (``scenarios.checks``: a function of a
 ``History`` returning a ``Verdict``), named ``module:function`` on the command line.
@@ -201,24 +203,41 @@ def incarnation(run: Run) -> str | None:
     if trace is None:
         return None
     boots = sorted((a.t, n) for a in trace.actions if a.kind in UP_KINDS for n in a.nodes)
-    seen: dict[tuple[int, int], tuple[int, float]] = {}  # (highest, when first recorded)
+    seen: dict[tuple[int, int], tuple[int, float, int | None]] = {}  # highest, since, boot
     for e in sorted(trace.events, key=lambda e: float(e["mono"])):
         if "incarnation" not in e:
             continue
         o, s, t = int(e["observer"]), int(e["subject"]), float(e["mono"])
-        inc = int(e["incarnation"])
+        inc, boot = int(e["incarnation"]), e.get("boot")
         before = seen.get((o, s))
         if before is None or inc > before[0]:
-            seen[(o, s)] = (inc, t)
+            seen[(o, s)] = (inc, t, boot)
         elif inc < before[0]:
-            if any(before[1] <= bt <= t and n in (o, s) for bt, n in boots):
-                seen[(o, s)] = (inc, t)  # a new boot of either since: it may come back lower
+            rebooted = {n for bt, n in boots if before[1] <= bt <= t}
+            if (
+                o in rebooted  # a new observer learns afresh
+                or _later_boot(trace, s, boot, before[2])
+                or (before[2] is None and s in rebooted)  # no boots named: any restart
+            ):
+                seen[(o, s)] = (inc, t, boot)  # a new boot since: it may come back lower
                 continue
             return (
                 f"node {o} records node {s} at incarnation {inc} at +{t - trace.t0:.3f} s, "
                 f"after {before[0]} since +{before[1] - trace.t0:.3f} s"
             )
     return None
+
+
+def _later_boot(trace: Trace, node: int, new: int | None, old: int | None) -> bool:
+    """Is ``new`` a boot of ``node`` made after ``old``? Only a simulation knows (its events
+    name the boot, its trace the boots in the order made); a boot it did not make (a new boot
+    epoch taken to refute) counts as later."""
+    made = (trace.boots or {}).get(node)
+    if made is None or new is None or old is None or new == old:
+        return False
+    if new not in made:
+        return True
+    return old in made and made.index(new) > made.index(old)
 
 
 BUILT_IN: dict[str, Property] = {

@@ -66,6 +66,7 @@ def run_sim(
         events=net.events,
         launched=0.0,
         probe_interval=config.probe_interval,
+        boots=net.boots,  # filled in as machines are made (restart, add)
     )
     play = _Player(net, trace)
     for step in scenario.steps:

@@ -64,6 +64,7 @@ class Trace:
     probe_interval: float = 1.0
     collection: dict[str, Any] | None = None  # real runs: how the events were read (collect)
     storage: dict[str, Any] | None = None  # real runs with an array: its durability check
+    boots: dict[int, list[int]] | None = None  # sim: each node's boots in the order made
 
     def rel(self, t: float | None) -> float | None:
         return None if t is None else round(t - self.t0, 4)

@@ -64,6 +64,7 @@ class MemberEvent:
     new: str
     incarnation: int
     cause: str
+    boot: int | None = None  # the subject's boot as the observer holds it (simulations keep it)
 
     def as_dict(self, wall: float | None = None) -> dict[str, Any]:
         """The event-log line shape; ``wall`` defaults to ``mono`` (virtual time)."""

@@ -94,6 +94,7 @@ class Outbox:
                 e.state.value,
                 e.incarnation,
                 cause,
+                e.boot,
             )
         )
 

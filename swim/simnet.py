@@ -131,6 +131,7 @@ class SimNetwork:
         self._seq = 0
         self._nodes: dict[int, _Node] = {}
         self._addr: dict[tuple[str, int], int] = {}
+        self.boots: dict[int, list[int]] = {}  # node id -> the boots of its machines, in order
         self._groups: dict[int, int] | None = None
         if bootstrap:
             # Rule 3: one shared roster (``table`` rule 4), so the build is linear in n.
@@ -180,6 +181,7 @@ class SimNetwork:
             roster=roster,
         )
         self._addr[addr] = i
+        self.boots.setdefault(i, []).append(m.boot)
         return _Node(i, m, gen)
 
     def ids(self) -> list[int]:
@@ -380,6 +382,7 @@ class SimNetwork:
         for ev in out.events:
             if self.record_events or self.on_event is not None:
                 d = ev.as_dict()
+                d["boot"] = ev.boot  # which instance: ``properties.incarnation`` orders them
                 if self.record_events:
                     self.events.append(d)
                 if self.on_event is not None:
