@@ -199,17 +199,26 @@ class Processes:
 
     def state(self, proc: Watched) -> str:
         """The process's state now: ``running``, ``paused`` or ``gone``."""
-        if proc.pid in self._children:
-            try:
-                pid, status = os.waitpid(proc.pid, os.WNOHANG)
-            except ChildProcessError:
-                pid, status = proc.pid, -1
-            if pid == proc.pid:  # reaped here, so no zombie is left behind
-                self._children.discard(proc.pid)
-                if status >= 0:
-                    self._exits[pid] = os.waitstatus_to_exitcode(status)
-                return "gone"
-        return process_state(proc.pid, proc.started)
+        if proc.pid in self._children and self._reaped(proc.pid, os.WNOHANG):
+            return "gone"
+        state = process_state(proc.pid, proc.started)
+        if state == "gone" and proc.pid in self._children:
+            # it ended between the two looks (a zombie now): reap it, so its status is kept
+            self._reaped(proc.pid, 0)
+        return state
+
+    def _reaped(self, pid: int, flags: int) -> bool:
+        """Reap child ``pid`` if it has ended, keeping its exit status; whether it has."""
+        try:
+            got, status = os.waitpid(pid, flags)
+        except ChildProcessError:  # reaped elsewhere: its status is lost
+            got, status = pid, -1
+        if got != pid:
+            return False
+        self._children.discard(pid)
+        if status >= 0:
+            self._exits[pid] = os.waitstatus_to_exitcode(status)
+        return True
 
     def exit_status(self, proc: Watched) -> int | None:
         """How a child spawned here ended (negative: the signal that ended it); None while it
