@@ -412,7 +412,16 @@ async def open_swim(
         node_id = await _resolve_node_id(node_id, induct, seed_addrs, config)
         now = trio.current_time()
         me = advertise or host
-        machine = SwimMachine(config, node_id, me, bound_port, rng=rng, now=now, seeds=seed_addrs)
+        machine = SwimMachine(
+            config,
+            node_id,
+            me,
+            bound_port,
+            rng=rng,
+            now=now,
+            seeds=seed_addrs,
+            wall_offset=time.time() - now,  # boots are ordered by the wall clock
+        )
         async with _open_event_log(event_log) as events, trio.open_nursery() as nursery:
             handle = SwimHandle(machine, sock, nursery, events, rng)
             handle._start()

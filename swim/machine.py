@@ -52,7 +52,7 @@ from .exchange import MAX_NODE_ID
 from .intake import Intake
 from .lifeguard import Awareness
 from .members import Member, MemberState
-from .membership import MAX_INCARNATION, Membership
+from .membership import MAX_INCARNATION, Membership, ordered_boot
 from .outbox import Outbox
 from .outputs import DROPPED, Counters, Output
 from .resync import Resync
@@ -109,12 +109,14 @@ class SwimMachine:
         seeds: Sequence[tuple[str, int]] = (),
         incarnation: int = 0,
         roster: Roster | None = None,
+        wall_offset: float = 0.0,
     ) -> None:
         if not 0 <= incarnation <= MAX_INCARNATION:
             raise ValueError(f"incarnation {incarnation} outside 0..{MAX_INCARNATION}")
         self.config = config
         self._rng = rng
-        boot = self._new_boot() if boot is None else boot
+        self._wall_offset = wall_offset  # seconds from ``now`` to the wall clock (boots)
+        boot = ordered_boot(now + wall_offset, rng) if boot is None else boot
         self.me = Entry(node_id, host, port, incarnation, MemberState.ALIVE, boot, now)
         self.table = MemberTable(self.me, rng, roster)
         self.counters = Counters()
@@ -122,7 +124,13 @@ class SwimMachine:
         self.intake = Intake(config, self.table, self.counters, config.keyring)
         self.outbox = Outbox(config, self.table, self.counters)
         self.membership = Membership(
-            config, self.table, self.outbox, self.awareness, self.counters, self._new_boot
+            config,
+            self.table,
+            self.outbox,
+            self.awareness,
+            self.counters,
+            self._new_boot,
+            wall_offset,
         )
         self._seq = rng.getrandbits(20)
         self._probe: _Probe | None = None
@@ -425,7 +433,10 @@ class SwimMachine:
         return self.me.node_id, self.me.host, self.me.port
 
     def _new_boot(self) -> int:
-        return self._rng.getrandbits(62)
+        """A boot for a new epoch (``membership`` rule 5): later than ours and than any claimed
+        for us, so every member takes it as the later boot it is."""
+        floor = max(self.me.boot, self.membership.claimed) + 1
+        return max(ordered_boot(self._now + self._wall_offset, self._rng), floor)
 
     def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & 0xFFFFFFFF

@@ -24,22 +24,24 @@ No single message can make a live member unrefutable. Incarnations live in
 4. Bounded jumps. An update about a known member other than us whose incarnation is more than
    ``MAX_JUMP`` above the one we hold is refused and counted (``refused_incarnation``): one
    message moves what we believe by at most ``MAX_JUMP``, never to the top of the range. The
-   one exception is a restart: an ``alive`` with another boot than the one we hold, for a
+   one exception is a restart: an ``alive`` with a *later* boot than the one we hold, for a
    member we hold suspected, dead or left, is a new instance of it and comes back at whatever
-   incarnation it carries (it knows nothing of its predecessor's). A boot we held and then
-   replaced by another (a restart, or a newer incarnation from another boot) is retired:
-   never a restart again (the last ``RETIRED_MAX`` per member are kept), so a member that
-   slept through a restart and wakes up gossiping the old boot (a ghost) cannot undo it. A
-   retired boot still counts by plain precedence (a newer incarnation), so a member whose
-   boot a forged alive replaced is never shut out.
+   incarnation it carries (it knows nothing of its predecessor's). Boots are ordered: the
+   wall clock's milliseconds when taken, then random bits (``ordered_boot``), so the
+   ghost of an earlier instance, gossiped by a member that slept through the restart, never
+   passes for a restart, whoever hears it. A boot more than ``BOOT_AHEAD_S`` ahead of our
+   clock is refused and counted (``refused_incarnation``), and one we held and replaced is
+   retired (never a restart again). An older boot still counts by plain precedence (a newer
+   incarnation), so a member whose boot a forged alive replaced is never shut out.
 5. Refutation is always possible. Accused at incarnation ``i`` at or above ours, we refute at
    ``i + 1`` when that is within ``MAX_JUMP`` of ours (so every member that held our last
    incarnation accepts it under rule 4) and within the range. Otherwise, and when a stale
    accusation comes from more than ``MAX_JUMP`` below (its author could not accept our
    alive), we start a new boot epoch: a fresh boot nonce at our incarnation + 1 (0 from the
-   top of the range). Members that believed the accusation hold us suspected or dead, so they
-   take the new boot as a restart (rule 4); the others take our incarnation + 1 by plain
-   precedence. Copies of the claim a new boot answered get that boot, not another one.
+   top of the range), later than ours and than any boot claimed for us. Members that believed
+   the accusation hold us suspected or dead, so they take the new boot as a restart (rule 4);
+   the others take our incarnation + 1 by plain precedence. Copies of the claim a new boot
+   answered get that boot, not another one.
 6. Like a suspicion (``machine`` rule 6), a packet to a member we hold dead or left carries
    that verdict, so a live member we wrongly hold down hears it the first time it talks to us.
 7. A member we do not know enters the table only through ``newcomers``: within a budget a
@@ -48,6 +50,7 @@ No single message can make a live member unrefutable. Incarnations live in
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable
 
 from . import wire
@@ -60,11 +63,23 @@ from .outputs import Counters
 from .table import Entry, MemberTable
 from .wire import Alive, Dead, StateEntry, Suspect
 
-__all__ = ["MAX_INCARNATION", "MAX_JUMP", "Membership"]
+__all__ = ["BOOT_RANDOM_BITS", "MAX_INCARNATION", "MAX_JUMP", "Membership", "ordered_boot"]
 
 MAX_INCARNATION = (1 << 63) - 1  # the codec's range (wire: u63)
 MAX_JUMP = 1 << 20  # a million refutations between two views: never by honest gossip
 RETIRED_MAX = 4  # rule 4: retired boots remembered per member
+BOOT_AHEAD_S = 86_400.0  # rule 4: how far ahead of our clock a boot may be (clock skew)
+BOOT_RANDOM_BITS = 20  # below the milliseconds: two boots in one millisecond differ
+
+
+def ordered_boot(wall_s: float, rng: random.Random) -> int:
+    """A boot nonce that orders boots by when they were taken: the wall clock's milliseconds,
+    then ``BOOT_RANDOM_BITS`` random bits (rule 4). A simulation's wall clock
+    is its virtual time."""
+    ms = min(max(0, int(wall_s * 1000)), (1 << (62 - BOOT_RANDOM_BITS)) - 1)
+    return ms << BOOT_RANDOM_BITS | rng.getrandbits(BOOT_RANDOM_BITS)
+
+
 CONFIRMED_MAX = 4096  # rule 3: (asker, subject) pairs remembered to pace confirmations
 
 _ALIVE, _SUSPECTED, _DEAD, _LEFT = (
@@ -86,6 +101,7 @@ class Membership:
         awareness: Awareness,
         counters: Counters,
         new_boot: Callable[[], int],
+        wall_offset: float = 0.0,
     ) -> None:
         self.config = config
         self.table = table
@@ -94,6 +110,8 @@ class Membership:
         self.awareness = awareness
         self.counters = counters
         self._new_boot = new_boot
+        self._wall_offset = wall_offset  # seconds from ``now`` to the wall clock (rule 4)
+        self.claimed = 0  # the latest boot another instance of us was said to have (rule 5)
         self._epoch_for = -1  # the incarnation of the claim our last new boot answered
         self.newcomers = Newcomers(config, table, counters)  # rule 7
         self.rejoined = False  # a member held dead came back (``resync`` rule 3)
@@ -218,6 +236,10 @@ class Membership:
             return
         me, inc = self.me, self.me.incarnation
         if isinstance(m, Alive):
+            if self._too_far_ahead(m.boot, now):
+                return
+            if m.boot != me.boot:
+                self.claimed = max(self.claimed, m.boot)  # our next epoch's boot goes beyond
             # A claim from another boot of us (a predecessor's ghost) at our incarnation or
             # beyond must be outbid; our own alive coming back is not news.
             if m.incarnation < inc or (m.boot == me.boot and m.incarnation <= inc):
@@ -259,6 +281,14 @@ class Membership:
         """``newcomers`` rule 1: let in the newcomers that waited for this period's budget."""
         for m, cause in self.newcomers.due(now):
             self._alive(m, cause, now)
+
+    def _too_far_ahead(self, boot: int, now: float) -> bool:
+        """Rule 4: is ``boot`` more than ``BOOT_AHEAD_S`` ahead of our clock? Counted if so."""
+        limit_ms = int((now + self._wall_offset + BOOT_AHEAD_S) * 1000)
+        if boot >> BOOT_RANDOM_BITS > limit_ms:
+            self.counters.drop("refused_incarnation")
+            return True
+        return False
 
     def _within_reach(self, e: Entry, incarnation: int) -> bool:
         """Rule 4: is ``incarnation`` at most ``MAX_JUMP`` above what we hold? Counted if not."""
@@ -312,10 +342,12 @@ class Membership:
             self.out.event(now, e, None, "join" if cause == "gossip" else cause)
             self.out.broadcast(m.node, m)
             return
-        # Rule 4: a different boot for a member held suspected or down is a new instance of it
+        # Rule 4: a later boot for a member held suspected or down is a new instance of it
         # (a restart): it comes back at whatever incarnation it starts with.
+        if self._too_far_ahead(m.boot, now):
+            return
         restarted = (
-            m.boot != e.boot
+            m.boot > e.boot
             and (e.state is _SUSPECTED or e.state.is_down)
             and m.boot not in e.retired
         )

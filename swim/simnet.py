@@ -65,6 +65,7 @@ from .config import SwimConfig
 from .faults import Faults
 from .machine import SwimMachine
 from .members import Member, MemberState
+from .membership import ordered_boot
 from .outputs import DROPPED, Output
 from .simsync import SyncState, keys_match
 from .table import Entry, Roster
@@ -136,7 +137,7 @@ class SimNetwork:
         if bootstrap:
             # Rule 3: one shared roster (``table`` rule 4), so the build is linear in n.
             rngs = [random.Random(self.rng.getrandbits(64)) for _ in range(n)]
-            boots = [r.getrandbits(62) for r in rngs]  # what each machine would draw first
+            boots = [ordered_boot(self.now, r) for r in rngs]  # what each would draw first
             roster = Roster(
                 Entry(i, *self.address(i), 0, MemberState.ALIVE, boots[i], self.now)
                 for i in range(n)

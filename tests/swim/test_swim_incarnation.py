@@ -151,9 +151,10 @@ def test_a_suspected_member_that_restarted_comes_back_at_any_incarnation() -> No
     net.run_for(0.0)
     assert net.state(0, 2) == "suspected"
     net.block(2, [0, 1])  # member 2 cannot refute: only the restart can clear it
-    m0.receive(encode(Alive(0, 2, *net.address(2), 12345)), net.address(2), net.now)
+    later = m0.table.get(2).boot + 1  # type: ignore[union-attr]
+    m0.receive(encode(Alive(0, 2, *net.address(2), later)), net.address(2), net.now)
     assert net.state(0, 2) == "alive"
-    assert m0.table.get(2).boot == 12345  # type: ignore[union-attr]
+    assert m0.table.get(2).boot == later  # type: ignore[union-attr]
 
 
 def test_the_ghost_of_an_earlier_boot_does_not_undo_a_restart() -> None:
@@ -175,9 +176,46 @@ def test_the_ghost_of_an_earlier_boot_does_not_undo_a_restart() -> None:
     m0.receive(encode(Alive(0, 2, *net.address(2), old)), net.address(1), net.now)
     assert m0.table.get(2).boot == new  # type: ignore[union-attr]
     assert net.state(0, 2) == "suspected"
-    # A boot never held here is still a restart.
-    m0.receive(encode(Alive(0, 2, *net.address(2), old ^ new | 1)), net.address(2), net.now)
+    # A later boot is still a restart.
+    m0.receive(encode(Alive(0, 2, *net.address(2), new + 1)), net.address(2), net.now)
     assert net.state(0, 2) == "alive"
+
+
+def test_the_ghost_of_an_earlier_boot_fools_no_observer_that_never_held_it() -> None:
+    """Rule 4, found by ``rt_cluster explore`` (tests/scenarios/found/failure-15062.yaml):
+    member 1 restarted and learned member 2's new boot only; a member that slept through
+    2's restart gossiped its old boot, which 1 had never held, so it passed for a restart.
+    Boots are ordered now: an earlier one never does."""
+    net = settled()
+    old = net.machine(2).boot
+    net.run_for(5.0)
+    net.restart(2)
+    new = net.machine(2).boot
+    assert new > old
+    net.restart(1)  # knows only the new boot
+    m1 = net.machine(1)
+    assert net.until(lambda: m1.table.get(2) is not None, timeout=RECOVERY)
+    assert net.until(lambda: m1.table.get(2).boot == new, timeout=RECOVERY)  # type: ignore[union-attr]
+    inc = m1.table.get(2).incarnation  # type: ignore[union-attr]
+    net.block(2, [0, 1])
+    net.inject(1, encode(Suspect(inc, 2, 0)), STRANGER)
+    net.run_for(0.0)
+    assert net.state(1, 2) == "suspected"
+    m1.receive(encode(Alive(0, 2, *net.address(2), old)), net.address(0), net.now)
+    assert m1.table.get(2).boot == new  # type: ignore[union-attr]
+    assert net.state(1, 2) == "suspected"
+
+
+def test_a_boot_from_the_far_future_is_refused_and_counted() -> None:
+    net = settled()
+    m0 = net.machine(0)
+    net.inject(0, encode(Suspect(0, 2, 1)), STRANGER)
+    net.run_for(0.0)
+    net.block(2, [0, 1])
+    before = m0.counters.dropped["refused_incarnation"]
+    m0.receive(encode(Alive(0, 2, *net.address(2), 2**62)), net.address(2), net.now)
+    assert net.state(0, 2) == "suspected"
+    assert m0.counters.dropped["refused_incarnation"] == before + 1
 
 
 def test_a_spoofed_leave_is_refuted_without_push_pull() -> None:
