@@ -9,7 +9,7 @@ Rules:
 3. Member health follows membership: a member on a node this node's SWIM holds ``dead`` or
    ``left``, or that left the host table, is ``faulty`` and away. When its node is alive
    again and still holds the very device (``remote`` rule 3: not made again by a restart),
-   it comes back ``recovering`` and only the slots written while it was away (``dirty``) are
+   it comes back ``recovering`` and only the slots it missed (``storage.array`` rule 5) are
    rebuilt onto it. A member whose device was made again stays faulty: replace it. The
    array's I/O marks a member that fails or times out ``faulty`` on its own
    (``storage.array`` rule 2); it is away too once its node is declared down, or at once when
