@@ -62,6 +62,16 @@ def _bound(kind: str, after: str, n: int, config: SwimConfig) -> float:
         return fallback_bound(kind, n, config, real=False).seconds
 
 
+def _fault(kind: str, live: list[int]) -> tuple[str, list[int]]:
+    """Rule 2: the kind drawn, or ``loss`` for a kill or pause that would leave fewer than two
+    running nodes or no running seed; and the nodes a kill or pause may take."""
+    seeds = [i for i in live if i in SEEDS]
+    victims = [i for i in live if i not in SEEDS or len(seeds) > 1]
+    if kind in ("kill", "pause") and (len(live) <= 2 or not victims):
+        return "loss", victims
+    return kind, victims
+
+
 def draw(seed: int, options: Options) -> dict[str, Any]:
     """The scenario mapping of run ``seed`` (rule 1)."""
     rng = random.Random(seed)
@@ -80,14 +90,8 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
     t = round(rng.uniform(2.0, 10.0), 3)
     total = n
     for _ in range(rng.randint(1, MAX_FAULTS)):
-        kind = rng.choices(kinds, weights)[0]
         live = [i for i in running if i not in paused]
-        if kind in ("kill", "pause") and len(live) <= 2:
-            kind = "loss"
-        seeds = [i for i in live if i in SEEDS]
-        victims = [i for i in live if i not in SEEDS or len(seeds) > 1]
-        if kind in ("kill", "pause") and not victims:
-            kind = "loss"
+        kind, victims = _fault(rng.choices(kinds, weights)[0], live)
         if kind == "kill":
             i = rng.choice(victims)
             steps.append({"at": t, "kill": i})

@@ -6,7 +6,7 @@ Usage::
     net.run_for(5.0)                 # advance virtual time by 5 s
     net.kill(3)
     net.until(lambda: all(net.state(i, 3) == "dead" for i in net.live_ids()), timeout=60)
-    net.events[-1]                   # {"mono", "wall", "observer", "subject", "old", "new", ...}
+    net.events[-1]   # {"mono", "wall", "observer", "subject", "old", "new", ..., "boot"}
 
 Units: virtual time and ``delay`` in seconds; ``loss`` and ``dup`` in percent (0..100);
 ``set_delay(i, ms)`` in milliseconds (as ``SwimHandle.faults``).
@@ -14,11 +14,12 @@ Units: virtual time and ``delay`` in seconds; ``loss`` and ``dup`` in percent (0
 Controls: ``kill(i)`` (crash: silent from now on), ``pause(i, dur=None)`` (a stopped process:
 packets queue up and are handled on ``resume(i)``), ``restart(i)`` (a fresh machine with the same
 id and address, a new boot nonce, joining through the seeds), ``add() -> id`` (``add(at=i)``:
-at stopped node i's address, as a reused port), ``leave(i)``
-(graceful: gossips its departure for ``leave_propagate_time``, then stops), ``partition(groups)``
-and ``heal()``, ``set_loss(i, pct)``, ``set_delay(i, ms)``, ``block(i, peers)``.
-Views: ``members(i)``, ``leader(i)``, ``state(i, j)``, ``live_ids()``, ``now``, ``events``,
-``machine(i)``. Time: ``run_until(t)``, ``run_for(dt)``, ``until(pred, timeout)``.
+at stopped node i's address, as a reused port), ``leave(i)`` (graceful: gossips its departure
+for ``leave_propagate_time``, then stops), ``partition(groups)`` and ``heal()``,
+``set_loss(i, pct)``, ``set_delay(i, ms)``, ``block(i, peers)``. Views: ``members(i)``,
+``leader(i)``, ``state(i, j)``, ``live_ids()``, ``now``, ``events`` (each names the subject's
+``boot``), ``boots`` (each node's, in the order made), ``machine(i)``. Time: ``run_until(t)``,
+``run_for(dt)``, ``until(pred, timeout)``.
 Hostile input: ``inject(i, data, src)`` delivers raw bytes to node i as if from ``src``;
 ``inject_state(i, entries, peer)`` hands it a push/pull state as if from member ``peer``.
 ``add(config=...)`` starts a node with settings of its own (e.g. another keyring).
@@ -32,19 +33,16 @@ starves a member of time in virtual time; ``cpu=None`` (the default) makes work 
 Rules:
 1. One seeded ``random.Random`` drives everything (the network and every machine), and ties in
    the event queue break by insertion order, so a run is a pure function of its arguments.
-2. TCP push/pull is modelled as a reliable request and reply, each delayed like a packet; it
-   hands the state over as records (``simsync.SyncState``), not bytes: the codec's round trip is
-   held by its own tests (tests/swim/test_swim_wire.py, test_swim_untrusted.py), real nodes
-   encode. It fails when the two sides are partitioned, blocked, killed or paused, or when
-   one side cannot open what the other seals (keyrings without the sender's primary key).
-   UDP packets are really sealed and opened by the machines.
+2. TCP push/pull is a reliable request and reply, each delayed like a packet, handing the
+   state over as records (``simsync.SyncState``), not bytes (the codec has its own tests). It
+   fails when the sides are partitioned, blocked, killed or paused, or when one cannot open
+   what the other seals. UDP packets are really sealed and opened by the machines.
 3. ``bootstrap=True`` starts every machine knowing every other (no join traffic, no events)
    from one shared ``Roster`` (``table`` rule 4): building n machines costs O(n), and a
    push/pull sends only the rows a table holds apart from the roster; ``False`` makes each
    machine join through the seeds, as real nodes do.
-4. The cyclic garbage collector is paused while events run (``run_until``) and restored
-   after: with thousands of machines alive, its rescans of them cost a tenth of the run,
-   and handling an event makes no reference cycles (records, tuples and dicts only).
+4. The cyclic garbage collector is paused while events run (``run_until``): with thousands of
+   machines its rescans cost a tenth of the run, and events make no reference cycles.
 5. A livelock ends the run: more than ``STALL_EVENTS`` events at one virtual instant (a timer
    that re-arms itself for now, forever) raise ``SimStalled``, naming the instant and the
    node, instead of spinning without end.
@@ -382,8 +380,7 @@ class SimNetwork:
         i = node.node_id
         for ev in out.events:
             if self.record_events or self.on_event is not None:
-                d = ev.as_dict()
-                d["boot"] = ev.boot  # which instance: ``properties.incarnation`` orders them
+                d = {**ev.as_dict(), "boot": ev.boot}  # which instance of the subject
                 if self.record_events:
                     self.events.append(d)
                 if self.on_event is not None:

@@ -1,6 +1,7 @@
 """What the tests share: the one process harness and the one ``wait_for``.
 
 Harness, open_harness, Child    processes of a test, started on ``cluster.local``, always ended
+running                         whether a pid still runs (a zombie has ended)
 wait_for, wait_for_async        poll a condition (sync / trio), WaitTimeout when it never holds
 hold_port, held_socket          a port held taken on purpose (TCP listening, or UDP)
 
@@ -10,7 +11,7 @@ foreground, proof that nothing of a cluster runs), ``runtime`` (a network-less r
 (hypothesis: what a msgpack peer can send), ``traces`` (hand-written membership events).
 """
 
-from .harness import HOST, NODE, Child, Harness, open_harness
+from .harness import HOST, NODE, Child, Harness, open_harness, running
 from .ports import held_socket, hold_port
 from .waiting import RETRY_ON, WaitTimeout, wait_for, wait_for_async
 
@@ -24,6 +25,7 @@ __all__ = [
     "held_socket",
     "hold_port",
     "open_harness",
+    "running",
     "wait_for",
     "wait_for_async",
 ]

@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import psutil
 import trio
 
 from cluster.ground.errors import ApiError
@@ -229,3 +230,11 @@ def open_harness(workdir: Path, *, grace: float = 10.0) -> Iterator[Harness]:
         yield harness
     finally:
         harness.close()
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` still runs: a zombie has ended (its parent reaps it)."""
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
