@@ -10,7 +10,8 @@ others, the writes it acknowledged and the check that none was lost (docs/testin
 
 Rules:
 1. The same array and ledger as a scenario's ``storage:`` section (``scenarios.storage``):
-   one RAM ``rt_bdev`` pool per member node, the array ``rt_array`` on the owner.
+   one RAM ``rt_bdev`` pool per member node, the array ``rt_array`` on the owner; one array
+   a cluster (a second ``make_array`` is refused: the names are taken).
 2. Real processes only (``real`` or ``netns``): on the simulated network there are no
    arrays, and ``make_array`` says so at once.
 3. Waits poll the owner's ``stats`` and end with ``WaitTimeout`` naming what was awaited and
