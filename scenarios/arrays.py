@@ -29,7 +29,7 @@ import trio
 
 from .checks import Verdict
 from .records import StorageSpec
-from .storage import ARRAY_POOL, StorageRun
+from .storage import ARRAY_POOL, StorageRun, post_form
 from .waits import WaitTimeout
 
 __all__ = ["Array", "Durability", "LostWrite", "make_array"]
@@ -87,10 +87,7 @@ class Array:
     async def _post(self, route: str, form: dict[str, str], timeout: float = 60) -> Any:
         path = f"/api/mod/rt_safe_bdev/{ARRAY_POOL}/{route}"
         async with httpx.AsyncClient(timeout=timeout) as client:
-            r = await client.post(self._base() + path, data=form)
-        if r.status_code != 200:
-            raise RuntimeError(f"POST {path}: {r.status_code} {r.text[:300]}")
-        return r.json()
+            return await post_form(client, self._base(), path, form)
 
     async def write(self, records: int = 16, size: int = 8192) -> int:
         """Write ``records`` checksummed records of ``size`` bytes; how many the owner

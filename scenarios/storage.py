@@ -33,7 +33,7 @@ from .records import StorageSpec
 from .trace import Trace
 from .values import Checker
 
-__all__ = ["ARRAY_NAME", "ARRAY_POOL", "StorageRun", "judge_storage", "parse_storage"]
+__all__ = ["ARRAY_NAME", "ARRAY_POOL", "StorageRun", "judge_storage", "parse_storage", "post_form"]
 
 ARRAY_NAME, ARRAY_POOL = "rt_array", "950.0"
 MEMBER_BASE = 951  # pool ids of the members: 951.0, 952.0, ... (distinct in the array)
@@ -101,7 +101,7 @@ class StorageRun:
                     "bdev_type": "ram",
                     "capacity": s.capacity,
                 }
-                await _post(client, url(node), "/api/mod/rt_bdev/create", form)
+                await post_form(client, url(node), "/api/mod/rt_bdev/create", form)
                 names.append(f"rt_m{node}@{node}")
             data, parity = names[: len(s.members)], names[len(s.members) :]
             config = (
@@ -114,7 +114,7 @@ class StorageRun:
                 "pool_id": ARRAY_POOL,
                 "config": config,
             }
-            await _post(client, url(s.array), "/api/pools/compose", form)
+            await post_form(client, url(s.array), "/api/pools/compose", form)
 
     async def serve_writes(self, url: Any) -> None:
         """Rule 2, until cancelled."""
@@ -134,7 +134,7 @@ class StorageRun:
                 try:
                     if base is None:
                         raise RuntimeError("no dashboard")
-                    await _post(client, base, _durability(), form)
+                    await post_form(client, base, _durability(), form)
                 except (RuntimeError, httpx.HTTPError):
                     self.failed += 1
                 await trio.sleep(max(0.0, t + s.every - time.monotonic()))
@@ -147,7 +147,7 @@ class StorageRun:
             if base is None:
                 raise RuntimeError(f"node {self.spec.array} serves no dashboard")
             async with httpx.AsyncClient(timeout=60) as client:
-                body = await _post(client, base, _durability(), {"op": "check"})
+                body = await post_form(client, base, _durability(), {"op": "check"})
         except (RuntimeError, httpx.HTTPError) as exc:
             return {**out, "error": f"the array's owner did not answer: {exc}"}
         return {**out, **body}
@@ -157,7 +157,8 @@ def _durability() -> str:
     return f"/api/mod/rt_safe_bdev/{ARRAY_POOL}/durability"
 
 
-async def _post(client: httpx.AsyncClient, base: str, path: str, form: dict[str, str]) -> Any:
+async def post_form(client: httpx.AsyncClient, base: str, path: str, form: dict[str, str]) -> Any:
+    """One form POST to a node's dashboard; its JSON, or RuntimeError naming the refusal."""
     r = await client.post(base + path, data=form)
     if r.status_code != 200:
         raise RuntimeError(f"POST {path}: {r.status_code} {r.text[:200]}")
