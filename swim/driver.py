@@ -31,16 +31,16 @@ Rules:
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import os
 import random
-import socket as _socket
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
-from typing import IO, Any
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -48,14 +48,17 @@ from . import exchange, wire
 from .config import SwimConfig
 from .exchange import Seed, parse_seed
 from .faults import Faults
-from .framing import FrameError, recv_frame, send_frame
-from .history import History, HistoryEntry, HistoryPage
+from .history import History, HistoryPage
 from .keyring import TCP_REPLY, TCP_REQUEST
 from .machine import SwimMachine
+from .memberlist import MemberlistDoor
+from .memberlist.codec import ip_bytes
+from .memberlist.edge import UNKNOWN_PEER
 from .members import Member
 from .outputs import DROPPED, Output, SwimStatistics, SyncRequest
+from .sockets import EventLog, open_event_log, open_udp, resolve_node_id, tcp_request
 
-__all__ = ["SwimHandle", "open_swim"]
+__all__ = ["MemberlistOptions", "SwimHandle", "open_swim"]
 
 log = logging.getLogger(__name__)
 
@@ -63,15 +66,13 @@ LAG_WINDOW = 60.0  # seconds of loop-lag samples behind ``loop_lag_max``
 LAG_SAMPLES = 512  # at most this many kept (a member at rest takes two to ten a second)
 
 
-class _EventLog:
-    """JSON lines, ``mono`` on the host's ``time.monotonic()`` and ``wall`` on ``time.time()``."""
+@dataclass(frozen=True, slots=True)
+class MemberlistOptions:
+    """Speak memberlist's protocol (Serf's) instead of ours: this member's ``name`` and the
+    node meta ``tags`` Serf shows; the seeds are memberlist (or Serf) members."""
 
-    def __init__(self, file: IO[str]) -> None:
-        self._file = file
-
-    def write(self, entries: Sequence[HistoryEntry]) -> None:
-        for entry in entries:
-            self._file.write(json.dumps(entry.log_line()) + "\n")
+    name: str
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 class SwimHandle:
@@ -82,10 +83,12 @@ class SwimHandle:
         machine: SwimMachine,
         sock: trio.socket.SocketType,
         nursery: trio.Nursery,
-        event_log: _EventLog | None,
+        event_log: EventLog | None,
         rng: random.Random,
+        door: MemberlistDoor | None = None,
     ) -> None:
         self.machine = machine
+        self.door = door  # memberlist's protocol at the edge, or None for ours
         self.config = machine.config
         self.faults = Faults()
         self._sock = sock
@@ -168,8 +171,26 @@ class SwimHandle:
                 return ms
             await self._changed.wait()
 
+    def describe(self, member_id: int) -> dict[str, Any] | None:
+        """A member's memberlist ``name``, ``tags`` and whether it is an rtsim node; None
+        when this member speaks our own protocol (ids are the names) or does not know it."""
+        return None if self.door is None else self.door.edge.describe(member_id)
+
+    async def handle_stream(self, conn: trio.SocketStream, first: bytes) -> None:
+        """Answer one memberlist TCP stream whose first bytes are ``first``."""
+        if self.door is None:
+            return
+        peer = UNKNOWN_PEER  # memberlist streams do not say who sends them
+
+        def merge(entries: list[wire.StateEntry]) -> None:
+            self._process(self.machine.merge_state(entries, trio.current_time(), peer))
+
+        await self.door.serve(conn, first, merge)
+
     async def handle_tcp(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Answer one TCP request frame of kind ``"swim"`` (join, push/pull, induct)."""
+        if self.door is not None:
+            return self._refuse("bad_tcp_op", "this member speaks memberlist's protocol")
         keyring = self.config.keyring
         try:
             msg = exchange.open_sealed(keyring, msg, TCP_REQUEST, self.config.max_frame_bytes)
@@ -216,8 +237,9 @@ class SwimHandle:
         for dg in out.datagrams:
             dest = dg.dest if dg.dest is not None else self.machine.table.id_at(*dg.addr)
             delay = self._admit(dest, "out")
-            if delay is not None:
-                self._after(delay, self._send_nowait, dg.data, dg.addr)
+            data = dg.data if self.door is None else self.door.send(dg.data)
+            if delay is not None and data is not None:
+                self._after(delay, self._send_nowait, data, dg.addr)
         for req in out.syncs:
             key = (req.host, req.port)
             if key not in self._syncing:
@@ -252,7 +274,11 @@ class SwimHandle:
             self.machine.counters.drop("send_queue_full")
 
     def _receive(self, data: bytes, src: tuple[str, int]) -> None:
-        out = self.machine.receive(data, src, trio.current_time())
+        now = trio.current_time()
+        if self.door is None:
+            out = self.machine.receive(data, src, now)
+        else:
+            out = self.door.receive(data, src, now)
         self._process(out, wake=out is not DROPPED)
 
     async def _pushpull(self, req: SyncRequest) -> None:
@@ -262,19 +288,29 @@ class SwimHandle:
                 self.machine.counters.drop("tcp_faulted")
                 return
             c = self.config
+            if self.door is not None:
+                with trio.fail_after(c.tcp_timeout):
+                    await trio.sleep(self.faults.delay(req.dest))
+                    entries = await self.door.pushpull(req.host, req.port, req.join)
+                via = UNKNOWN_PEER if req.dest is None else req.dest
+                self._process(self.machine.merge_state(entries, trio.current_time(), via))
+                return
             local = self.machine.local_state()
             request = exchange.pushpull_request(self.node_id, local, join=req.join)
             request = exchange.seal(c.keyring, request, TCP_REQUEST)
             reply: Any = None
             with trio.move_on_after(c.tcp_timeout):
                 await trio.sleep(self.faults.delay(req.dest))
-                reply = await _request(req.host, req.port, request, c.max_frame_bytes)
+                reply = await tcp_request(req.host, req.port, request, c.max_frame_bytes)
             reply = exchange.open_sealed(c.keyring, reply, TCP_REPLY, c.max_frame_bytes)
-            peer, entries = exchange.read_pushpull_reply(reply)
+            sender, entries = exchange.read_pushpull_reply(reply)
         except wire.BadMessage as exc:
             self.machine.counters.drop(exc.reason)
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+            self.machine.counters.drop("tcp_failed")
+            log.debug("push/pull with %s:%s: %s", req.host, req.port, exc)
         else:
-            self._process(self.machine.merge_state(entries, trio.current_time(), peer))
+            self._process(self.machine.merge_state(entries, trio.current_time(), sender))
         finally:
             self._syncing.discard((req.host, req.port))
 
@@ -282,7 +318,7 @@ class SwimHandle:
 
     async def _recv_loop(self) -> None:
         counters = self.machine.counters
-        cap = max(self.config.max_packet_bytes, 1) + 1
+        cap = self.machine.intake.max_bytes + 1
         while True:
             try:
                 data, addr = await self._sock.recvfrom(65536)
@@ -326,62 +362,6 @@ async def _call_after(delay: float, fn: Callable[..., None], *args: Any) -> None
     fn(*args)
 
 
-async def _request(host: str, port: int, frame: dict[str, Any], max_bytes: int) -> Any:
-    """One TCP request and its reply frame; None if the exchange failed."""
-    try:
-        stream = await trio.open_tcp_stream(host, port)
-        async with stream:
-            await send_frame(stream, frame)
-            return await recv_frame(stream, max_bytes)
-    except (OSError, FrameError, trio.BrokenResourceError) as exc:
-        log.debug("swim request to %s:%s: %s", host, port, exc)
-        return None
-
-
-async def _resolve_node_id(
-    node_id: int | None, induct: bool, seeds: Sequence[tuple[str, int]], config: SwimConfig
-) -> int:
-    """``node_id``, or (with ``induct``) the next free id handed out by the first seed to answer."""
-    if node_id is not None:
-        return node_id
-    if not induct:
-        raise ValueError("node_id=None needs induct=True (and seeds to ask)")
-    request = exchange.seal(config.keyring, exchange.induct_request(), TCP_REQUEST)
-    for host, port in seeds:
-        reply: Any = None
-        with trio.move_on_after(config.tcp_timeout):
-            reply = await _request(host, port, request, 1 << 16)
-        with suppress(wire.BadMessage):
-            reply = exchange.open_sealed(config.keyring, reply, TCP_REPLY, 1 << 16)
-            return exchange.read_induct_reply(reply)
-    raise ConnectionError(f"no seed of {list(seeds)} answered the induct request")
-
-
-@asynccontextmanager
-async def _open_udp(host: str, port: int) -> AsyncIterator[trio.socket.SocketType]:
-    """A UDP socket bound to ``host:port`` (0 picks a free port), closed on exit."""
-    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
-    with trio.socket.socket(family, _socket.SOCK_DGRAM) as sock:
-        with suppress(OSError):  # a bigger receive buffer is welcome, not required
-            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, 1 << 21)
-        await sock.bind((host, port))
-        yield sock
-
-
-@asynccontextmanager
-async def _open_event_log(path: str | os.PathLike[str] | None) -> AsyncIterator[_EventLog | None]:
-    if path is None:
-        yield None
-        return
-    # Opened off the loop; each event is then one small line-buffered write.
-    name = os.fspath(path)
-    file = await trio.to_thread.run_sync(
-        lambda: open(name, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-    )
-    with file:
-        yield _EventLog(file)
-
-
 @asynccontextmanager
 async def open_swim(
     config: SwimConfig,
@@ -394,6 +374,7 @@ async def open_swim(
     rng: random.Random | None = None,
     induct: bool = False,
     advertise: str = "",
+    memberlist: MemberlistOptions | None = None,
 ) -> AsyncIterator[SwimHandle]:
     """Run one SWIM member on UDP ``host:port`` (0 picks a free port) until the block exits.
 
@@ -404,16 +385,28 @@ async def open_swim(
     (TCP push/pull on the same port numbers). ``node_id=None`` with ``induct=True`` asks the
     seeds for the next free id first. The handle is yielded once the socket is bound; joining
     goes on in the background and is retried every ``rejoin_interval``.
+
+    With ``memberlist``, the member speaks memberlist's protocol (``swim.memberlist``): it needs
+    a ``node_id`` and an IP address to be told as, and its keyring seals memberlist's way.
     """
     seed_addrs = [parse_seed(s) for s in seeds]
     rng = rng or random.Random()
-    async with _open_udp(host, port) as sock:
+    me = advertise or host
+    machine_config = config
+    if memberlist is not None:
+        if node_id is None or induct:
+            raise ValueError("a member speaking memberlist needs a node id (no induct)")
+        try:
+            ip_bytes(me)
+        except ValueError:
+            raise ValueError(f"memberlist members are told an IP address, not {me!r}") from None
+        machine_config = dataclasses.replace(config, keyring_file=None)  # the door seals
+    async with open_udp(host, port) as sock:
         bound_port = int(sock.getsockname()[1])
-        node_id = await _resolve_node_id(node_id, induct, seed_addrs, config)
+        node_id = await resolve_node_id(node_id, induct, seed_addrs, config)
         now = trio.current_time()
-        me = advertise or host
         machine = SwimMachine(
-            config,
+            machine_config,
             node_id,
             me,
             bound_port,
@@ -421,9 +414,13 @@ async def open_swim(
             now=now,
             seeds=seed_addrs,
             wall_offset=time.time() - now,  # boots are ordered by the wall clock
+            incarnation=0 if memberlist is None else 1,  # memberlist ignores an alive at 0
         )
-        async with _open_event_log(event_log) as events, trio.open_nursery() as nursery:
-            handle = SwimHandle(machine, sock, nursery, events, rng)
+        async with open_event_log(event_log) as events, trio.open_nursery() as nursery:
+            door = None
+            if memberlist is not None:
+                door = MemberlistDoor(machine, config, memberlist.name, memberlist.tags)
+            handle = SwimHandle(machine, sock, nursery, events, rng, door)
             handle._start()
             log.info("node %s: swim bound on %s:%s, told as %s", node_id, host, bound_port, me)
             yield handle

@@ -51,7 +51,7 @@ class Intake:
         keyring: Keyring | None,
     ) -> None:
         c = config
-        self._max_bytes = c.max_packet_bytes
+        self.max_bytes = c.max_packet_bytes  # another wire format's edge may raise it
         self._table = table
         self._counters = counters
         self._keyring = keyring
@@ -69,7 +69,7 @@ class Intake:
         """The packet's plaintext if it may be decoded, else None (the drop is counted)."""
         counters = self._counters
         counters.arrived += 1
-        if len(data) > self._max_bytes:
+        if len(data) > self.max_bytes:
             counters.drop("oversize")
             return None
         if self._table.id_at(addr[0], addr[1]) is not None:

@@ -94,6 +94,23 @@ class Keyring:
                 continue
         raise BadMessage("auth", "no key opens it")
 
+    def seal_envelope(self, head: bytes, plaintext: bytes, aad: bytes | None) -> bytes:
+        """``head``, a fresh nonce and ``plaintext`` under the primary key: another protocol's
+        envelope around the same keys (``swim.memberlist.crypt``)."""
+        nonce = os.urandom(NONCE_BYTES)
+        return head + nonce + self._aeads[0].encrypt(nonce, plaintext, aad)
+
+    def open_envelope(self, nonce: bytes, sealed: bytes, aad: bytes | None) -> bytes:
+        """The plaintext of ``sealed`` under whichever key opens it; ``BadMessage("auth")``."""
+        if len(nonce) != NONCE_BYTES or len(sealed) < TAG_BYTES:
+            raise BadMessage("auth", "too short to be sealed")
+        for aead in self._aeads:
+            try:
+                return aead.decrypt(nonce, sealed, aad)
+            except InvalidTag:
+                continue
+        raise BadMessage("auth", "no key opens it")
+
     def can_open_from(self, other: Keyring | None) -> bool:
         """Would this keyring open what ``other`` seals? (The simulated network's TCP model.)"""
         return other is not None and other.fingerprints[0] in self.fingerprints

@@ -262,8 +262,15 @@ class SwimMachine:
         except wire.BadMessage as exc:
             self.counters.drop(exc.reason)
             return DROPPED
+        return self.receive_messages(msgs, addr, now, len(data))
+
+    def receive_messages(
+        self, msgs: Sequence[Message], addr: tuple[str, int], now: float, size: int
+    ) -> Output:
+        """Handle messages admitted and decoded by another wire format's edge."""
+        self._now = now
         kind = wire.type_name(msgs[0])
-        self.counters.received(kind if kind in _DIRECT_KINDS else "gossip", len(data))
+        self.counters.received(kind if kind in _DIRECT_KINDS else "gossip", size)
         # Rule 5: updates first, then the exchange they rode on.
         via = self.table.id_at(*addr)
         for m in msgs:

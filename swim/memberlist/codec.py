@@ -1,0 +1,488 @@
+"""memberlist's messages (hashicorp/memberlist 0.2, as Serf 0.9 speaks them), as bytes.
+
+A UDP packet, from the outside in::
+
+    packet   := 1:u8 nonce:12 AES-GCM(plain)          with a keyring (no associated data;
+                                                        version 0 pads the plaintext PKCS#7)
+    plain    := 12:u8 crc32:u32 msg  |  msg            (IEEE CRC of ``msg``)
+    msg      := type:u8 go-msgpack(map)                one message
+              | 7:u8 count:u8 len:u16*count part*      compound: each part a ``msg``
+              | 9:u8 go-msgpack({Algo: 0, Buf})        compressed: Buf is Go LZW of a ``msg``
+
+Bodies are maps keyed by the Go field names; strings and byte slices both travel as msgpack
+raw strings (go-msgpack's default), integers big-endian. Types: ping 0, indirect ping 1,
+ack 2, suspect 3, alive 4, dead 5, push/pull 6 (TCP only), user 8, nack 11, error 13.
+
+Rules:
+1. ``decode_packet`` raises only ``BadMessage`` (its ``reason`` labels the drop counter);
+   every field is checked for type and range before a message is built. A field that is
+   absent takes Go's zero value, as the Go decoder gives it.
+2. A part of a type this edge does not take (Serf's user messages and queries, a push/pull
+   sent over UDP) is skipped and counted; the other parts of the packet still count.
+3. Limits: a packet of at most ``max_bytes``, before and after decompression; compound and
+   compressed layers nest at most ``MAX_DEPTH`` deep; names at most ``MAX_NAME`` bytes of
+   UTF-8; node meta at most ``MAX_META`` bytes (memberlist's ``MetaMaxSize``).
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from ..keyring import Keyring
+from ..wire import BadMessage
+from .lzw import LzwError, decompress
+
+__all__ = [
+    "MAX_META",
+    "MAX_NAME",
+    "VSN",
+    "Ack",
+    "Alive",
+    "Dead",
+    "Decoded",
+    "IndirectPing",
+    "Kind",
+    "Message",
+    "Nack",
+    "NodeState",
+    "Ping",
+    "Suspect",
+    "decode_packet",
+    "encode_message",
+    "encode_packet",
+    "ip_bytes",
+    "ip_text",
+]
+
+VSN = bytes([1, 5, 2, 2, 5, 5])  # protocol min, max, current; delegate min, max, current
+MAX_NAME = 512
+MAX_META = 512
+MAX_DEPTH = 3
+MAX_PARTS = 255
+_U16, _U32 = (1 << 16) - 1, (1 << 32) - 1
+_LEN = struct.Struct(">H")
+_CRC = struct.Struct(">I")
+NONCE = 12
+
+
+class Kind(enum.IntEnum):
+    PING = 0
+    INDIRECT_PING = 1
+    ACK = 2
+    SUSPECT = 3
+    ALIVE = 4
+    DEAD = 5
+    PUSH_PULL = 6
+    COMPOUND = 7
+    USER = 8
+    COMPRESS = 9
+    ENCRYPT = 10
+    NACK = 11
+    CRC = 12
+    ERROR = 13
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    """A probe of ``node``; the ack goes to ``source_ip:source_port`` ("": the sender)."""
+
+    seq: int
+    node: str
+    source_ip: str = ""
+    source_port: int = 0
+    source_node: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IndirectPing:
+    seq: int
+    target_ip: str
+    port: int
+    node: str
+    nack: bool
+    source_ip: str = ""
+    source_port: int = 0
+    source_node: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Suspect:
+    incarnation: int
+    node: str
+    src: str
+
+
+@dataclass(frozen=True, slots=True)
+class Alive:
+    incarnation: int
+    node: str
+    ip: str
+    port: int
+    meta: bytes
+    vsn: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Dead:
+    """``node`` is dead per ``src``; ``src == node`` means it left."""
+
+    incarnation: int
+    node: str
+    src: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """One member of a push/pull: ``state`` 0 alive, 1 suspect, 2 dead, 3 left."""
+
+    name: str
+    ip: str
+    port: int
+    meta: bytes
+    incarnation: int
+    state: int
+    vsn: bytes
+
+
+Message = Ping | IndirectPing | Ack | Nack | Suspect | Alive | Dead
+
+
+@dataclass(slots=True)
+class Decoded:
+    messages: list[Message]
+    skipped: int  # parts of types this edge does not take (rule 2)
+
+
+# ---- addresses -------------------------------------------------------------------------------
+
+
+def ip_bytes(host: str) -> bytes:
+    """An IP address as memberlist carries it (4 or 16 bytes); ValueError for a name."""
+    return ipaddress.ip_address(host).packed
+
+
+def ip_text(raw: bytes) -> str:
+    """The text of a 4- or 16-byte address (an IPv4-mapped one as IPv4); "" for none."""
+    if not raw:
+        return ""
+    if len(raw) not in (4, 16):
+        raise BadMessage("bad_field", f"an address of {len(raw)} bytes")
+    ip = ipaddress.ip_address(raw)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return str(mapped or ip)
+
+
+# ---- encoding --------------------------------------------------------------------------------
+
+
+def _pack(obj: Any) -> bytes:
+    out: bytes = msgpack.packb(obj, use_bin_type=False)
+    return out
+
+
+def encode_message(msg: Message | NodeState) -> bytes:
+    """One message: its type byte and its go-msgpack map (a ``NodeState`` has no type)."""
+    match msg:
+        case Ping():
+            body: dict[str, Any] = {"SeqNo": msg.seq, "Node": msg.node}
+            if msg.source_ip:
+                body |= {"SourceAddr": ip_bytes(msg.source_ip), "SourcePort": msg.source_port}
+            if msg.source_node:
+                body["SourceNode"] = msg.source_node
+            return bytes([Kind.PING]) + _pack(body)
+        case IndirectPing():
+            body = {
+                "SeqNo": msg.seq,
+                "Target": ip_bytes(msg.target_ip),
+                "Port": msg.port,
+                "Node": msg.node,
+                "Nack": msg.nack,
+            }
+            if msg.source_ip:
+                body |= {"SourceAddr": ip_bytes(msg.source_ip), "SourcePort": msg.source_port}
+            if msg.source_node:
+                body["SourceNode"] = msg.source_node
+            return bytes([Kind.INDIRECT_PING]) + _pack(body)
+        case Ack():
+            return bytes([Kind.ACK]) + _pack({"SeqNo": msg.seq, "Payload": b""})
+        case Nack():
+            return bytes([Kind.NACK]) + _pack({"SeqNo": msg.seq})
+        case Suspect() | Dead():
+            kind = Kind.SUSPECT if isinstance(msg, Suspect) else Kind.DEAD
+            body = {"Incarnation": msg.incarnation, "Node": msg.node, "From": msg.src}
+            return bytes([kind]) + _pack(body)
+        case Alive():
+            body = {
+                "Incarnation": msg.incarnation,
+                "Node": msg.node,
+                "Addr": ip_bytes(msg.ip),
+                "Port": msg.port,
+                "Meta": msg.meta,
+                "Vsn": msg.vsn,
+            }
+            return bytes([Kind.ALIVE]) + _pack(body)
+        case NodeState():
+            return _pack(
+                {
+                    "Name": msg.name,
+                    "Addr": ip_bytes(msg.ip),
+                    "Port": msg.port,
+                    "Meta": msg.meta,
+                    "Incarnation": msg.incarnation,
+                    "State": msg.state,
+                    "Vsn": msg.vsn,
+                }
+            )
+    raise TypeError(f"not a memberlist message: {type(msg).__name__}")
+
+
+def encode_packet(parts: Sequence[bytes], keyring: Keyring | None, *, crc: bool = True) -> bytes:
+    """A UDP packet of ``parts`` (``encode_message`` bytes): compound when more than one,
+    with a CRC, sealed with the keyring's primary key (encryption version 1)."""
+    if not 1 <= len(parts) <= MAX_PARTS:
+        raise ValueError(f"a packet holds 1..{MAX_PARTS} parts, not {len(parts)}")
+    if len(parts) == 1:
+        msg = parts[0]
+    else:
+        head = bytes([Kind.COMPOUND, len(parts)]) + b"".join(_LEN.pack(len(p)) for p in parts)
+        msg = head + b"".join(parts)
+    if crc:
+        msg = bytes([Kind.CRC]) + _CRC.pack(zlib.crc32(msg)) + msg
+    if keyring is not None:
+        msg = keyring.seal_envelope(b"\x01", msg, None)
+    return msg
+
+
+# ---- decoding --------------------------------------------------------------------------------
+
+
+def open_sealed(keyring: Keyring, data: bytes, aad: bytes | None) -> bytes:
+    """The plaintext of memberlist's envelope (version 0 or 1); ``BadMessage("auth")``."""
+    if len(data) < 1 + NONCE + 16 or data[0] not in (0, 1):
+        raise BadMessage("auth", f"not sealed ({len(data)} bytes)")
+    plain = keyring.open_envelope(data[1 : 1 + NONCE], data[1 + NONCE :], aad)
+    if data[0] == 0:  # PKCS#7 padding
+        pad = plain[-1] if plain else 0
+        if not 1 <= pad <= 16 or pad > len(plain):
+            raise BadMessage("auth", "bad padding")
+        plain = plain[:-pad]
+    return plain
+
+
+def decode_packet(data: bytes, keyring: Keyring | None, max_bytes: int) -> Decoded:
+    """The messages of one UDP packet; raises only ``BadMessage``."""
+    if len(data) > max_bytes:
+        raise BadMessage("oversize", f"{len(data)} bytes")
+    if keyring is not None:
+        data = open_sealed(keyring, data, None)
+    if len(data) >= 5 and data[0] == Kind.CRC:
+        (want,) = _CRC.unpack_from(data, 1)
+        data = data[5:]
+        if zlib.crc32(data) != want:
+            raise BadMessage("crc", "checksum does not match")
+    out = Decoded([], 0)
+    _command(data, 0, max_bytes, out)
+    return out
+
+
+def _command(buf: bytes, depth: int, max_bytes: int, out: Decoded) -> None:
+    if not buf:
+        raise BadMessage("truncated", "an empty message")
+    kind = buf[0]
+    if kind in (Kind.COMPOUND, Kind.COMPRESS):
+        if depth >= MAX_DEPTH:
+            raise BadMessage("malformed", "layers nested too deep")
+        if kind == Kind.COMPOUND:
+            for part in _compound_parts(buf):
+                _command(part, depth + 1, max_bytes, out)
+        else:
+            inner = decompressed(unpack_map(buf[1:], max_bytes), max_bytes)
+            _command(inner, depth + 1, max_bytes, out)
+        return
+    decoder = _DECODERS.get(kind)
+    if decoder is None:
+        out.skipped += 1  # rule 2
+        return
+    out.messages.append(decoder(unpack_map(buf[1:], max_bytes)))
+
+
+def _compound_parts(buf: bytes) -> list[bytes]:
+    if len(buf) < 2:
+        raise BadMessage("truncated", "a compound without its count")
+    count = buf[1]
+    start = 2 + 2 * count
+    if count == 0 or len(buf) < start:
+        raise BadMessage("truncated", f"a compound of {count} parts without their lengths")
+    parts = []
+    at = start
+    for i in range(count):
+        (n,) = _LEN.unpack_from(buf, 2 + 2 * i)
+        if at + n > len(buf):
+            raise BadMessage("truncated", f"compound part {i} runs past the packet")
+        parts.append(buf[at : at + n])
+        at += n
+    return parts
+
+
+def decompressed(body: dict[bytes, Any], max_bytes: int) -> bytes:
+    """The message a ``compress`` body holds (LZW, the only algorithm)."""
+    if _uint(body, b"Algo", 255) != 0:
+        raise BadMessage("bad_field", "an unknown compression algorithm")
+    try:
+        return decompress(_bytes(body, b"Buf", max_bytes), max_bytes)
+    except LzwError as exc:
+        raise BadMessage("malformed", f"lzw: {exc}") from None
+
+
+def unpack_map(body: bytes, max_bytes: int) -> dict[bytes, Any]:
+    """The first msgpack value of ``body``, which must be a map (trailing bytes ignored, as
+    the Go decoder ignores them)."""
+    try:
+        value = msgpack.unpackb(body, **limits(max_bytes))
+    except msgpack.ExtraData as extra:
+        value = extra.unpacked
+    except Exception as exc:  # msgpack raises many types for hostile input; one door out
+        raise BadMessage("malformed", f"msgpack: {type(exc).__name__}") from None
+    if not isinstance(value, dict):
+        raise BadMessage("malformed", "a body that is not a map")
+    return value
+
+
+def limits(max_bytes: int) -> dict[str, Any]:
+    """msgpack's own limits for a memberlist body (raw strings come out as bytes)."""
+    return {
+        "raw": True,
+        "strict_map_key": False,
+        "max_str_len": max_bytes,
+        "max_bin_len": max_bytes,
+        "max_array_len": 64,
+        "max_map_len": 32,
+        "max_ext_len": 0,
+    }
+
+
+def _uint(body: dict[bytes, Any], key: bytes, hi: int) -> int:
+    v = body.get(key, 0)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
+        raise BadMessage("bad_field", f"{key.decode()} = {v!r:.40}")
+    return v
+
+
+def _bytes(body: dict[bytes, Any], key: bytes, most: int) -> bytes:
+    v = body.get(key)
+    if v is None:
+        return b""
+    if isinstance(v, list):  # a []uint8 written as an array of numbers
+        if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 255 for x in v):
+            raise BadMessage("bad_field", f"{key.decode()} is not bytes")
+        v = bytes(v)
+    if not isinstance(v, bytes) or len(v) > most:
+        raise BadMessage("bad_field", f"{key.decode()} is not bytes of at most {most}")
+    return v
+
+
+def _name(body: dict[bytes, Any], key: bytes, *, required: bool = True) -> str:
+    raw = _bytes(body, key, MAX_NAME)
+    if required and not raw:
+        raise BadMessage("bad_field", f"{key.decode()} is empty")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadMessage("bad_field", f"{key.decode()} is not UTF-8") from None
+
+
+def _ip(body: dict[bytes, Any], key: bytes) -> str:
+    return ip_text(_bytes(body, key, 16))
+
+
+def _bool(body: dict[bytes, Any], key: bytes) -> bool:
+    v = body.get(key, False)
+    if not isinstance(v, bool):
+        raise BadMessage("bad_field", f"{key.decode()} = {v!r:.40}")
+    return v
+
+
+def _source(b: dict[bytes, Any]) -> tuple[str, int, str]:
+    port = _uint(b, b"SourcePort", _U16)
+    return _ip(b, b"SourceAddr"), port, _name(b, b"SourceNode", required=False)
+
+
+def _ping(b: dict[bytes, Any]) -> Message:
+    return Ping(_uint(b, b"SeqNo", _U32), _name(b, b"Node", required=False), *_source(b))
+
+
+def _indirect(b: dict[bytes, Any]) -> Message:
+    target = _ip(b, b"Target")
+    if not target:
+        raise BadMessage("bad_field", "Target is empty")
+    return IndirectPing(
+        _uint(b, b"SeqNo", _U32),
+        target,
+        _uint(b, b"Port", _U16),
+        _name(b, b"Node", required=False),
+        _bool(b, b"Nack"),
+        *_source(b),
+    )
+
+
+def _accusation(b: dict[bytes, Any]) -> tuple[int, str, str]:
+    return _uint(b, b"Incarnation", _U32), _name(b, b"Node"), _name(b, b"From", required=False)
+
+
+def _alive(b: dict[bytes, Any]) -> Message:
+    ip = _ip(b, b"Addr")
+    if not ip:
+        raise BadMessage("bad_field", "Addr is empty")
+    return Alive(
+        _uint(b, b"Incarnation", _U32),
+        _name(b, b"Node"),
+        ip,
+        _uint(b, b"Port", _U16),
+        _bytes(b, b"Meta", MAX_META),
+        _bytes(b, b"Vsn", 16),
+    )
+
+
+_DECODERS: dict[int, Callable[[dict[bytes, Any]], Message]] = {
+    Kind.PING: _ping,
+    Kind.INDIRECT_PING: _indirect,
+    Kind.ACK: lambda b: Ack(_uint(b, b"SeqNo", _U32)),
+    Kind.NACK: lambda b: Nack(_uint(b, b"SeqNo", _U32)),
+    Kind.SUSPECT: lambda b: Suspect(*_accusation(b)),
+    Kind.DEAD: lambda b: Dead(*_accusation(b)),
+    Kind.ALIVE: _alive,
+}
+
+
+def decode_state(b: dict[bytes, Any]) -> NodeState:
+    """One member of a push/pull (a decoded map); raises only ``BadMessage``."""
+    ip = _ip(b, b"Addr")
+    if not ip:
+        raise BadMessage("bad_state", "Addr is empty")
+    return NodeState(
+        _name(b, b"Name"),
+        ip,
+        _uint(b, b"Port", _U16),
+        _bytes(b, b"Meta", MAX_META),
+        _uint(b, b"Incarnation", _U32),
+        _uint(b, b"State", 3),
+        _bytes(b, b"Vsn", 16),
+    )

@@ -1,0 +1,96 @@
+"""Sockets and files of the trio driver: the UDP socket, the event log, TCP requests.
+
+Rules:
+1. ``request`` answers None for any failed exchange (refused, reset, malformed): the caller
+   counts it; it never raises for the network.
+2. The event log is opened off the loop and written a line at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket as _socket
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import IO, Any
+
+import trio
+
+from . import exchange, wire
+from .config import SwimConfig
+from .framing import FrameError, recv_frame, send_frame
+from .history import HistoryEntry
+from .keyring import TCP_REPLY, TCP_REQUEST
+
+__all__ = ["EventLog", "open_event_log", "open_udp", "resolve_node_id", "tcp_request"]
+
+log = logging.getLogger(__name__)
+
+
+class EventLog:
+    """JSON lines, ``mono`` on the host's ``time.monotonic()`` and ``wall`` on ``time.time()``."""
+
+    def __init__(self, file: IO[str]) -> None:
+        self._file = file
+
+    def write(self, entries: Sequence[HistoryEntry]) -> None:
+        for entry in entries:
+            self._file.write(json.dumps(entry.log_line()) + "\n")
+
+
+async def tcp_request(host: str, port: int, frame: dict[str, Any], max_bytes: int) -> Any:
+    """One TCP request and its reply frame; None if the exchange failed."""
+    try:
+        stream = await trio.open_tcp_stream(host, port)
+        async with stream:
+            await send_frame(stream, frame)
+            return await recv_frame(stream, max_bytes)
+    except (OSError, FrameError, trio.BrokenResourceError) as exc:
+        log.debug("swim request to %s:%s: %s", host, port, exc)
+        return None
+
+
+async def resolve_node_id(
+    node_id: int | None, induct: bool, seeds: Sequence[tuple[str, int]], config: SwimConfig
+) -> int:
+    """``node_id``, or (with ``induct``) the next free id handed out by the first seed to answer."""
+    if node_id is not None:
+        return node_id
+    if not induct:
+        raise ValueError("node_id=None needs induct=True (and seeds to ask)")
+    request = exchange.seal(config.keyring, exchange.induct_request(), TCP_REQUEST)
+    for host, port in seeds:
+        reply: Any = None
+        with trio.move_on_after(config.tcp_timeout):
+            reply = await tcp_request(host, port, request, 1 << 16)
+        with suppress(wire.BadMessage):
+            reply = exchange.open_sealed(config.keyring, reply, TCP_REPLY, 1 << 16)
+            return exchange.read_induct_reply(reply)
+    raise ConnectionError(f"no seed of {list(seeds)} answered the induct request")
+
+
+@asynccontextmanager
+async def open_udp(host: str, port: int) -> AsyncIterator[trio.socket.SocketType]:
+    """A UDP socket bound to ``host:port`` (0 picks a free port), closed on exit."""
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    with trio.socket.socket(family, _socket.SOCK_DGRAM) as sock:
+        with suppress(OSError):  # a bigger receive buffer is welcome, not required
+            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, 1 << 21)
+        await sock.bind((host, port))
+        yield sock
+
+
+@asynccontextmanager
+async def open_event_log(path: str | os.PathLike[str] | None) -> AsyncIterator[EventLog | None]:
+    if path is None:
+        yield None
+        return
+    # Opened off the loop; each event is then one small line-buffered write.
+    name = os.fspath(path)
+    file = await trio.to_thread.run_sync(
+        lambda: open(name, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    )
+    with file:
+        yield EventLog(file)
