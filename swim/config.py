@@ -21,7 +21,9 @@ from typing import Any
 
 from .keyring import Keyring, load_keyring
 
-__all__ = ["SwimConfig"]
+__all__ = ["WIRES", "SwimConfig"]
+
+WIRES = ("swim", "memberlist")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,9 @@ class SwimConfig:
             (AES-GCM; one base64 key per line, the first seals; docs/gossip-keys.md), or
             None for plain gossip. Members with and without keys do not form a cluster.
         keyring: the keys read from ``keyring_file`` (derived; not a setting).
+        wire: ``swim`` (rtsim's own protocol) or ``memberlist`` (hashicorp/memberlist's, as
+            Serf speaks it: ``swim.memberlist``; a node then takes memberlist's LAN profile
+            for every timing not set).
     """
 
     probe_interval: float = 1.0
@@ -80,6 +85,7 @@ class SwimConfig:
     new_members_per_period: int = 64
     keyring_file: str | None = None
     keyring: Keyring | None = field(default=None, init=False, repr=False, compare=False)
+    wire: str = "swim"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -93,6 +99,10 @@ class SwimConfig:
             if not isinstance(path, str) or not path:
                 raise ValueError(f"swim setting 'keyring_file' must be a path, not {path!r:.60}")
             object.__setattr__(self, "keyring", load_keyring(path))
+        if self.wire not in WIRES:
+            raise ValueError(
+                f"swim setting 'wire' must be one of {', '.join(WIRES)}, not {self.wire!r:.40}"
+            )
         if self.probe_timeout > self.probe_interval:
             raise ValueError("swim setting 'probe_timeout' must not exceed 'probe_interval'")
         if self.suspicion_mult < 1:

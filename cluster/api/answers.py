@@ -50,7 +50,8 @@ FIGURE: Schema = nullable(NUMBER)
 COUNT: Schema = {"type": "integer", "minimum": 0}
 NODE_ID: Schema = {"type": "integer", "minimum": 0}
 POOL_ID_TEXT = POOL_ID
-STATE = one_of("alive", "probe_failed", "suspected", "dead")
+# The last two: a node speaking memberlist gives the state as memberlist says it.
+STATE = one_of("alive", "probe_failed", "suspected", "dead", "suspect", "left")
 VIEW = one_of("alive", "suspect", "dead", "left")
 
 HEALTH = obj(
@@ -80,7 +81,14 @@ TOPOLOGY = obj(
                     "incarnation": COUNT,
                     "since": FIGURE,
                     "view": VIEW,
-                }
+                },
+                {  # a node speaking memberlist (``shapes.topology``)
+                    "name": STRING,
+                    "tags": mapping(STRING),
+                    "rtsim": BOOLEAN,
+                    "ip": STRING,
+                    "port": COUNT,
+                },
             )
         ),
     }
@@ -274,7 +282,8 @@ VIEWS = obj(
         "leaders": mapping(nullable(NODE_ID)),
         "faults": mapping(nullable(obj({"node_id": NODE_ID, **FAULTS["properties"]}))),
         "agree": BOOLEAN,
-    }
+    },
+    {"names": mapping(STRING)},  # memberlist members' names by id
 )
 
 POOL_MONITOR = obj(

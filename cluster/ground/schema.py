@@ -44,6 +44,7 @@ MAX_ITEMS = 64  # entries of one list setting (modules, asset paths)
 MAX_THREADS = 1024  # workers, dashboard request slots
 _IPV6 = r"[0-9a-f.]*(?::[0-9a-f.]*){2,8}"
 _LABEL = r"(?!-)[a-z0-9-]{1,63}(?<!-)"
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
 _HOST_NAME = re.compile(rf"(?:{_IPV6}|{_LABEL}(?:\.{_LABEL}){{0,126}}\.?)\Z", re.I)
 
 
@@ -66,6 +67,8 @@ class NetworkingSettings:
     hostfile: str = _path()
     node_id: int = _int(-1, -1, MAX_NODE_ID)  # -1: this node's line offset in the hostfile
     advertise: str = ""  # the address peers are told; "": host (a wildcard host needs one)
+    name: str = ""  # the node's memberlist name ("": rt-<node id>); swim.wire memberlist
+    join: tuple[str, ...] = ()  # host:port of memberlist members to join through
 
     def __post_init__(self) -> None:
         _check_section(self, "networking")
@@ -74,6 +77,19 @@ class NetworkingSettings:
                 "networking.advertise: expected an address or host name, "
                 f"got {shown(self.advertise)}"
             )
+        if self.name and not _MEMBER_NAME.match(self.name):
+            raise SettingsError(
+                "networking.name: expected 1 to 128 letters, digits, '.', '_' or '-' "
+                f"(not first), got {shown(self.name)}"
+            )
+        for entry in self.join:
+            host, _, port = entry.rpartition(":")
+            if (
+                not _HOST_NAME.match(host.strip("[]"))
+                or not port.isdigit()
+                or not (0 < int(port) <= PORT_MAX)
+            ):
+                raise SettingsError(f"networking.join: expected host:port, got {shown(entry)}")
 
 
 @dataclass(frozen=True, slots=True)

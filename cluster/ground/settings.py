@@ -210,7 +210,8 @@ def load_settings(
 
     ``flags`` holds command-line values that were given (keys ``viz``, ``viz_port``,
     ``viz_bind``, ``port``, ``hostfile``, ``node_id``, ``host``, ``advertise``, ``events``,
-    ``log_file``, ``data_dir``, ``keyring``); absent keys change nothing. A flag out of range
+    ``log_file``, ``data_dir``, ``keyring``, ``wire``, ``name``, ``join``); absent keys change
+    nothing. A flag out of range
     is a SettingsError naming the setting.
     """
     env = os.environ if env is None else env
@@ -227,9 +228,10 @@ def load_settings(
         origins["viz.enabled"] = f"default ({mode})"
     viz = _viz_flags(_viz_env(viz, env, origins), flags, origins)
     net = settings.networking
-    for key in ("port", "hostfile", "node_id", "host", "advertise"):
+    for key in ("port", "hostfile", "node_id", "host", "advertise", "name", "join"):
         if flags.get(key) is not None:
-            net = replace(net, **{key: flags[key]})
+            value: Any = tuple(flags[key]) if key == "join" else flags[key]
+            net = replace(net, **{key: value})
             origins[f"networking.{key}"] = _FLAG_ORIGIN[key]
     runtime = settings.runtime
     if flags.get("data_dir") is not None:
@@ -241,6 +243,9 @@ def load_settings(
         keyring = {**swim_cfg, "keyring_file": str(flags["keyring"])}
         swim_cfg = _swim_section(keyring, "--keyring: swim")
         origins["swim.keyring_file"] = _FLAG_ORIGIN["keyring"]
+    if flags.get("wire") is not None:
+        swim_cfg = _swim_section({**swim_cfg, "wire": flags["wire"]}, "--wire: swim")
+        origins["swim.wire"] = _FLAG_ORIGIN["wire"]
     return replace(
         settings,
         viz=viz,
@@ -254,7 +259,8 @@ def load_settings(
 
 _FLAGS = ("port", "hostfile", "node_id", "host", "advertise", "data_dir", "events", "log_file")
 _FLAG_ORIGIN = {  # a flags key -> how the origin names it
-    k: "flag --" + k.replace("_", "-") for k in (*_FLAGS, "keyring", "viz_port", "viz_bind")
+    k: "flag --" + k.replace("_", "-")
+    for k in (*_FLAGS, "keyring", "viz_port", "viz_bind", "wire", "name", "join")
 } | {"viz": "flag --viz/--no-viz"}
 
 

@@ -86,6 +86,18 @@ def _add_node_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keyring", type=Path, help="gossip key file (sets swim.keyring_file; see docs)"
     )
+    p.add_argument(
+        "--wire",
+        choices=("swim", "memberlist"),
+        help="membership protocol: rtsim's own, or memberlist's to join Serf (sets swim.wire)",
+    )
+    p.add_argument("--name", help="memberlist name of this node (default rt-<node id>)")
+    p.add_argument(
+        "--join",
+        action="append",
+        metavar="HOST:PORT",
+        help="a memberlist member (a Serf agent's bind address) to join through; repeatable",
+    )
     p.add_argument("--log-file", dest="log_file", help="log file (default stderr)")
     viz = p.add_mutually_exclusive_group()
     viz.add_argument(
@@ -122,6 +134,9 @@ def _settings(args: argparse.Namespace, mode: str = "daemon") -> Settings:
             "log_file",
             "data_dir",
             "keyring",
+            "wire",
+            "name",
+            "join",
         )
     }
     return load_settings(mode, flags=flags, config_file=getattr(args, "config", None))  # type: ignore[arg-type]

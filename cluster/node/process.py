@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import errno
+import functools
 import importlib.util
 import logging
 import os
@@ -34,6 +35,7 @@ from cluster.ground.errors import SettingsError
 from cluster.ground.settings import Settings
 from cluster.runtime import Runtime, preload_modules, serve_workload, startup_compose
 from swim import SwimConfig, SwimHandle, open_swim
+from swim.driver import MemberlistOptions
 
 from .control import Control
 from .frames import Swim
@@ -137,23 +139,31 @@ async def open_node(
     net = settings.networking
     advertise = advertised_host(net)
     runtime = Runtime(settings, node_id if node_id is not None else -1)
+    config, memberlist = _swim_config(settings, node_id)
     async with open_rpc_listeners(net.host, net.port) as listeners:
         port = bound_port(listeners)  # SWIM binds the same number over UDP
         swim_cm = open_swim(
-            SwimConfig.from_mapping(settings.swim),
+            config,
             node_id=node_id,
             host=net.host,
             port=port,
-            seeds=seeds,
+            seeds=[*seeds, *net.join] if memberlist else seeds,
             advertise=advertise,
             event_log=settings.logging.events or None,
             rng=random.Random(seed),
             induct=induct,
+            memberlist=memberlist,
         )
         async with swim_cm as handle, trio.open_nursery() as nursery:
             node = _assemble(settings, runtime, handle, port)
             handlers = {**Control(node).handlers(), Swim: _swim_handler(handle)}
-            await nursery.start(serve_rpc, listeners, handlers, node.rpc_stats)
+            streams = handle.handle_stream if memberlist else None
+            await nursery.start(
+                functools.partial(serve_rpc, foreign=streams),
+                listeners,
+                handlers,
+                node.rpc_stats,
+            )
             await nursery.start(runtime.workers.serve)
             nursery.start_soon(runtime.stats.serve_sampling)
             runtime.install_admin_pool()
@@ -168,6 +178,18 @@ async def open_node(
                     cleanup.shield = True
                     await handle.leave()
             nursery.cancel_scope.cancel()
+
+
+def _swim_config(
+    settings: Settings, node_id: int | None
+) -> tuple[SwimConfig, MemberlistOptions | None]:
+    """The membership settings, and with ``swim.wire: memberlist`` this node's name there
+    (memberlist's LAN profile for every timing the settings leave out)."""
+    config = SwimConfig.from_mapping(settings.swim)
+    if config.wire != "memberlist":
+        return config, None
+    name = settings.networking.name or f"rt-{node_id}"
+    return SwimConfig.lan(**settings.swim), MemberlistOptions(name)
 
 
 def _swim_handler(handle: SwimHandle) -> Handler:

@@ -27,6 +27,9 @@ Rules:
 5. ``rpc_call`` maps every failure to the tree above, so callers catch ``PeerUnavailable`` (or
    its two kinds) and ``ApiError``, nothing else. The transport error it replaces is the
    exception's ``__cause__``.
+6. A node speaking memberlist hands the connections that open with memberlist's bytes
+   (``is_foreign``) to its membership (``serve_rpc(foreign=...)``); none ever reaches a
+   handler. Of our frames, only one of exactly four lengths near 8.4 MB opens that way.
 
 Frames have the format of ``swim.framing`` (a 4-byte big-endian length, then a msgpack map);
 this module reads them itself, server and client, because its limits act between the length
@@ -218,14 +221,47 @@ async def _answer(handler: Handler, request: Request, stats: RpcServerStats) -> 
     return reply
 
 
+Foreign = Callable[[trio.SocketStream, bytes], Awaitable[None]]
+# memberlist's streams open with push/pull 6, user 8, compressed 9 or sealed 10 (our frames'
+# first byte, the top of a length of at most 16 MiB, is 0 or 1), or with a TCP ping: type 0,
+# then its map (2 to 5 fields), then the key "SeqNo" as a 5-byte raw string.
+_FOREIGN_TYPES = frozenset({6, 8, 9, 10})
+
+
+def is_foreign(first: bytes) -> bool:
+    """Do a connection's first bytes open a memberlist stream rather than one of our frames?"""
+    if not first:
+        return False
+    if first[0] in _FOREIGN_TYPES:
+        return True
+    return len(first) >= 4 and first[0] == 0 and 0x82 <= first[1] <= 0x85 and first[2:4] == b"\xa5S"
+
+
+async def _more_bytes(stream: trio.SocketStream, first: bytes) -> bytes:
+    """Up to 4 first bytes in all, enough to tell a memberlist ping from a frame length."""
+    more = b""
+    with trio.move_on_after(1.0):
+        while len(first) + len(more) < 4:
+            chunk = await stream.receive_some(4 - len(first) - len(more))
+            if not chunk:
+                break
+            more += chunk
+    return more
+
+
 class _Server:
     """One RPC server's connections: its handlers, limits, budget and counters, and the
     connections waiting for a frame (idle), oldest first."""
 
     def __init__(
-        self, handlers: Mapping[type, Handler], limits: RpcLimits, stats: RpcServerStats
+        self,
+        handlers: Mapping[type, Handler],
+        limits: RpcLimits,
+        stats: RpcServerStats,
+        foreign: Foreign | None = None,
     ) -> None:
         self.handlers, self.limits, self.stats = handlers, limits, stats
+        self.foreign = foreign
         self.budget = Budget(limits, stats)
         self.idle: dict[trio.CancelScope, None] = {}  # insertion order: the oldest first
 
@@ -238,8 +274,16 @@ class _Server:
             self.stats.connections += 1
             self.stats.active += 1
             try:
-                while await self._one_request(stream):
-                    pass
+                first = await self._first_bytes(stream)
+                if not first:
+                    return
+                if self.foreign is not None and first[:1] == b"\x00":
+                    first += await _more_bytes(stream, first)
+                if self.foreign is not None and is_foreign(first):
+                    await self.foreign(stream, first)  # rule 6
+                    return
+                while await self._one_request(stream, first):
+                    first = b""
             except Closed as closed:
                 self.stats.count(closed.reason, closed.detail)
             except BadFrame as exc:
@@ -272,9 +316,9 @@ class _Server:
             raise Closed("evicted", f"idle while {self.stats.active} connections were open")
         raise Closed("idle_closed", f"no frame within {self.limits.idle_timeout:g}s")
 
-    async def _one_request(self, stream: trio.SocketStream) -> bool:
+    async def _one_request(self, stream: trio.SocketStream, first: bytes = b"") -> bool:
         """Read, answer and reply to one request; False at a clean end of the stream."""
-        first = await self._first_bytes(stream)
+        first = first or await self._first_bytes(stream)
         if not first:
             return False
         length, deadline = await _receive_length(stream, first, self.limits)
@@ -305,13 +349,15 @@ async def serve_rpc(
     stats: RpcServerStats,
     limits: RpcLimits | None = None,
     *,
+    foreign: Foreign | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Answer requests on ``listeners`` with ``handlers`` within ``limits`` (default:
-    ``RpcLimits.for_this_process()``); report the bound port."""
+    ``RpcLimits.for_this_process()``); report the bound port. ``foreign`` takes the
+    connections that open with memberlist's bytes (rule 6)."""
     limits = RpcLimits.for_this_process() if limits is None else limits
     stats.max_connections = limits.max_connections
-    server = _Server(handlers, limits, stats)
+    server = _Server(handlers, limits, stats, foreign)
     log.debug("RPC: at most %d connections, budget %d bytes", limits.max_connections, limits.budget)
     async with trio.open_nursery() as nursery:
         for listener in listeners:

@@ -80,6 +80,10 @@ class Membership(Protocol):
     def since(self, member_id: int) -> float | None:
         """Wall time (epoch s) of the last change of ``member_id`` seen here, or None."""
 
+    def describe(self, member_id: int) -> dict[str, Any] | None:
+        """A member's memberlist ``name``, ``tags`` and ``rtsim`` (is it an rtsim node?);
+        None in a cluster that speaks rtsim's own protocol (``swim.SwimHandle.describe``)."""
+
     @property
     def faults(self) -> FaultsLike: ...
 
@@ -123,6 +127,9 @@ class SingleNode:
         return (), after, 0
 
     def since(self, member_id: int) -> float | None:
+        return None
+
+    def describe(self, member_id: int) -> dict[str, Any] | None:
         return None
 
 

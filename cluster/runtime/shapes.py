@@ -31,25 +31,29 @@ def health(node: NodeState) -> JSON:
 
 def topology(node: NodeState) -> JSON:
     """The host table as this node holds it; per member its ``incarnation``, ``since`` (wall
-    epoch s of the last change seen here, or None) and ``view``."""
+    epoch s of the last change seen here, or None) and ``view``. A node speaking memberlist
+    adds each member's ``name``, ``tags``, ``rtsim``, ``ip`` and ``port``, and gives ``state``
+    as memberlist says it (``alive``, ``suspect``, ``dead``, ``left``)."""
     ms = node.membership
     leader = ms.leader_id()
     nodes = []
     for m in sorted(ms.members(), key=lambda m: m.node_id):
         state = state_name(m.state)
-        nodes.append(
-            {
-                "node_id": m.node_id,
-                "ip_address": m.host,
-                "state": state,
-                "alive": state == "alive",
-                "is_leader": m.node_id == leader,
-                "is_self": m.node_id == node.node_id,
-                "incarnation": m.incarnation,
-                "since": ms.since(m.node_id),
-                "view": view_name(m.state),
-            }
-        )
+        row = {
+            "node_id": m.node_id,
+            "ip_address": m.host,
+            "state": state,
+            "alive": state == "alive",
+            "is_leader": m.node_id == leader,
+            "is_self": m.node_id == node.node_id,
+            "incarnation": m.incarnation,
+            "since": ms.since(m.node_id),
+            "view": view_name(m.state),
+        }
+        about = ms.describe(m.node_id)
+        if about is not None:  # memberlist: names, and the state as memberlist says it
+            row.update(about, ip=m.host, port=m.port, state=row["view"])
+        nodes.append(row)
     return {
         "self_node_id": node.node_id,
         "leader_node_id": leader,

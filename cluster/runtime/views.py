@@ -16,7 +16,9 @@ Rules:
    forwards, not from the view of who believes what (that view is why faults are injected).
    Each row carries its observer's faults, so the page says who is cut off from whom.
 3. Errors are short: ``timeout`` (no answer by the deadline), ``unreachable`` (the transport
-   failed: refused, reset), else the peer's own error message, cut short. A row whose shape is
+   failed: refused, reset), ``not an rtsim node`` (a memberlist member that is not ours, such
+   as a Serf agent: never asked; ``names`` then gives every member's name), else the peer's
+   own error message, cut short. A row whose shape is
    wrong is refused as a whole ("malformed answer"), never half used.
 4. The matrix is laid out by one pure function, ``build_views``: subjects are every id seen
    (this node's table and every row); ``agree`` holds only when every answering observer
@@ -82,7 +84,17 @@ async def cluster_views(rt: Forwarder) -> JSON:
     members = rt.membership.members()
     rows: dict[int, JSON] = {rt.node_id: read_row(admin_query(rt, VIEW_QUERY, {}))}
     errors: dict[int, str] = {}
-    asked = [m.node_id for m in members if m.node_id != rt.node_id]
+    names: dict[str, str] = {}
+    asked = []
+    for m in members:
+        about = rt.membership.describe(m.node_id)
+        if about is not None:
+            names[str(m.node_id)] = about["name"]
+            if not about["rtsim"]:  # a Serf agent, say: it has no views to ask for
+                errors[m.node_id] = "not an rtsim node"
+                continue
+        if m.node_id != rt.node_id:
+            asked.append(m.node_id)
     deadline = trio.current_time() + rt.forward_timeout
     limiter = trio.CapacityLimiter(MAX_ASKS)
 
@@ -109,7 +121,8 @@ async def cluster_views(rt: Forwarder) -> JSON:
         for nid in asked:
             nursery.start_soon(ask, nid)
     observers = [m.node_id for m in members]
-    return {"node_id": rt.node_id, **build_views(observers, rows, errors)}
+    answer = {"node_id": rt.node_id, **build_views(observers, rows, errors)}
+    return answer | {"names": names} if names else answer
 
 
 def build_views(
