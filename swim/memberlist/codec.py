@@ -26,12 +26,9 @@ Rules:
 
 from __future__ import annotations
 
-import enum
-import ipaddress
 import struct
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -39,10 +36,31 @@ import msgpack
 from ..keyring import Keyring
 from ..wire import BadMessage
 from .lzw import LzwError, decompress
+from .messages import (
+    MAX_META,
+    MAX_NAME,
+    VSN,
+    Ack,
+    Alive,
+    Dead,
+    Decoded,
+    IndirectPing,
+    Kind,
+    Message,
+    Nack,
+    NodeState,
+    Ping,
+    Suspect,
+    ip_bytes,
+    ip_text,
+)
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_META",
     "MAX_NAME",
+    "MAX_PARTS",
+    "NONCE",
     "VSN",
     "Ack",
     "Alive",
@@ -55,139 +73,26 @@ __all__ = [
     "NodeState",
     "Ping",
     "Suspect",
+    "decode_body",
     "decode_packet",
+    "decode_state",
+    "decompressed",
     "encode_message",
     "encode_packet",
     "ip_bytes",
     "ip_text",
+    "limits",
+    "open_sealed",
+    "text_field",
+    "unpack_map",
 ]
 
-VSN = bytes([1, 5, 2, 2, 5, 5])  # protocol min, max, current; delegate min, max, current
-MAX_NAME = 512
-MAX_META = 512
 MAX_DEPTH = 3
 MAX_PARTS = 255
+NONCE = 12
 _U16, _U32 = (1 << 16) - 1, (1 << 32) - 1
 _LEN = struct.Struct(">H")
 _CRC = struct.Struct(">I")
-NONCE = 12
-
-
-class Kind(enum.IntEnum):
-    PING = 0
-    INDIRECT_PING = 1
-    ACK = 2
-    SUSPECT = 3
-    ALIVE = 4
-    DEAD = 5
-    PUSH_PULL = 6
-    COMPOUND = 7
-    USER = 8
-    COMPRESS = 9
-    ENCRYPT = 10
-    NACK = 11
-    CRC = 12
-    ERROR = 13
-
-
-@dataclass(frozen=True, slots=True)
-class Ping:
-    """A probe of ``node``; the ack goes to ``source_ip:source_port`` ("": the sender)."""
-
-    seq: int
-    node: str
-    source_ip: str = ""
-    source_port: int = 0
-    source_node: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class IndirectPing:
-    seq: int
-    target_ip: str
-    port: int
-    node: str
-    nack: bool
-    source_ip: str = ""
-    source_port: int = 0
-    source_node: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Ack:
-    seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class Nack:
-    seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class Suspect:
-    incarnation: int
-    node: str
-    src: str
-
-
-@dataclass(frozen=True, slots=True)
-class Alive:
-    incarnation: int
-    node: str
-    ip: str
-    port: int
-    meta: bytes
-    vsn: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Dead:
-    """``node`` is dead per ``src``; ``src == node`` means it left."""
-
-    incarnation: int
-    node: str
-    src: str
-
-
-@dataclass(frozen=True, slots=True)
-class NodeState:
-    """One member of a push/pull: ``state`` 0 alive, 1 suspect, 2 dead, 3 left."""
-
-    name: str
-    ip: str
-    port: int
-    meta: bytes
-    incarnation: int
-    state: int
-    vsn: bytes
-
-
-Message = Ping | IndirectPing | Ack | Nack | Suspect | Alive | Dead
-
-
-@dataclass(slots=True)
-class Decoded:
-    messages: list[Message]
-    skipped: int  # parts of types this edge does not take (rule 2)
-
-
-# ---- addresses -------------------------------------------------------------------------------
-
-
-def ip_bytes(host: str) -> bytes:
-    """An IP address as memberlist carries it (4 or 16 bytes); ValueError for a name."""
-    return ipaddress.ip_address(host).packed
-
-
-def ip_text(raw: bytes) -> str:
-    """The text of a 4- or 16-byte address (an IPv4-mapped one as IPv4); "" for none."""
-    if not raw:
-        return ""
-    if len(raw) not in (4, 16):
-        raise BadMessage("bad_field", f"an address of {len(raw)} bytes")
-    ip = ipaddress.ip_address(raw)
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return str(mapped or ip)
 
 
 # ---- encoding --------------------------------------------------------------------------------
@@ -470,6 +375,19 @@ _DECODERS: dict[int, Callable[[dict[bytes, Any]], Message]] = {
     Kind.DEAD: lambda b: Dead(*_accusation(b)),
     Kind.ALIVE: _alive,
 }
+
+
+def decode_body(kind: int, body: dict[bytes, Any]) -> Message:
+    """The message of type ``kind`` a decoded map holds; raises only ``BadMessage``."""
+    decoder = _DECODERS.get(kind)
+    if decoder is None:
+        raise BadMessage("unknown_type", f"type {kind}")
+    return decoder(body)
+
+
+def text_field(body: dict[bytes, Any], key: bytes) -> str:
+    """A text field of a decoded map ("" when absent); raises only ``BadMessage``."""
+    return _name(body, key, required=False)
 
 
 def decode_state(b: dict[bytes, Any]) -> NodeState:

@@ -121,9 +121,8 @@ class MemberlistDoor:
                     await conn.send_all(stream.sealed_stream(self.keyring, reply))
                     merge(entries)
                 elif kind == Kind.PING:
-                    ping = codec._ping(await reader.map())
-                    assert isinstance(ping, codec.Ping)
-                    if ping.node in ("", self.name):
+                    ping = codec.decode_body(Kind.PING, await reader.map())
+                    if isinstance(ping, codec.Ping) and ping.node in ("", self.name):
                         reply = stream.ack_bytes(ping.seq)
                         await conn.send_all(stream.sealed_stream(self.keyring, reply))
                     else:

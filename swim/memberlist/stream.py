@@ -177,7 +177,7 @@ async def request_pushpull(
         await stream.send_all(sealed_stream(keyring, pushpull_bytes(states, join)))
         kind, reader = await read_request(stream, b"", keyring, max_bytes)
         if kind == Kind.ERROR:
-            text = codec._name(await reader.map(), b"Error", required=False)
+            text = codec.text_field(await reader.map(), b"Error")
             raise BadMessage("remote_error", text[:200])
         if kind != Kind.PUSH_PULL:
             raise BadMessage("malformed", f"a reply of type {kind}")
