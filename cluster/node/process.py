@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import functools
 import importlib.util
+import ipaddress
 import logging
 import os
 import random
@@ -139,7 +140,7 @@ async def open_node(
     net = settings.networking
     advertise = advertised_host(net)
     runtime = Runtime(settings, node_id if node_id is not None else -1)
-    config, memberlist = _swim_config(settings, node_id)
+    config, memberlist = _swim_config(settings, node_id, advertise)
     async with open_rpc_listeners(net.host, net.port) as listeners:
         port = bound_port(listeners)  # SWIM binds the same number over UDP
         swim_cm = open_swim(
@@ -181,13 +182,20 @@ async def open_node(
 
 
 def _swim_config(
-    settings: Settings, node_id: int | None
+    settings: Settings, node_id: int | None, advertise: str
 ) -> tuple[SwimConfig, MemberlistOptions | None]:
     """The membership settings, and with ``swim.wire: memberlist`` this node's name there
     (memberlist's LAN profile for every timing the settings leave out)."""
     config = SwimConfig.from_mapping(settings.swim)
     if config.wire != "memberlist":
         return config, None
+    try:
+        ipaddress.ip_address(advertise)
+    except ValueError:
+        raise SettingsError(
+            f"swim.wire memberlist: members are told an IP address, not {advertise!r}; "
+            "set --host or --advertise to one"
+        ) from None
     name = settings.networking.name or f"rt-{node_id}"
     return SwimConfig.lan(**settings.swim), MemberlistOptions(name)
 

@@ -41,6 +41,7 @@ __all__ = [
     "Member",
     "decode_tags",
     "encode_tags",
+    "name_id",
 ]
 
 FOREIGN_BASE = 1 << 24
@@ -141,7 +142,7 @@ class Edge:
         tags = decode_tags(meta)
         new = _hinted(tags.get(RTSIM_TAG, ""))
         if new is None or new in self.members:
-            new = FOREIGN_BASE + zlib.crc32(name.encode()) % _ID_SPAN
+            new = name_id(name)
             while new in self.members:
                 new = FOREIGN_BASE + (new - FOREIGN_BASE + 1) % _ID_SPAN
         self._ids[name] = new
@@ -300,6 +301,11 @@ class Edge:
         if m is None:
             return None
         return {"name": m.name, "tags": dict(m.tags), "rtsim": m.rtsim}
+
+
+def name_id(name: str) -> int:
+    """The id a member named ``name`` gets when it is free (rule 1)."""
+    return FOREIGN_BASE + zlib.crc32(name.encode()) % _ID_SPAN
 
 
 def _hinted(text: str) -> int | None:

@@ -14,7 +14,6 @@ import json
 import re
 import shutil
 import signal
-import subprocess
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -23,54 +22,16 @@ import pytest
 
 from cluster.local import free_port
 from tests.support import HOST, Child, Harness, wait_for
+from tests.support.serf import Agent, start_node
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("serf") is None, reason="needs Debian's serf"),
 ]
 
-SERF = shutil.which("serf") or "serf"
 TEST_KEY = base64.b64encode(b"rtsim-serf-test-key-32-bytes!!!!").decode()
 WRONG_KEY = base64.b64encode(b"an-other-test-key-of-32-bytes!!!").decode()
 DEAD_BOUND = 45.0  # s: LAN profile, 3 members: probe, 3 helpers, suspicion of 4-24 s
-
-
-class Agent:
-    """One ``serf agent`` process started by the harness."""
-
-    def __init__(self, h: Harness, name: str, join: int | None, key: str | None) -> None:
-        self.name, self.port, self.rpc = name, free_port(), free_port()
-        argv = [SERF, "agent", "-node", name, "-bind", f"{HOST}:{self.port}"]
-        argv += ["-rpc-addr", f"{HOST}:{self.rpc}", "-log-level=info"]
-        argv += ["-join", f"{HOST}:{join}"] if join else []
-        argv += ["-encrypt", key] if key else []
-        self.child = h.start(argv, name)
-        self.h = h
-        wait_for(f"{name}'s RPC", self._members_or_none, timeout=30)
-
-    def _members_or_none(self) -> dict[str, str] | None:
-        self.h.require_alive(self.child)
-        try:
-            return self.members()
-        except (subprocess.SubprocessError, ValueError, KeyError):
-            return None
-
-    def members(self) -> dict[str, str]:
-        """``serf members``: each member's status (alive, failed, left) by name."""
-        argv = [SERF, "members", f"-rpc-addr={HOST}:{self.rpc}", "-format=json"]
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True)
-        return {m["name"]: m["status"] for m in json.loads(out.stdout)["members"]}
-
-    def errors(self) -> list[str]:
-        return [line for line in Harness.log_text(self.child).splitlines() if "[ERR]" in line]
-
-
-def start_node(h: Harness, join: int, key_file: Path | None, *, port: int, name: str) -> Child:
-    flags = ["--wire", "memberlist", "--node-id", "0", "--name", name, "--join", f"{HOST}:{join}"]
-    flags += ["--keyring", str(key_file)] if key_file else []
-    child = h.start_node(*flags, port=port, viz_port=free_port(), name=name)
-    h.wait_ready(child)
-    return child
 
 
 def topology(node: Child) -> dict[str, dict[str, Any]]:
