@@ -236,40 +236,41 @@ class Edge:
             self._pending.popitem(last=False)
 
     def _one_out(self, m: wire.Message) -> codec.Message | None:
-        name = self.members.get(getattr(m, "target", getattr(m, "node", self.node_id)))
-        if name is None:
-            return None
         match m:
-            case wire.Ping():
+            case wire.Ack():
+                return codec.Ack(m.seq)
+            case wire.Nack():
+                return codec.Nack(m.seq)
+            case wire.Ping() | wire.PingReq():
+                target = self.members.get(m.target)
+                if target is None:
+                    return None
                 self._remember(m.seq, m.target)
-                return codec.Ping(m.seq, name.name, m.src_host, m.src_port, self.name)
-            case wire.PingReq():
-                self._remember(m.seq, m.target)
+                if isinstance(m, wire.Ping):
+                    return codec.Ping(m.seq, target.name, m.src_host, m.src_port, self.name)
                 return codec.IndirectPing(
                     m.seq,
                     m.target_host,
                     m.target_port,
-                    name.name,
+                    target.name,
                     m.nack,
                     m.src_host,
                     m.src_port,
                     self.name,
                 )
-            case wire.Ack():
-                return codec.Ack(m.seq)
-            case wire.Nack():
-                return codec.Nack(m.seq)
+        subject = self.members.get(m.node)
+        if subject is None:
+            return None
         if m.incarnation > _U32:  # rule 4
             self._drop("unsayable")
             return None
-        match m:
-            case wire.Alive():
-                return codec.Alive(m.incarnation, name.name, m.host, m.port, name.meta, name.vsn)
-            case wire.Suspect() | wire.Dead():
-                accuser = self.members.get(m.src)
-                kind = codec.Suspect if isinstance(m, wire.Suspect) else codec.Dead
-                return kind(m.incarnation, name.name, accuser.name if accuser else self.name)
-        return None
+        if isinstance(m, wire.Alive):
+            return codec.Alive(
+                m.incarnation, subject.name, m.host, m.port, subject.meta, subject.vsn
+            )
+        accuser = self.members.get(m.src)
+        kind = codec.Suspect if isinstance(m, wire.Suspect) else codec.Dead
+        return kind(m.incarnation, subject.name, accuser.name if accuser else self.name)
 
     # ---- push/pull ----------------------------------------------------------------------------
 
@@ -309,7 +310,9 @@ def name_id(name: str) -> int:
 
 
 def _hinted(text: str) -> int | None:
-    if not text.isdigit() or len(text) > 10:
+    """The id an ``rtsim`` tag names: ASCII digits only (``str.isdigit`` also takes digits
+    ``int`` refuses, such as ``"²"``), below ``UNKNOWN_PEER``; None for anything else."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 10:
         return None
     value = int(text)
     return value if value < UNKNOWN_PEER else None

@@ -14,6 +14,7 @@
 import { h, fill, setText } from './dom.js';
 import { getJSON } from './api.js';
 import { viewState, fmtClock } from './membership.js';
+import { memberName } from './names.js';
 
 const PAGE = 2000; // events per request while catching up
 const ROUNDS = 5; // requests per poll at most (the ring holds at least 10,000)
@@ -73,8 +74,8 @@ function eventRow(e) {
   const now = viewState(e.new);
   return h('tr', { class: `ev vs-row-${now}`, dataset: { seq: e.seq, observer: e.observer, subject: e.subject, old: e.old === null || e.old === undefined ? 'none' : viewState(e.old), new: now } },
     h('td', { class: 'ev-time', 'data-label': 'Time', title: new Date(e.wall * 1000).toString() }, fmtClock(e.wall)),
-    h('td', { class: 'ev-observer', 'data-label': 'Observer' }, `node ${e.observer}`),
-    h('td', { class: 'ev-subject', 'data-label': 'Subject' }, `node ${e.subject}`),
+    h('td', { class: 'ev-observer', 'data-label': 'Observer' }, memberName(e.observer)),
+    h('td', { class: 'ev-subject', 'data-label': 'Subject' }, memberName(e.subject)),
     h('td', { class: 'ev-change', 'data-label': 'Change' },
       h('span', { class: `vs-text vs-${e.old === null || e.old === undefined ? 'unknown' : viewState(e.old)}` }, e.old ?? 'new'),
       h('span', { class: 'arrow', 'aria-label': 'to' }, ' → '),
@@ -160,13 +161,13 @@ function bandSvg(id, segs, t0, t1) {
   const said = segs.map((s) => `${s.state} from ${fmtClock(s.from)}`).join(', ');
   const svg = h('svg:svg', {
     class: 'band', viewBox: `0 0 ${W} 10`, preserveAspectRatio: 'none', role: 'img',
-    'aria-label': `node ${id}: ${said}`, 'data-subject': id,
+    'aria-label': `${memberName(id)}: ${said}`, 'data-subject': id,
   });
   for (const s of segs) {
     const rect = h('svg:rect', {
       class: `vs-fill-${s.state}`, x: x(s.from).toFixed(1), y: 0, width: Math.max(0.5, x(s.to) - x(s.from)).toFixed(1), height: 10, 'data-state': s.state,
     });
-    rect.append(h('svg:title', {}, `node ${id}: ${s.state}, ${fmtClock(s.from)} – ${fmtClock(s.to)}`));
+    rect.append(h('svg:title', {}, `${memberName(id)}: ${s.state}, ${fmtClock(s.from)} – ${fmtClock(s.to)}`));
     svg.append(rect);
   }
   return svg;
@@ -193,7 +194,7 @@ export function paintTimeline(el, members, events, { windowS = 300, nowS = Date.
     bySubject.get(e.subject).push(e);
   }
   const rows = members.map((m) => h('div', { class: 'band-row', dataset: { subject: m.id } },
-    h('span', { class: 'band-label' }, `node ${m.id}`),
+    h('span', { class: 'band-label' }, memberName(m.id)),
     bandSvg(m.id, bandSegments(bySubject.get(m.id) || [], viewState(m.state), t0, t1), t0, t1)));
   const step = windowS / 5;
   const ticks = [];

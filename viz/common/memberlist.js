@@ -6,6 +6,9 @@
 //    it change ("since"); both come from the node's own table.
 // 3. The table sorts by id, state, since or incarnation (a header button; again reverses) and
 //    marks the sorted column with aria-sort.
+// 4. A node speaking memberlist names its members: a member shows its name, its address with
+//    its port, and its tags; one that is not an rtsim node (a Serf agent) is marked
+//    'external' and has no node page to link to.
 
 import { h, fill, reconcile, setText } from './dom.js';
 import { stateClass, stateLabel } from './fmt.js';
@@ -25,14 +28,32 @@ export function passes(filter, n) {
   }
 }
 
-function nodeHref(n) {
-  return `/viz/rt_admin/node.html?node=${encodeURIComponent(n.node_id)}`;
+function title(n) {
+  return n.name ?? `Node ${n.node_id}`;
+}
+
+/** Rule 4: a member with no node page of its own (not an rtsim node). */
+function external(n) {
+  return n.rtsim === false;
+}
+
+function setLink(link, n) {
+  if (external(n)) link.removeAttribute('href');
+  else link.href = `/viz/rt_admin/node.html?node=${encodeURIComponent(n.node_id)}`;
+  setText(link, title(n));
+}
+
+function address(n) {
+  const at = n.port === undefined ? n.ip_address : `${n.ip ?? n.ip_address}:${n.port}`;
+  const tags = Object.entries(n.tags ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(', ');
+  return tags ? `${at} · ${tags}` : at;
 }
 
 function badges(n) {
   const out = [h('span', { class: `badge state ${stateClass(n.state)}` }, stateLabel(n.state))];
   if (n.is_leader) out.push(h('span', { class: 'badge info leader' }, 'leader'));
   if (n.is_self) out.push(h('span', { class: 'badge self' }, 'this node'));
+  if (external(n)) out.push(h('span', { class: 'badge external', title: 'a memberlist member that is not an rtsim node' }, 'external'));
   return out;
 }
 
@@ -51,9 +72,7 @@ function card() {
 }
 
 function updateCard(el, n) {
-  const link = el.querySelector('h3 a');
-  link.href = nodeHref(n);
-  setText(link, `Node ${n.node_id}`);
+  setLink(el.querySelector('h3 a'), n);
   el.dataset.state = n.state;
   el.dataset.view = memberView(n);
   el.classList.toggle('dead', memberView(n) === 'dead' || memberView(n) === 'left');
@@ -63,10 +82,10 @@ function updateCard(el, n) {
     el.dataset.sig = sig;
     fill(el.querySelector('.badges'), badges(n));
   }
-  setText(el.querySelector('.ip'), `IP ${n.ip_address}`);
+  setText(el.querySelector('.ip'), `IP ${address(n)}`);
   setText(el.querySelector('.inc'), n.incarnation === undefined ? 'incarnation —' : `incarnation ${n.incarnation}`);
   setText(el.querySelector('.since'), sinceText(n));
-  el.setAttribute('aria-label', `Node ${n.node_id}, ${stateLabel(n.state)}${n.is_leader ? ', leader' : ''}${n.is_self ? ', this node' : ''}`);
+  el.setAttribute('aria-label', `${title(n)}, ${stateLabel(n.state)}${n.is_leader ? ', leader' : ''}${n.is_self ? ', this node' : ''}`);
 }
 
 // ---- table ----------------------------------------------------------------------------------------
@@ -88,9 +107,7 @@ function row() {
 }
 
 function updateRow(el, n) {
-  const link = el.querySelector('a');
-  link.href = nodeHref(n);
-  setText(link, `Node ${n.node_id}`);
+  setLink(el.querySelector('a'), n);
   el.dataset.state = n.state;
   el.dataset.view = memberView(n);
   const sig = `${n.state}|${n.is_leader}|${n.is_self}`;
@@ -100,7 +117,7 @@ function updateRow(el, n) {
   }
   setText(el.querySelector('.m-since'), n.since === null || n.since === undefined ? '—' : fmtSince(n.since));
   setText(el.querySelector('.m-inc'), n.incarnation ?? '—');
-  setText(el.querySelector('.m-ip'), n.ip_address);
+  setText(el.querySelector('.m-ip'), address(n));
 }
 
 /** Cards or table of members inside `el`; call paint(nodes, filter) on every poll. */

@@ -10,6 +10,7 @@
 
 import { h } from './dom.js';
 import { fmtAgo, isNum } from './fmt.js';
+import { memberName } from './names.js';
 
 export const VIEW_STATES = ['alive', 'suspect', 'dead', 'left', 'unknown'];
 const LETTER = { alive: 'A', suspect: 'S', dead: 'D', left: 'L', unknown: '?' };
@@ -116,5 +117,7 @@ export function fmtDuration(sec) {
 /** "node 3", "nodes 0, 1" for a list of ids. */
 export function nodeList(ids) {
   const list = Array.from(ids);
+  const names = list.map((id) => memberName(id));
+  if (names.some((name, i) => name !== `node ${list[i]}`)) return names.join(', ');
   return `${list.length === 1 ? 'node' : 'nodes'} ${list.join(', ')}`;
 }

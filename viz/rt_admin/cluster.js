@@ -9,6 +9,7 @@ import {
   fmtPct, fmtBytes, fmtInt, stateLabel, levelClass,
 } from '/viz/common/app.js';
 import { MemberList } from '/viz/common/memberlist.js';
+import { learnNames } from '/viz/common/names.js';
 import { EventFeed, EventsTable, paintTimeline, timelineWindow } from '/viz/common/history.js';
 import { memberView, paintFaultBadge, viewLegend } from '/viz/common/membership.js';
 
@@ -59,6 +60,7 @@ layout.addEventListener('change', () => {
 
 new Panel($('#nodes-panel')).watch(async () => {
   lastTopology = await getJSON('/api/topology');
+  learnNames(lastTopology.nodes);
   paintNodes();
   paintBands();
 }, { period: PERIOD });

@@ -14,6 +14,7 @@
 //    updated in place, so a reader's horizontal scroll stays put.
 
 import { $, h, fill, setText, getJSON, Panel, mountHeader } from '/viz/common/app.js';
+import { learnNames, memberName } from '/viz/common/names.js';
 import {
   viewState, viewLetter, faultBadge, nodeList, viewLegend, fmtClock,
 } from '/viz/common/membership.js';
@@ -59,7 +60,7 @@ function disagreements(body) {
 }
 
 function leaderName(l) {
-  return l === null ? 'no leader' : `node ${l}`;
+  return l === null ? 'no leader' : memberName(l);
 }
 
 function paintBanner(body) {
@@ -87,7 +88,7 @@ function paintBanner(body) {
       d.leaders.map(([l, os]) => `${leaderName(l)} (by ${nodeList(os)})`).join('; ')));
   }
   for (const { subject, groups } of d.subjects.slice(0, MAX_NAMED)) {
-    items.push(h('li', { class: 'about', dataset: { subject } }, h('strong', {}, `About node ${subject}: `),
+    items.push(h('li', { class: 'about', dataset: { subject } }, h('strong', {}, `About ${memberName(subject)}: `),
       groups.map(([st, os]) => `${nodeList(os)} ${os.length === 1 ? 'sees' : 'see'} it ${st}`).join('; ')));
   }
   if (d.subjects.length > MAX_NAMED) items.push(h('li', {}, `and ${d.subjects.length - MAX_NAMED} more subjects`));
@@ -107,10 +108,10 @@ function buildTable(body, compact) {
   const head = h('tr', {},
     h('th', { scope: 'col', class: 'corner' }, 'Observer ↓ / subject →'),
     h('th', { scope: 'col', title: 'the leader this observer sees' }, 'Leader'),
-    subjects.map((s) => h('th', { scope: 'col', class: 'subj', dataset: { subject: s } }, compact ? String(s) : `node ${s}`)));
+    subjects.map((s) => h('th', { scope: 'col', class: 'subj', dataset: { subject: s } }, compact ? memberName(s).replace(/^node /, '') : memberName(s))));
   const rows = (body.observers || []).map((o) => h('tr', { dataset: { observer: o } },
     h('th', { scope: 'row', class: 'obs' },
-      h('span', { class: 'obs-name' }, `node ${o}`),
+      h('span', { class: 'obs-name' }, memberName(o)),
       String(o) === String(body.node_id) ? h('span', { class: 'badge self' }, 'this node') : null,
       h('span', { class: 'row-faults' }),
       h('span', { class: 'row-error' })),
@@ -142,7 +143,7 @@ function paintRow(tr, body, compact) {
     if (td.dataset.state !== st) {
       td.dataset.state = st;
       td.className = `cell vs-${st}${td.dataset.subject === o ? ' self-cell' : ''}`;
-      td.title = `node ${o} sees node ${td.dataset.subject} as ${st}`;
+      td.title = `${memberName(o)} sees ${memberName(td.dataset.subject)} as ${st}`;
     }
     setText(td.querySelector('.l'), compact ? viewLetter(st) : st);
     const w = td.querySelector('.w');
@@ -178,6 +179,7 @@ function paintSummary(body) {
 
 new Panel($('#matrix-panel')).watch(async () => {
   const body = await getJSON('/api/cluster/views');
+  learnNames(body.names);
   paintMatrix(body);
   paintBanner(body);
   paintSummary(body);
