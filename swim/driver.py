@@ -27,6 +27,10 @@ Rules:
    least once a second) or a packet arrives: no task polls. The loop lag (``statistics()``)
    is how late past its deadline the tick loop runs (a starved loop runs late): the last
    sample and the largest of the last ``LAG_WINDOW`` seconds.
+8. With ``memberlist`` options the member speaks memberlist's protocol: every packet in and
+   out, every push/pull and every memberlist stream the node's listener hands over
+   (``handle_stream``) goes through the door (``swim.memberlist.door``); the machine is the
+   same. Our own TCP swim frames are then refused.
 """
 
 from __future__ import annotations
