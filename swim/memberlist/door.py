@@ -7,7 +7,10 @@ Rules:
 2. A packet out is the machine's own packet, translated part by part; parts the edge
    cannot say are left out, and a packet left empty is not sent.
 3. A stream is served within ``tcp_timeout`` and ``max_frame_bytes``; a refused request
-   gets memberlist's error reply when it was readable, and the stream is closed.
+   gets memberlist's error reply when it was readable, and the stream is closed. At most
+   ``MAX_STREAMS`` are served at once (memberlist allows 128 push/pulls); one more is closed
+   at once and counted (``stream_busy``), so streams hold at most ``MAX_STREAMS`` times
+   ``max_frame_bytes`` however many connections the listener lets in.
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ from . import codec, stream
 from .codec import Kind
 from .edge import Edge
 
-__all__ = ["MAX_PACKET", "MemberlistDoor"]
+__all__ = ["MAX_PACKET", "MAX_STREAMS", "MemberlistDoor"]
 
 log = logging.getLogger(__name__)
 
 MAX_PACKET = 65507  # memberlist reads packets of up to 64 KiB
+MAX_STREAMS = 16
 
 
 class MemberlistDoor:
@@ -55,6 +59,7 @@ class MemberlistDoor:
             drop=counters.drop,
         )
         machine.intake.max_bytes = MAX_PACKET
+        self.streams = 0  # served now (rule 3)
 
     # ---- packets (rules 1 and 2) --------------------------------------------------------------
 
@@ -107,6 +112,21 @@ class MemberlistDoor:
         merge: Callable[[list[StateEntry]], Any],
     ) -> None:
         """Answer one memberlist stream (rule 3); ``merge`` takes the peer's push/pull."""
+        if self.streams >= MAX_STREAMS:
+            self.machine.counters.drop("stream_busy")
+            return
+        self.streams += 1
+        try:
+            await self._serve(conn, first, merge)
+        finally:
+            self.streams -= 1
+
+    async def _serve(
+        self,
+        conn: trio.SocketStream,
+        first: bytes,
+        merge: Callable[[list[StateEntry]], Any],
+    ) -> None:
         c = self.config
         reply: bytes | None = None
         try:
