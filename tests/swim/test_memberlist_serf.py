@@ -113,7 +113,7 @@ def test_a_node_with_a_wrong_key_is_never_listed_alive(harness: Harness, tmp_pat
     wrong_file = tmp_path / "wrong.key"
     wrong_file.write_text(WRONG_KEY + "\n")
     wrong = start_node(harness, a.port, wrong_file, port=free_port(), name="rt-9")
-    wait_for("serf-a lists rt-0 alive", lambda: a.members().get("rt-0") == "alive", timeout=10)
+    wait_for("serf-a lists rt-0 alive", lambda: a.members().get("rt-0") == "alive", timeout=30)
     # The wrong key's join was refused; give its gossip (probes, re-joins) time to be refused too.
     wait_for(
         "serf-a refuses rt-9's packets",
