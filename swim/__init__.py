@@ -8,8 +8,8 @@ Public surface (``import swim``; see docs/architecture.md and docs/membership.md
   (``SwimHandle.events(after, limit)``, ``SwimHandle.since(member_id)``).
 - ``SwimMachine``: the sans-IO state machine (bytes and time in, ``Output`` out).
 - ``open_swim(...)`` -> ``SwimHandle``: the trio driver over UDP and TCP push/pull;
-  ``open_swim(..., memberlist=MemberlistOptions(name))`` speaks memberlist's protocol (Serf's)
-  instead of ours (``swim.memberlist``).
+  ``open_swim(..., wire_format=swim.memberlist.Memberlist(name))`` speaks memberlist's
+  protocol (Serf's) instead of ours.
 - ``SimNetwork``: N machines on a deterministic simulated network in virtual time.
 - ``send_frame``, ``recv_frame``, ``FrameError``: TCP framing shared with the node RPC.
 - ``BadMessage``, ``decode_untrusted``: the one exception for untrusted UDP input.
@@ -21,7 +21,7 @@ Errors: ``BadMessage`` (untrusted UDP bytes), ``FrameError`` (untrusted TCP fram
 """
 
 from .config import SwimConfig
-from .driver import MemberlistOptions, SwimHandle, open_swim
+from .driver import SwimHandle, open_swim
 from .faults import Faults
 from .framing import FrameError, recv_frame, send_frame, unpack_body
 from .history import HISTORY_SIZE, History, HistoryEntry, HistoryPage
@@ -45,7 +45,6 @@ __all__ = [
     "Member",
     "MemberEvent",
     "MemberState",
-    "MemberlistOptions",
     "Output",
     "SimNetwork",
     "SwimConfig",

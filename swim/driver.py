@@ -27,15 +27,16 @@ Rules:
    least once a second) or a packet arrives: no task polls. The loop lag (``statistics()``)
    is how late past its deadline the tick loop runs (a starved loop runs late): the last
    sample and the largest of the last ``LAG_WINDOW`` seconds.
-8. With ``memberlist`` options the member speaks memberlist's protocol: every packet in and
-   out, every push/pull and every memberlist stream the node's listener hands over
-   (``handle_stream``) goes through the door (``swim.memberlist.door``); the machine is the
-   same. Our own TCP swim frames are then refused.
+8. With another ``wire`` format (``swim.memberlist.Memberlist``: memberlist's protocol, as
+   Serf speaks it) every packet in and out, every push/pull and every stream the node's
+   listener hands over (``handle_stream``) goes through that format's ``Door``; the machine
+   is the same. Our own TCP swim frames are then refused. Faults apply to the door's streams
+   too: a stream from a blocked member is refused, and one that does not say who sends it
+   (memberlist's push/pull) is refused while any member is blocked here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import random
@@ -43,7 +44,6 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import trio
@@ -55,28 +55,18 @@ from .faults import Faults
 from .history import History, HistoryPage
 from .keyring import TCP_REPLY, TCP_REQUEST
 from .machine import SwimMachine
-from .memberlist import MemberlistDoor
-from .memberlist.codec import ip_bytes
-from .memberlist.edge import UNKNOWN_PEER
 from .members import Member
 from .outputs import DROPPED, Output, SwimStatistics, SyncRequest
 from .sockets import EventLog, open_event_log, open_udp, resolve_node_id, tcp_request
+from .wire import StateEntry
+from .wireformat import Door, WireFormat
 
-__all__ = ["MemberlistOptions", "SwimHandle", "open_swim"]
+__all__ = ["SwimHandle", "open_swim"]
 
 log = logging.getLogger(__name__)
 
 LAG_WINDOW = 60.0  # seconds of loop-lag samples behind ``loop_lag_max``
 LAG_SAMPLES = 512  # at most this many kept (a member at rest takes two to ten a second)
-
-
-@dataclass(frozen=True, slots=True)
-class MemberlistOptions:
-    """Speak memberlist's protocol (Serf's) instead of ours: this member's ``name`` and the
-    node meta ``tags`` Serf shows; the seeds are memberlist (or Serf) members."""
-
-    name: str
-    tags: dict[str, str] = field(default_factory=dict)
 
 
 class SwimHandle:
@@ -89,7 +79,7 @@ class SwimHandle:
         nursery: trio.Nursery,
         event_log: EventLog | None,
         rng: random.Random,
-        door: MemberlistDoor | None = None,
+        door: Door | None = None,
     ) -> None:
         self.machine = machine
         self.door = door  # memberlist's protocol at the edge, or None for ours
@@ -178,18 +168,22 @@ class SwimHandle:
     def describe(self, member_id: int) -> dict[str, Any] | None:
         """A member's memberlist ``name``, ``tags`` and whether it is an rtsim node; None
         when this member speaks our own protocol (ids are the names) or does not know it."""
-        return None if self.door is None else self.door.edge.describe(member_id)
+        return None if self.door is None else self.door.describe(member_id)
 
     async def handle_stream(self, conn: trio.SocketStream, first: bytes) -> None:
-        """Answer one memberlist TCP stream whose first bytes are ``first``."""
+        """Answer one stream of the door's format whose first bytes are ``first``."""
         if self.door is None:
             return
-        peer = UNKNOWN_PEER  # memberlist streams do not say who sends them
 
-        def merge(entries: list[wire.StateEntry]) -> None:
+        def merge(entries: list[StateEntry], peer: int | None) -> None:
             self._process(self.machine.merge_state(entries, trio.current_time(), peer))
 
-        await self.door.serve(conn, first, merge)
+        def refused(peer: int | None) -> bool:  # rule 8
+            if peer is None:
+                return bool(self.faults.blocked)
+            return self.faults.verdict(peer, self._rng) is not None
+
+        await self.door.serve(conn, first, merge, refused)
 
     async def handle_tcp(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Answer one TCP request frame of kind ``"swim"`` (join, push/pull, induct)."""
@@ -295,8 +289,8 @@ class SwimHandle:
             if self.door is not None:
                 with trio.fail_after(c.tcp_timeout):
                     await trio.sleep(self.faults.delay(req.dest))
-                    entries = await self.door.pushpull(req.host, req.port, req.join)
-                via = UNKNOWN_PEER if req.dest is None else req.dest
+                    peer, entries = await self.door.pushpull(req.host, req.port, req.join)
+                via = peer if req.dest is None else req.dest
                 self._process(self.machine.merge_state(entries, trio.current_time(), via))
                 return
             local = self.machine.local_state()
@@ -378,7 +372,7 @@ async def open_swim(
     rng: random.Random | None = None,
     induct: bool = False,
     advertise: str = "",
-    memberlist: MemberlistOptions | None = None,
+    wire_format: WireFormat | None = None,
 ) -> AsyncIterator[SwimHandle]:
     """Run one SWIM member on UDP ``host:port`` (0 picks a free port) until the block exits.
 
@@ -390,21 +384,17 @@ async def open_swim(
     seeds for the next free id first. The handle is yielded once the socket is bound; joining
     goes on in the background and is retried every ``rejoin_interval``.
 
-    With ``memberlist``, the member speaks memberlist's protocol (``swim.memberlist``): it needs
-    a ``node_id`` and an IP address to be told as, and its keyring seals memberlist's way.
+    With a ``wire_format`` (``swim.memberlist.Memberlist(name)``) the member speaks that
+    format instead of ours (rule 8); it needs a ``node_id`` (no induct).
     """
     seed_addrs = [parse_seed(s) for s in seeds]
     rng = rng or random.Random()
     me = advertise or host
     machine_config = config
-    if memberlist is not None:
+    if wire_format is not None:
         if node_id is None or induct:
-            raise ValueError("a member speaking memberlist needs a node id (no induct)")
-        try:
-            ip_bytes(me)
-        except ValueError:
-            raise ValueError(f"memberlist members are told an IP address, not {me!r}") from None
-        machine_config = dataclasses.replace(config, keyring_file=None)  # the door seals
+            raise ValueError("a member speaking another wire format needs a node id (no induct)")
+        machine_config = wire_format.machine_config(config, me)
     async with open_udp(host, port) as sock:
         bound_port = int(sock.getsockname()[1])
         node_id = await resolve_node_id(node_id, induct, seed_addrs, config)
@@ -418,12 +408,10 @@ async def open_swim(
             now=now,
             seeds=seed_addrs,
             wall_offset=time.time() - now,  # boots are ordered by the wall clock
-            incarnation=0 if memberlist is None else 1,  # memberlist ignores an alive at 0
+            incarnation=0 if wire_format is None else wire_format.first_incarnation,
         )
         async with open_event_log(event_log) as events, trio.open_nursery() as nursery:
-            door = None
-            if memberlist is not None:
-                door = MemberlistDoor(machine, config, memberlist.name, memberlist.tags)
+            door = None if wire_format is None else wire_format.open_door(machine, config)
             handle = SwimHandle(machine, sock, nursery, events, rng, door)
             handle._start()
             log.info("node %s: swim bound on %s:%s, told as %s", node_id, host, bound_port, me)

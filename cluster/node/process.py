@@ -36,7 +36,7 @@ from cluster.ground.errors import SettingsError
 from cluster.ground.settings import Settings
 from cluster.runtime import Runtime, preload_modules, serve_workload, startup_compose
 from swim import SwimConfig, SwimHandle, open_swim
-from swim.driver import MemberlistOptions
+from swim.memberlist import Memberlist
 
 from .control import Control
 from .frames import Swim
@@ -153,7 +153,7 @@ async def open_node(
             event_log=settings.logging.events or None,
             rng=random.Random(seed),
             induct=induct,
-            memberlist=memberlist,
+            wire_format=memberlist,
         )
         async with swim_cm as handle, trio.open_nursery() as nursery:
             node = _assemble(settings, runtime, handle, port)
@@ -183,7 +183,7 @@ async def open_node(
 
 def _swim_config(
     settings: Settings, node_id: int | None, advertise: str
-) -> tuple[SwimConfig, MemberlistOptions | None]:
+) -> tuple[SwimConfig, Memberlist | None]:
     """The membership settings, and with ``swim.wire: memberlist`` this node's name there
     (memberlist's LAN profile for every timing the settings leave out)."""
     config = SwimConfig.from_mapping(settings.swim)
@@ -197,7 +197,7 @@ def _swim_config(
             "set --host or --advertise to one"
         ) from None
     name = settings.networking.name or f"rt-{node_id}"
-    return SwimConfig.lan(**settings.swim), MemberlistOptions(name)
+    return SwimConfig.lan(**settings.swim), Memberlist(name)
 
 
 def _swim_handler(handle: SwimHandle) -> Handler:

@@ -4,12 +4,12 @@
 - ``lzw``: Go's LZW, which memberlist compresses with.
 - ``stream``: push/pull, the TCP ping and error replies on TCP.
 - ``edge``: names to the machine's ids and back; boots and acks (memberlist has neither).
-- ``door``: the driver's side (``open_swim(..., memberlist=MemberlistOptions(...))``).
+- ``door``: the driver's side: ``open_swim(..., wire_format=Memberlist(name))``.
 
 docs/membership.md ("Speaking memberlist") says where memberlist's rules differ from ours.
 """
 
-from .door import MemberlistDoor
+from .door import Memberlist, MemberlistDoor
 from .edge import decode_tags, encode_tags
 
-__all__ = ["MemberlistDoor", "decode_tags", "encode_tags"]
+__all__ = ["Memberlist", "MemberlistDoor", "decode_tags", "encode_tags"]

@@ -15,8 +15,10 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import trio
@@ -28,14 +30,39 @@ from ..outputs import DROPPED, Output
 from ..wire import BadMessage, StateEntry
 from . import codec, stream
 from .codec import Kind
-from .edge import Edge
+from .edge import UNKNOWN_PEER, Edge
 
-__all__ = ["MAX_PACKET", "MAX_STREAMS", "MemberlistDoor"]
+__all__ = ["MAX_PACKET", "MAX_STREAMS", "Memberlist", "MemberlistDoor"]
 
 log = logging.getLogger(__name__)
 
 MAX_PACKET = 65507  # memberlist reads packets of up to 64 KiB
 MAX_STREAMS = 16
+
+
+Merge = Callable[[list[StateEntry], int | None], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Memberlist:
+    """Speak memberlist's protocol: ``open_swim(..., wire_format=Memberlist("rt-0"))``; the
+    member is ``name`` there, its node meta the Serf ``tags`` (plus ``rtsim=<id>``), and its
+    seeds are memberlist members (Serf agents' bind addresses)."""
+
+    name: str
+    tags: dict[str, str] = field(default_factory=dict)
+    first_incarnation: int = 1  # memberlist ignores an alive at 0 from a node it just added
+
+    def machine_config(self, config: SwimConfig, told: str) -> SwimConfig:
+        """The machine's settings: without the keyring (the door seals memberlist's way)."""
+        try:
+            codec.ip_bytes(told)
+        except ValueError:
+            raise ValueError(f"memberlist members are told an IP address, not {told!r}") from None
+        return dataclasses.replace(config, keyring_file=None)
+
+    def open_door(self, machine: SwimMachine, config: SwimConfig) -> MemberlistDoor:
+        return MemberlistDoor(machine, config, self.name, self.tags)
 
 
 class MemberlistDoor:
@@ -91,8 +118,12 @@ class MemberlistDoor:
     def _local(self) -> list[codec.NodeState]:
         return self.edge.states_out(self.machine.local_state())
 
-    async def pushpull(self, host: str, port: int, join: bool) -> list[StateEntry]:
-        """A push/pull with ``host:port`` (``BadMessage``/``OSError`` when it fails)."""
+    def describe(self, member_id: int) -> dict[str, Any] | None:
+        return self.edge.describe(member_id)
+
+    async def pushpull(self, host: str, port: int, join: bool) -> tuple[int, list[StateEntry]]:
+        """A push/pull with ``host:port`` (``BadMessage``/``OSError`` when it fails); the reply
+        does not say who sent it (``UNKNOWN_PEER``)."""
         c = self.config
         theirs = await stream.request_pushpull(
             host,
@@ -103,21 +134,23 @@ class MemberlistDoor:
             max_bytes=c.max_frame_bytes,
             max_states=c.max_members,
         )
-        return self.edge.states_in(theirs)
+        return UNKNOWN_PEER, self.edge.states_in(theirs)
 
     async def serve(
         self,
         conn: trio.SocketStream,
         first: bytes,
-        merge: Callable[[list[StateEntry]], Any],
+        merge: Merge,
+        refused: Callable[[int | None], bool],
     ) -> None:
-        """Answer one memberlist stream (rule 3); ``merge`` takes the peer's push/pull."""
+        """Answer one memberlist stream (rule 3); ``merge`` takes the peer's push/pull, and
+        ``refused(sender)`` says whether faults cut the sender off (None: not known)."""
         if self.streams >= MAX_STREAMS:
             self.machine.counters.drop("stream_busy")
             return
         self.streams += 1
         try:
-            await self._serve(conn, first, merge)
+            await self._serve(conn, first, merge, refused)
         finally:
             self.streams -= 1
 
@@ -125,38 +158,51 @@ class MemberlistDoor:
         self,
         conn: trio.SocketStream,
         first: bytes,
-        merge: Callable[[list[StateEntry]], Any],
+        merge: Merge,
+        refused: Callable[[int | None], bool],
     ) -> None:
         c = self.config
-        reply: bytes | None = None
         try:
             with trio.fail_after(c.tcp_timeout):
                 kind, reader = await stream.read_request(
                     conn, first, self.keyring, c.max_frame_bytes
                 )
                 if kind == Kind.PUSH_PULL:
+                    if refused(None):  # driver rule 8: a push/pull does not say who sends it
+                        raise BadMessage("tcp_refused", "refused by fault injection")
                     join, states = await stream.read_pushpull(reader, c.max_members)
                     entries = self.edge.states_in(states)
                     reply = stream.pushpull_bytes(self._local(), join)
                     await conn.send_all(stream.sealed_stream(self.keyring, reply))
-                    merge(entries)
+                    merge(entries, UNKNOWN_PEER)
                 elif kind == Kind.PING:
-                    ping = codec.decode_body(Kind.PING, await reader.map())
-                    if isinstance(ping, codec.Ping) and ping.node in ("", self.name):
-                        reply = stream.ack_bytes(ping.seq)
-                        await conn.send_all(stream.sealed_stream(self.keyring, reply))
-                    else:
-                        self.machine.counters.drop("misdirected")
+                    await self._tcp_ping(conn, await reader.map(), refused)
                 else:
                     raise BadMessage("unknown_type", f"a stream of type {kind}")
         except BadMessage as exc:
             self.machine.counters.drop(exc.reason)
             log.debug("memberlist stream refused: %s", exc)
-            if exc.reason not in ("auth", "truncated"):
+            if exc.reason not in ("auth", "truncated", "tcp_refused"):
                 refusal = stream.error_bytes(str(exc))
                 await _try_send(conn, stream.sealed_stream(self.keyring, refusal))
         except trio.TooSlowError:
             self.machine.counters.drop("tcp_timeout")
+
+    async def _tcp_ping(
+        self, conn: trio.SocketStream, body: dict[bytes, Any], refused: Callable[[int | None], bool]
+    ) -> None:
+        """memberlist's fallback probe: an ack on the stream, unless the sender is cut off."""
+        ping = codec.decode_body(Kind.PING, body)
+        assert isinstance(ping, codec.Ping)
+        if ping.node not in ("", self.name):
+            self.machine.counters.drop("misdirected")
+            return
+        sender = self.edge.known(ping.source_node)
+        if refused(sender):
+            self.machine.counters.drop("tcp_refused")
+            return
+        reply = stream.ack_bytes(ping.seq)
+        await conn.send_all(stream.sealed_stream(self.keyring, reply))
 
 
 async def _try_send(conn: trio.SocketStream, data: bytes) -> None:

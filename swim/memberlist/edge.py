@@ -149,6 +149,10 @@ class Edge:
         self.members[new] = Member(name, meta, VSN, tags)
         return new
 
+    def known(self, name: str) -> int | None:
+        """The id of ``name`` if it has one here (never assigns)."""
+        return self._ids.get(name) if name else None
+
     def _boot_of(self, node: int) -> int:
         return self._boot() if node == self.node_id else FOREIGN_BOOT  # rule 2
 
