@@ -388,12 +388,6 @@ class Cluster:
                 await self.backend.aclose()
 
 
-def _config(swim_settings: SwimConfig | Mapping[str, Any] | None) -> SwimConfig:
-    if isinstance(swim_settings, SwimConfig):
-        return swim_settings
-    return SwimConfig.from_mapping(dict(swim_settings or {}))
-
-
 async def start_cluster(
     n: int,
     mode: str = "sim",
@@ -402,15 +396,18 @@ async def start_cluster(
     swim: SwimConfig | Mapping[str, Any] | None = None,
     directory: Path | None = None,
     name: str | None = None,
+    serf: int = 0,
 ) -> Cluster:
     """Start ``n`` nodes and return once they have converged; the caller owns it and must
     ``aclose`` it (``open_cluster`` does). ``directory``/``name``: real mode's cluster
-    directory and name (default a fresh temporary one)."""
+    directory and name (default a fresh temporary one); ``serf``: see ``open_cluster``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if not 1 <= n <= 1024:
         raise ValueError(f"a cluster has 1..1024 nodes, not {n}")
-    config = _config(swim)
+    if serf and (mode != "real" or not 0 < serf <= 64):
+        raise ValueError(f"Serf agents (1..64) run in mode 'real' only, not {serf} in {mode!r}")
+    config = swim if isinstance(swim, SwimConfig) else SwimConfig.from_mapping(dict(swim or {}))
     seed = secrets.randbelow(2**31) if seed is None else seed
     backend: Backend
     if mode == "sim":
@@ -419,9 +416,9 @@ async def start_cluster(
         from .realcluster import RealBackend  # processes only when asked for
 
         backend = await RealBackend.start(
-            n, config, directory=directory, name=name, namespaces=mode == "netns"
+            n, config, directory=directory, name=name, namespaces=mode == "netns", serf=serf
         )
-    return Cluster(backend, n, seed, config)
+    return Cluster(backend, n + serf, seed, config)
 
 
 @asynccontextmanager
@@ -433,13 +430,18 @@ async def open_cluster(
     swim: SwimConfig | Mapping[str, Any] | None = None,
     directory: Path | None = None,
     name: str | None = None,
+    serf: int = 0,
 ) -> AsyncIterator[Cluster]:
     """``n`` nodes (``mode``: ``"sim"``, ``"real"`` or ``"netns"``), converged, ended on exit
     (rule 1).
 
     ``seed``: the simulation's seed (default a random one; ``c.seed`` says which);
-    ``swim``: ``SwimConfig`` or its fields as a mapping (seconds)."""
-    c = await start_cluster(n, mode, seed=seed, swim=swim, directory=directory, name=name)
+    ``swim``: ``SwimConfig`` or its fields as a mapping (seconds); ``serf``: that many real
+    Serf agents beside the nodes (mode ``"real"``; the nodes then speak memberlist), members
+    ``n`` and up, whose views come from ``serf members``."""
+    c = await start_cluster(
+        n, mode, seed=seed, swim=swim, directory=directory, name=name, serf=serf
+    )
     try:
         yield c
     finally:

@@ -24,6 +24,10 @@ Rules:
    the subnet is the first /24 of 10.77.0.0/16 no other cluster of the host uses, chosen and
    its bridge made under the host's lock (``netns.choosing_subnet``), so pytest-xdist workers
    never clash.
+7. With ``serf`` agents (real mode only) the nodes speak memberlist and the agents follow
+   them as members N..N+M-1 (``cluster.local.mixed``); views and events name every member by
+   its number (``scenarios.agents``); an agent has no events, no dashboard and no fault
+   injection (``loss`` and ``delay`` refuse it).
 """
 
 from __future__ import annotations
@@ -43,20 +47,24 @@ import trio
 import yaml
 
 from cluster.local import (
+    AgentRecord,
     ClusterError,
     ClusterRecord,
     LocalCluster,
     Member,
+    MixedCluster,
     Processes,
     launch,
     live_members,
     netns,
+    open_local,
     plan_cluster,
     read_record,
     save_record,
 )
 from swim import SwimConfig
 
+from . import agents
 from .collect import REQUEST_TIMEOUT, EventCollector
 
 __all__ = [
@@ -75,7 +83,7 @@ _REGISTERED: set[Path] = set()  # rule 5: cluster directories not yet proved emp
 
 
 def _plan(
-    n: int, config: SwimConfig, directory: Path, name: str | None, subnet: str = ""
+    n: int, config: SwimConfig, directory: Path, name: str | None, subnet: str = "", serf: int = 0
 ) -> ClusterRecord:
     """Rule 1: the nodes' config file and the cluster's record, on ports free now (in
     ``subnet``: each node in a namespace of its own, at its own address)."""
@@ -91,16 +99,17 @@ def _plan(
         runtime_base_port=0,
         config=str(node_yaml),
         subnet=subnet,
+        serf=serf,
     )
 
 
 def _planned(
-    n: int, config: SwimConfig, directory: Path, name: str | None, namespaces: bool
+    n: int, config: SwimConfig, directory: Path, name: str | None, namespaces: bool, serf: int
 ) -> LocalCluster:
     """The cluster to launch, registered (rule 5); in namespaces its network is made here,
     under the host's lock on choosing subnets, so no other cluster takes its subnet (rule 6)."""
     if not namespaces:
-        cluster = LocalCluster(_plan(n, config, directory, name))
+        cluster = open_local(_plan(n, config, directory, name, serf=serf))
         _REGISTERED.add(cluster.directory)
         return cluster
     with netns.choosing_subnet() as subnet:
@@ -196,6 +205,8 @@ class RealBackend:
         self.t0 = t0
         self.directory: Path | None = cluster.directory
         self.mode = "real" if cluster.record.network is None else "netns"
+        self.agents = {a.index: a for a in cluster.record.agents}  # rule 7
+        self.numbers = agents.member_numbers(cluster.record)
         for rec in cluster.record.nodes:
             self.collector.follow(rec.node_id, rec.dashboard)
 
@@ -208,6 +219,7 @@ class RealBackend:
         directory: Path | None,
         name: str | None,
         namespaces: bool = False,
+        serf: int = 0,
     ) -> RealBackend:
         """``n`` node processes under ``directory`` (default a fresh temporary one), converged
         (rule 1); ``ClusterError`` (everything ended) when they do not get there. A start
@@ -219,7 +231,7 @@ class RealBackend:
             netns.require_privileges("mode 'netns'")
         for attempt in range(1, ATTEMPTS + 1):
             launched = time.monotonic()
-            cluster = _planned(n, config, directory, name, namespaces)
+            cluster = _planned(n, config, directory, name, namespaces, serf)
             try:
                 await launch(cluster, wait=True, timeout=60.0 + 2.0 * n, on_spawned=save_record)
             except BaseException as exc:
@@ -245,8 +257,13 @@ class RealBackend:
         ids = {rec.node_id for rec in self.cluster.record.nodes}
 
         async def ask(i: int) -> None:
+            if i in self.agents:
+                out[i] = await agents.agent_view(self.agents[i], self.numbers)
+                return
             body = await self.cluster.topology(self.cluster.record.node(i), ASK_TIMEOUT)
-            if body is not None:
+            if body is not None and self.agents:
+                out[i] = agents.node_view(body, self.numbers)
+            elif body is not None:
                 out[i] = {
                     int(m["node_id"]): str(m["view"])
                     for m in body.get("nodes", ())
@@ -255,23 +272,28 @@ class RealBackend:
 
         async with trio.open_nursery() as nursery:
             for i in observers:
-                if i in ids and self.cluster.state_of(self.cluster.record.node(i)) == "running":
-                    nursery.start_soon(ask, i)
+                if i in ids or i in self.agents:
+                    rec = self.cluster.record.member(i)
+                    if self.cluster.state_of(rec) == "running":
+                        nursery.start_soon(ask, i)
         return out
 
     async def events(self) -> list[dict[str, Any]]:
         await self.collector.finish()
-        return self.collector.events()
+        return agents.renumber_events(self.collector.events(), list(self.agents.values()))
 
     async def prepare(self, kind: str, i: int) -> None:
         """Read node ``i``'s events before it goes away; then leave it alone (rule 3)."""
+        if i in self.agents:
+            return
         rec = self.cluster.record.node(i)
         if self.cluster.state_of(rec) == "running":
             await self.collector.catch_up(i)
         self.collector.rest(i)
 
     def _back(self, i: int) -> None:
-        self.collector.follow(i, self.cluster.record.node(i).dashboard)
+        if i not in self.agents:
+            self.collector.follow(i, self.cluster.record.node(i).dashboard)
 
     async def kill(self, i: int) -> None:
         await self.cluster.kill(i)
@@ -286,7 +308,11 @@ class RealBackend:
         await trio.lowlevel.checkpoint()
 
     async def restart(self, i: int) -> None:
-        await self.cluster.restart(i)
+        agent = self.cluster.record.member(i)
+        if isinstance(agent, AgentRecord) and isinstance(self.cluster, MixedCluster):
+            await self.cluster.agent_restart(agent)
+        else:
+            await self.cluster.restart(i)
         self._back(i)
 
     async def add(self) -> int:
@@ -301,14 +327,24 @@ class RealBackend:
         await self.cluster.heal()
 
     async def loss(self, percent: float, nodes: Sequence[int]) -> None:
+        self._no_agents(nodes, "loss")
         for i in nodes:
             await self.cluster.faults(self.cluster.record.node(i), "loss", value=percent)
 
     async def delay(self, ms: float, nodes: Sequence[int]) -> None:
+        self._no_agents(nodes, "delay")
         for i in nodes:
             await self.cluster.faults(self.cluster.record.node(i), "delay", value=ms)
 
+    def _no_agents(self, members: Sequence[int], what: str) -> None:
+        """Rule 7: a Serf agent has no fault injection of its own."""
+        named = [self.agents[i].name for i in members if i in self.agents]
+        if named:
+            raise ValueError(f"{what}: {', '.join(named)} are Serf agents, without fault injection")
+
     def dashboard_url(self, i: int) -> str | None:
+        if i in self.agents:
+            return None
         return self.cluster.record.node(i).dashboard or None
 
     async def aclose(self) -> None:

@@ -1,7 +1,8 @@
 """Local clusters: the cluster directory and record, free ports and who holds a taken one, the
 processes of this host (started detached or forked under a watcher, recorded before they run,
 signalled, ended with proof) and the launcher that runs node processes on them, on this
-host's loopback or each in a network namespace of its own (``netns``).
+host's loopback or each in a network namespace of its own (``netns``), and real Serf agents
+beside them (``serf``, ``mixed``: ``rt_cluster up --serf M``).
 ``rt_cluster``, the scenario runner and the tests' process harness stand on top of it; it
 reaches nodes only through their RPC.
 """
@@ -10,11 +11,13 @@ from .bookkeeping import TrackedCluster
 from .holders import describe_holders, port_holders, port_trouble
 from .launcher import LocalCluster, NodeFailed, sees_all
 from .ledger import Member, live_members, members, procs_dir
+from .mixed import MixedCluster, alive_names, open_local
 from .netns import DEFAULT_SUBNET, bridge_present, cut_addresses, cut_nodes, leftovers
 from .plan import KEYRING_BY_DEFAULT, MAX_NODES, plan_cluster, write_keyring
 from .ports import check_port_free, free_port, pick_free_ports
 from .processes import PROJECT_ROOT, Proc, Processes, Watched, Zygote, child_env, log_tail
 from .record import (
+    AgentRecord,
     BadInput,
     ClusterError,
     ClusterRecord,
@@ -31,6 +34,7 @@ from .record import (
     update_record,
     valid_name,
 )
+from .serf import SerfUnavailable, member_name, member_names, serf_members
 from .startup import LaunchProgress, Progress, launch
 
 __all__ = [
@@ -38,6 +42,7 @@ __all__ = [
     "KEYRING_BY_DEFAULT",
     "MAX_NODES",
     "PROJECT_ROOT",
+    "AgentRecord",
     "BadInput",
     "ClusterError",
     "ClusterRecord",
@@ -45,15 +50,18 @@ __all__ = [
     "LaunchProgress",
     "LocalCluster",
     "Member",
+    "MixedCluster",
     "Network",
     "NodeFailed",
     "NodeRecord",
     "Proc",
     "Processes",
     "Progress",
+    "SerfUnavailable",
     "TrackedCluster",
     "Watched",
     "Zygote",
+    "alive_names",
     "bridge_present",
     "check_port_free",
     "child_env",
@@ -68,7 +76,10 @@ __all__ = [
     "live_members",
     "load_record",
     "log_tail",
+    "member_name",
+    "member_names",
     "members",
+    "open_local",
     "pick_free_ports",
     "plan_cluster",
     "port_holders",
@@ -78,6 +89,7 @@ __all__ = [
     "read_record",
     "save_record",
     "sees_all",
+    "serf_members",
     "start_marker",
     "update_record",
     "valid_name",

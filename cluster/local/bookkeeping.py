@@ -1,5 +1,5 @@
-"""The node processes of one local cluster, tracked so that none can be lost: every start
-recorded at once, every process found again, every end explained.
+"""The processes of one local cluster, rtsim nodes and Serf agents, tracked so that none can be
+lost: every start recorded at once, every process found again, every end explained.
 
 Rules:
 1. Every node process is forked by a ``cluster.node.zygote``, under a watcher that records it
@@ -11,11 +11,16 @@ Rules:
 3. Ending the cluster (``down``) ends every process it knows of, from the record and from the
    process files, each checked by pid and start marker; never by name.
 4. Nothing here talks to a node: RPC and the operations on top are ``launcher``'s.
+5. A Serf agent (``serf``) is spawned here, detached in a session of its own, its output to
+   its log, and its pid recorded in ``cluster.json`` as soon as the spawn returns (it has no
+   watcher: a ``kill -9`` of the launcher in between loses it). From then on it is found,
+   signalled and ended as a node is, by pid and start marker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import time
@@ -28,18 +33,22 @@ from .ledger import Member, fold_endings, forget, live_members, members, procs_d
 from .plan import node_command
 from .processes import Proc, Processes, Zygote, child_env
 from .record import (
+    AgentRecord,
     BadInput,
     ClusterRecord,
     NodeRecord,
+    merge_agent,
     merge_node,
     process_state,
     read_record,
     update_record,
 )
+from .serf import agent_command, join_addresses, serf_binary
 
 __all__ = ["TrackedCluster"]
 
 RECORD_WAIT = 5.0  # seconds a watcher gets to record how its node ended
+AnyMember = NodeRecord | AgentRecord
 
 
 class TrackedCluster:
@@ -73,10 +82,15 @@ class TrackedCluster:
     def _commit(self, change: Callable[[ClusterRecord], ClusterRecord]) -> None:
         self.record = update_record(self.directory, lambda disk: change(disk or self.record))
 
-    def _update_node(self, seen: NodeRecord, **changes: Any) -> None:
-        """Change the node's record if it still names the process ``seen`` names."""
+    def _update_node(self, seen: AnyMember, **changes: Any) -> None:
+        """Change the member's record if it still names the process ``seen`` names."""
 
         def change(rec: ClusterRecord) -> ClusterRecord:
+            if isinstance(seen, AgentRecord):
+                for a in rec.agents:
+                    if a.index == seen.index and (a.pid, a.started) == (seen.pid, seen.started):
+                        return rec.with_agent(replace(a, **changes))
+                return rec
             for n in rec.nodes:
                 if n.node_id == seen.node_id and (n.pid, n.started) == (seen.pid, seen.started):
                     return rec.with_node(replace(n, **changes))
@@ -85,7 +99,7 @@ class TrackedCluster:
         self._commit(change)
 
     def set_state(self, node_id: int, state: str) -> None:
-        self._update_node(self.record.node(node_id), state=state)
+        self._update_node(self.record.member(node_id), state=state)
 
     def refresh_states(self, gone_state: str = "exited") -> None:
         """Re-read the record and match it to the processes: a node that died becomes
@@ -112,7 +126,12 @@ class TrackedCluster:
     # ---- starting (rule 1) ---------------------------------------------------------------
 
     def node_command(self, rec: NodeRecord) -> list[str]:
-        return node_command(self.record, rec, python=self.python, viz=self.viz)
+        joins = self.join_addresses(rec) if self.record.wire else ()
+        return node_command(self.record, rec, python=self.python, viz=self.viz, joins=joins)
+
+    def join_addresses(self, rec: AnyMember) -> list[str]:
+        """Where a starting member of a mixed cluster joins: members that answer already."""
+        return join_addresses(self.record, rec, lambda m: self.state_of(m) != "gone")
 
     @contextlib.contextmanager
     def open_zygote(self) -> Iterator[Zygote]:
@@ -140,22 +159,39 @@ class TrackedCluster:
         with self.open_zygote() as zygote:
             return self.fork(zygote, rec)
 
+    def spawn_agent(self, agent: AgentRecord) -> AgentRecord:
+        """Start the process of a Serf agent, joining through the members that answer;
+        its pid is recorded before this returns (rule 5)."""
+        argv = agent_command(self.record, agent, self.join_addresses(agent), serf=serf_binary())
+        with open(agent.log, "ab") as out:
+            out.write(f"--- rt_cluster: starting {agent.name} at {time.ctime()}\n".encode())
+        proc = self.processes.spawn(argv, agent.log, dict(os.environ))
+        try:
+            pgid = os.getpgid(proc.pid)
+        except ProcessLookupError:  # ended at once: its log says why
+            pgid = 0
+        new = replace(
+            agent, pid=proc.pid, pgid=pgid, started=proc.started, state="starting", ended=None
+        )
+        self._commit(lambda r: merge_agent(r, new))
+        return new
+
     # ---- watching and ending (rule 3) ----------------------------------------------------
 
-    def state_of(self, rec: NodeRecord) -> str:
-        """The node's process state now: ``running``, ``paused`` or ``gone``."""
+    def state_of(self, rec: AnyMember) -> str:
+        """The member's process state now: ``running``, ``paused`` or ``gone``."""
         return self.processes.state(rec)
 
-    def signal(self, rec: NodeRecord, sig: signal.Signals) -> bool:
-        """Send ``sig`` to the node's process group; False if the process is gone."""
+    def signal(self, rec: AnyMember, sig: signal.Signals) -> bool:
+        """Send ``sig`` to the member's process group; False if the process is gone."""
         return self.processes.signal(rec, sig)
 
-    async def wait_gone(self, recs: Sequence[NodeRecord], timeout: float) -> list[NodeRecord]:
+    async def wait_gone(self, recs: Sequence[AnyMember], timeout: float) -> list[AnyMember]:
         """Wait until every process is gone or ``timeout`` s pass; the survivors."""
         return await self.processes.wait_gone(recs, timeout)
 
     async def terminate(
-        self, recs: Sequence[NodeRecord], *, grace: float = 10.0, hard: bool = False
+        self, recs: Sequence[AnyMember], *, grace: float = 10.0, hard: bool = False
     ) -> None:
         """End the processes (SIGTERM, then SIGKILL after ``grace`` s); verify they are gone."""
         await self.processes.terminate(recs, grace=grace, hard=hard, name=_node_and_pid)
@@ -179,13 +215,30 @@ class TrackedCluster:
             self.refresh_states(gone_state="stopped")
         return running
 
-    def require_live(self, rec: NodeRecord) -> None:
+    async def stop_agent(self, index: int, grace: float = 10.0) -> None:
+        """Stop a Serf agent gracefully: SIGINT (it leaves the cluster), SIGTERM and SIGKILL
+        after ``grace`` seconds."""
+        rec = self.record.member(index)
+        self.require_live(rec)
+        self.signal(rec, signal.SIGCONT)  # a paused agent cannot act on SIGINT
+        self.signal(rec, signal.SIGINT)
+        if await self.wait_gone([rec], grace):
+            await self.terminate([rec], grace=0)
+        self._update_node(rec, state="stopped")
+
+    def require_live(self, rec: AnyMember) -> None:
         if self.state_of(rec) == "gone":
+            number = rec.index if isinstance(rec, AgentRecord) else rec.node_id
             raise BadInput(
-                f"node {rec.node_id} is not running (state {rec.state}); "
-                f"start it with: rt_cluster restart {rec.node_id} --name {self.record.name}"
+                f"{_who(rec)} is not running (state {rec.state}); "
+                f"start it with: rt_cluster restart {number} --name {self.record.name}"
             )
 
 
-def _node_and_pid(rec: NodeRecord) -> str:
-    return f"node {rec.node_id} pid {rec.pid}"
+def _who(rec: AnyMember) -> str:
+    """``node 2``, or ``agent serf-3`` for a Serf agent."""
+    return f"agent {rec.name}" if isinstance(rec, AgentRecord) else f"node {rec.node_id}"
+
+
+def _node_and_pid(rec: AnyMember) -> str:
+    return f"{_who(rec)} pid {rec.pid}"

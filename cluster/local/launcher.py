@@ -344,7 +344,7 @@ class LocalCluster(TrackedCluster):
         return await self.wait_ready(node_id, timeout)
 
     async def kill(self, node_id: int) -> None:
-        rec = self.record.node(node_id)
+        rec = self.record.member(node_id)
         self.require_live(rec)
         await self.terminate([rec], hard=True)
         self._update_node(rec, state="killed")
@@ -362,13 +362,13 @@ class LocalCluster(TrackedCluster):
         self._update_node(rec, state="stopped")
 
     def pause(self, node_id: int) -> None:
-        rec = self.record.node(node_id)
+        rec = self.record.member(node_id)
         self.require_live(rec)
         self.signal(rec, signal.SIGSTOP)
         self._update_node(rec, state="paused")
 
     def resume(self, node_id: int) -> None:
-        rec = self.record.node(node_id)
+        rec = self.record.member(node_id)
         self.require_live(rec)
         self.signal(rec, signal.SIGCONT)
         self._update_node(rec, state="running")

@@ -1,6 +1,6 @@
 """The processes of a local cluster: every node process its watcher recorded in
-``<dir>/procs/`` (the ``cluster.node.zygote`` protocol), together with the nodes of
-``cluster.json``; which of them still run, and how each one that ended, ended.
+``<dir>/procs/`` (the ``cluster.node.zygote`` protocol), together with the nodes and Serf
+agents of ``cluster.json``; which of them still run, and how each one that ended, ended.
 
 Rules:
 1. A cluster's processes are the union of its record's nodes and its process files, each
@@ -11,6 +11,8 @@ Rules:
    how (or is gone); its ending is folded into the node's record first when the record names
    that process.
 3. Nothing here signals a process.
+4. A Serf agent has no watcher and no process file: it is known from ``cluster.json`` alone
+   (recorded as soon as its spawn returns), and how it ended is guessed from its log.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
-from .record import ClusterRecord, Ending, NodeRecord, process_state
+from .record import AgentRecord, ClusterRecord, Ending, NodeRecord, process_state
 
 __all__ = [
     "LIVE_STATES",
@@ -35,13 +38,15 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+R = TypeVar("R", NodeRecord, AgentRecord)
 LIVE_STATES = ("running", "paused", "starting")  # recorded states of a process believed alive
 
 
 @dataclass(frozen=True, slots=True)
 class Member:
     """One process of a cluster: pid, start marker (clock ticks since boot) and node id (-1
-    when unknown); from its process file (``path``) or only from ``cluster.json``."""
+    when unknown; a Serf agent's member index, with its name in ``agent``); from its process
+    file (``path``) or only from ``cluster.json``."""
 
     pid: int
     started: int
@@ -52,12 +57,15 @@ class Member:
     watcher: int = 0
     watcher_started: int = 0
     path: str = ""  # the process file; "" for a process known only from cluster.json
+    agent: str = ""  # the name of a Serf agent (rule 4); "" for a node
 
     @property
     def key(self) -> tuple[int, int]:
         return (self.pid, self.started)
 
     def label(self) -> str:
+        if self.agent:
+            return f"agent {self.agent} pid {self.pid}"
         who = f"node {self.node_id}" if self.node_id >= 0 else "a node"
         return f"{who} pid {self.pid}"
 
@@ -93,7 +101,7 @@ def _member(path: Path) -> Member | None:
 
 def members(directory: str | Path, record: ClusterRecord | None = None) -> list[Member]:
     """Every process the cluster in ``directory`` knows of: its process files, then the
-    record's nodes that no file names (each once, by pid and start marker)."""
+    record's nodes that no file names and its agents (each once, by pid and start marker)."""
     found: dict[tuple[int, int], Member] = {}
     for path in sorted(procs_dir(directory).glob("*.json")):
         m = _member(path)
@@ -102,6 +110,11 @@ def members(directory: str | Path, record: ClusterRecord | None = None) -> list[
     for n in record.nodes if record is not None else ():
         if n.pid > 0 and (n.pid, n.started) not in found:
             found[(n.pid, n.started)] = Member(n.pid, n.started, n.node_id, n.log)
+    for a in record.agents if record is not None else ():
+        if a.pid > 0:
+            found.setdefault(
+                (a.pid, a.started), Member(a.pid, a.started, a.index, a.log, agent=a.name)
+            )
     return list(found.values())
 
 
@@ -131,7 +144,7 @@ def _settled(m: Member) -> Ending | None:
     return guessed_ending(m.log)
 
 
-def _node_now(n: NodeRecord, ending: Ending | None, gone_state: str) -> NodeRecord:
+def _node_now(n: R, ending: Ending | None, gone_state: str) -> R:
     now = process_state(n.pid, n.started) if n.pid > 0 else "gone"
     if now == "gone":
         if n.state in LIVE_STATES and n.pid > 0:
@@ -143,6 +156,12 @@ def _node_now(n: NodeRecord, ending: Ending | None, gone_state: str) -> NodeReco
     elif now == "running" and n.state not in ("running", "starting"):
         n = replace(n, state="running")
     return n
+
+
+def _agent_now(a: AgentRecord, gone_state: str) -> AgentRecord:
+    """An agent's record matched to its process; its ending read from its log once gone."""
+    gone = a.pid > 0 and a.ended is None and process_state(a.pid, a.started) == "gone"
+    return _node_now(a, guessed_ending(a.log) if gone else None, gone_state)
 
 
 def fold_endings(
@@ -169,7 +188,8 @@ def fold_endings(
         if ending is None and key not in pending and n.pid and process_state(*key) == "gone":
             ending = guessed_ending(n.log)  # ended without a watcher that saw it
         nodes.append(_node_now(n, ending, gone_state))
-    return replace(record, nodes=tuple(nodes)), done
+    agents = tuple(_agent_now(a, gone_state) for a in record.agents)
+    return replace(record, nodes=tuple(nodes), agents=agents), done
 
 
 def forget(done: Iterable[Member]) -> None:

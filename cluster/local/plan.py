@@ -15,6 +15,11 @@ Rules:
    port of a fresh namespace is free, so none is checked on this host), and binds its runtime
    port and dashboard there. The privileges and the subnet are checked before anything is
    written.
+7. With Serf agents (``serf``, rule 5 of ``record``) member i of N+M takes the ports member i
+   would take in a cluster of N+M nodes: an agent gossips on ``runtime-base-port + i`` and
+   answers its RPC on ``base-port + i`` (where a node serves its dashboard; free ones with 0,
+   as for nodes). The nodes then speak memberlist and take their id, name and joins on the
+   command line instead of a hostfile line (``--wire memberlist``). Not with a subnet.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import os
 import secrets
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .holders import port_trouble
@@ -38,6 +44,7 @@ from .netns import (
 )
 from .ports import check_port_free, pick_free_ports
 from .record import BadInput, ClusterError, ClusterRecord, Network, NodeRecord, read_record
+from .serf import AGENT_CONFIG, agent_record, serf_binary, write_agent_config
 
 __all__ = [
     "KEYRING_BY_DEFAULT",
@@ -59,9 +66,22 @@ MAX_NODES = 1024  # nodes in one local cluster
 DEFAULT_RUNTIME_PORT, DEFAULT_VIZ_PORT = 9413, 8080  # base ports when 0 asks for free ones
 
 
-def node_command(record: ClusterRecord, rec: NodeRecord, *, python: str, viz: bool) -> list[str]:
+def node_command(
+    record: ClusterRecord,
+    rec: NodeRecord,
+    *,
+    python: str,
+    viz: bool,
+    joins: Sequence[str] = (),
+) -> list[str]:
     """``python -m cluster.node.cli start ...`` for node ``rec`` of ``record`` (the node's
-    arguments start at index 3); ``viz=False`` starts it without a dashboard."""
+    arguments start at index 3); ``viz=False`` starts it without a dashboard. A node of a
+    mixed cluster (rule 7) joins through ``joins`` (``host:port``) rather than a hostfile."""
+    if record.wire:
+        where = ["--wire", record.wire, "--name", f"rt-{rec.node_id}"]
+        where += ["--node-id", str(rec.node_id), *(a for j in joins for a in ("--join", j))]
+    else:
+        where = ["--hostfile", record.hostfile]
     cmd = [
         python,
         "-m",
@@ -71,8 +91,7 @@ def node_command(record: ClusterRecord, rec: NodeRecord, *, python: str, viz: bo
         record.host_of(rec),
         "--port",
         str(rec.runtime_port),
-        "--hostfile",
-        record.hostfile,
+        *where,
         "--events",
         rec.events,
         "--log-file",
@@ -90,7 +109,7 @@ def node_command(record: ClusterRecord, rec: NodeRecord, *, python: str, viz: bo
         cmd += ["--config", record.config]
     if record.keyring:
         cmd += ["--keyring", record.keyring]
-    if rec.induct:
+    if rec.induct and not record.wire:
         cmd += ["--induct"]
     return cmd
 
@@ -107,50 +126,78 @@ def plan_cluster(
     viz: bool = True,
     keyring: bool | None = None,
     subnet: str = "",
+    serf: int = 0,
 ) -> ClusterRecord:
     """Check the ports, prepare ``directory`` (hostfile, fresh logs, the gossip keyring unless
     ``keyring`` is False; None means ``KEYRING_BY_DEFAULT``) and return the record.
 
     A base port of 0 picks free ports. Nothing is started; ClusterError names the node whose
     port is taken and the process holding it. With ``subnet`` each node gets an address and
-    a namespace of its own (rule 6; nothing of the network is made here).
+    a namespace of its own (rule 6; nothing of the network is made here). ``serf`` Serf
+    agents follow the ``n`` nodes (rule 7).
     """
     if subnet:
+        if serf:
+            raise BadInput(
+                "--serf does not go with --netns: the agents run on this host's loopback"
+            )
         return _plan_in_namespaces(
             directory, name, n, subnet, (base_port, runtime_base_port), config, viz, keyring
         )
+    total = n + serf
     if not 1 <= n <= MAX_NODES:
         raise BadInput(f"-n {n}: a cluster has 1 to {MAX_NODES} nodes")
+    if not 0 <= serf <= MAX_NODES - n:
+        raise BadInput(f"--serf {serf}: at most {MAX_NODES} members, nodes and agents together")
     for label, base in (("--base-port", base_port), ("--runtime-base-port", runtime_base_port)):
-        if base < 0 or (base and base + n - 1 > 65535):
-            raise BadInput(f"{label} {base}: ports {base}..{base + n - 1} are not all valid")
+        if base < 0 or (base and base + total - 1 > 65535):
+            raise BadInput(f"{label} {base}: ports {base}..{base + total - 1} are not all valid")
+    if serf:
+        serf_binary()  # on PATH, or refused before anything is written
     if config:
         _check_config(config)
+    rt_ports, doors = _pick_ports(host, n, serf, (base_port, runtime_base_port), viz)
+    _refuse_earlier_run(directory, name)
+    for i in range(total):
+        what = ("node", "runtime", "dashboard") if i < n else ("agent", "gossip", "RPC")
+        _check_port(i, what[1], host, rt_ports[i], udp=True, who=what[0])
+        if doors[i] > 0:
+            _check_port(i, what[2], host, doors[i], udp=False, who=what[0])
+    nodes = tuple(
+        _node_record(directory, i, rt_ports[i], doors[i], induct=False, host=host) for i in range(n)
+    )
+    agents = tuple(agent_record(directory, i, rt_ports[i], doors[i], host) for i in range(n, total))
+    record = _prepare(directory, name, nodes, config, keyring, host=host)
+    if not serf:
+        return record
+    write_agent_config(directory, record.keyring)
+    return replace(record, wire="memberlist", agents=agents)
+
+
+def _pick_ports(
+    host: str, n: int, serf: int, bases: tuple[int, int], viz: bool
+) -> tuple[list[int], list[int]]:
+    """The runtime (gossip) port of each of the ``n + serf`` members, and its door: a node's
+    dashboard port (-1 without ``viz``), an agent's RPC port (rule 7)."""
+    base_port, runtime_base_port = bases
+    total = n + serf
     if runtime_base_port:
-        rt_ports = [runtime_base_port + i for i in range(n)]
+        rt_ports = [runtime_base_port + i for i in range(total)]
     else:
-        rt_ports = pick_free_ports(host, n, udp=True)
+        rt_ports = pick_free_ports(host, total, udp=True)
+    if base_port:
+        doors = [base_port + i for i in range(total)]
+    else:
+        free = iter(pick_free_ports(host, total if viz else serf, udp=False, avoid=rt_ports))
+        doors = [next(free) if viz or i >= n else -1 for i in range(total)]
     if not viz:
-        viz_ports = [-1] * n
-    elif base_port:
-        viz_ports = [base_port + i for i in range(n)]
-    else:
-        viz_ports = pick_free_ports(host, n, udp=False, avoid=rt_ports)
-    clash = set(rt_ports) & set(viz_ports)
+        doors[:n] = [-1] * n
+    clash = set(rt_ports) & set(doors)
     if clash:
         raise BadInput(
             f"dashboard and runtime ports overlap at {min(clash)}; choose other base ports"
         )
-    _refuse_earlier_run(directory, name)
-    for i in range(n):
-        _check_port(i, "runtime", host, rt_ports[i], udp=True)
-        if viz_ports[i] > 0:
-            _check_port(i, "dashboard", host, viz_ports[i], udp=False)
-    nodes = tuple(
-        _node_record(directory, i, rt_ports[i], viz_ports[i], induct=False, host=host)
-        for i in range(n)
-    )
-    return _prepare(directory, name, nodes, config, keyring, host=host)
+    return rt_ports, doors
 
 
 def _plan_in_namespaces(
@@ -203,6 +250,7 @@ def _prepare(
     """The directory made ready for ``nodes`` (fresh logs, hostfile, keyring); the record."""
     directory.mkdir(parents=True, exist_ok=True)
     old_files = [*directory.glob("node-*.log"), *directory.glob("node-*.events")]
+    old_files += [*directory.glob("serf-*.log"), *directory.glob(AGENT_CONFIG)]
     for old in [*old_files, *procs_dir(directory).glob("*.json")]:
         old.unlink()
     hostfile = directory / "hostfile"
@@ -247,11 +295,13 @@ def _refuse_earlier_run(directory: Path, name: str) -> None:
         )
 
 
-def _check_port(node_id: int, what: str, host: str, port: int, *, udp: bool) -> None:
+def _check_port(
+    node_id: int, what: str, host: str, port: int, *, udp: bool, who: str = "node"
+) -> None:
     trouble = port_trouble(host, port, udp=udp)
     if trouble is not None:
         taken = "taken" if "in use" in trouble else "unavailable"
-        raise ClusterError(f"node {node_id}: {what} port {taken}: {trouble}")
+        raise ClusterError(f"{who} {node_id}: {what} port {taken}: {trouble}")
 
 
 def write_keyring(path: Path) -> None:
@@ -271,10 +321,12 @@ def plan_node(record: ClusterRecord, *, induct: bool, viz: bool) -> NodeRecord:
     """The record of one more node of ``record``: the next id, free ports next to the used
     ones. Unless ``induct``, its hostfile line is appended now (ClusterError when the
     hostfile's lines do not end just before that id). In a cluster with a network (rule 6)
-    it takes the next address and namespace, and the ports after the highest."""
+    it takes the next address and namespace, and the ports after the highest. In a mixed
+    cluster (rule 7) it takes the number after every member's and needs no hostfile line."""
     host, netns = record.host, ""
-    used_rt = {n.runtime_port for n in record.nodes}
+    used_rt = {n.runtime_port for n in record.nodes} | {a.gossip_port for a in record.agents}
     used_viz = {n.dashboard_port for n in record.nodes}
+    used_viz |= {int(a.rpc_addr.rpartition(":")[2]) for a in record.agents}
     if record.network is not None:
         host, netns = _next_address(record, record.network)
         # a namespace of its own: only its two ports must differ
@@ -287,8 +339,11 @@ def plan_node(record: ClusterRecord, *, induct: bool, viz: bool) -> NodeRecord:
         rt_port = _next_port(host, used_rt, udp=True)
         viz_port = _next_port(host, used_viz | used_rt | {rt_port}, udp=False) if viz else -1
     next_id = max((n.node_id for n in record.nodes), default=-1) + 1
+    next_id = max([next_id, *(a.index + 1 for a in record.agents)])
     hostfile = Path(record.hostfile)
-    if not induct:
+    if record.wire and induct:
+        raise BadInput("--induct: a node of a cluster with Serf agents joins by name, no hostfile")
+    if not induct and not record.wire:
         entries = hostfile_entries(hostfile)
         if len(entries) != next_id:
             raise ClusterError(

@@ -16,6 +16,10 @@ Rules:
 3. A process is known by its pid *and* its start marker: its start time in clock ticks since
    boot (``/proc/<pid>/stat`` field 22). A pid whose start time differs is not ours; a zombie
    counts as gone.
+5. A mixed cluster (``rt_cluster up --serf M``) numbers its members 0..N+M-1: rtsim nodes
+   first (``nodes``, named ``rt-<id>``), then real Serf agents (``agents``, ``serf-<index>``);
+   its nodes speak memberlist (``wire``). One number names one member, node or agent
+   (``ClusterRecord.member``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "AgentRecord",
     "BadInput",
     "ClusterError",
     "ClusterRecord",
@@ -40,6 +45,7 @@ __all__ = [
     "cluster_dir",
     "clusters_home",
     "load_record",
+    "merge_agent",
     "merge_node",
     "process_state",
     "read_record",
@@ -141,6 +147,54 @@ class NodeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentRecord:
+    """One Serf agent of a mixed cluster (rule 5) and its newest process (``pid`` 0 before it
+    started): its member ``index``, its name, its gossip port (UDP and TCP, at ``host``) and
+    RPC address (``serf members -rpc-addr``). It leads a session of its own: ``pgid`` is its
+    process group (its pid), where signals go."""
+
+    index: int
+    name: str
+    pid: int
+    gossip_port: int
+    rpc_addr: str  # host:port
+    log: str
+    state: str  # as a node's: starting, running, paused, stopped, killed, exited, failed
+    started: int = 0  # start marker (rule 3), 0 when unknown
+    pgid: int = 0
+    host: str = "127.0.0.1"
+    ended: Ending | None = None  # guessed from its log: an agent has no watcher
+
+    @property
+    def gossip_addr(self) -> str:
+        return f"{self.host}:{self.gossip_port}"
+
+    def to_status(self, state: str | None = None) -> dict[str, Any]:
+        """The ``status --json`` shape of this agent."""
+        return {
+            "index": self.index,
+            "kind": "serf",
+            "name": self.name,
+            "pid": self.pid,
+            "pgid": self.pgid,
+            "state": state or self.state,
+            "host": self.host,
+            "gossip_port": self.gossip_port,
+            "rpc_addr": self.rpc_addr,
+            "log": self.log,
+            "ended": None if self.ended is None else asdict(self.ended),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> AgentRecord:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in d.items() if k in known}
+        ended = values.get("ended")
+        values["ended"] = Ending.from_json(ended) if isinstance(ended, Mapping) else None
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
 class Network:
     """The network of a cluster whose nodes live in namespaces of their own (rule 4): every
     name in it is derived from ``key`` (``cluster.local.netns``), so leftovers are found by
@@ -179,6 +233,8 @@ class ClusterRecord:
     nodes: tuple[NodeRecord, ...] = field(default_factory=tuple)
     keyring: str = ""  # the gossip keyring file handed to every node, "" for none
     network: Network | None = None  # nodes in namespaces of their own (rule 4); None: on host
+    wire: str = ""  # the nodes' gossip: "" rtsim's own, "memberlist" in a mixed cluster (rule 5)
+    agents: tuple[AgentRecord, ...] = field(default_factory=tuple)  # sorted by index
 
     def host_of(self, node: NodeRecord) -> str:
         """The address the node is reached at: its own, else the cluster's."""
@@ -189,25 +245,39 @@ class ClusterRecord:
             if n.node_id == node_id:
                 return n
         known = ", ".join(str(n.node_id) for n in self.nodes) or "none"
-        raise BadInput(f"cluster {self.name!r} has no node {node_id} (nodes: {known})")
+        agents = f"; agents: {', '.join(str(a.index) for a in self.agents)}" if self.agents else ""
+        raise BadInput(f"cluster {self.name!r} has no node {node_id} (nodes: {known}{agents})")
+
+    def member(self, index: int) -> NodeRecord | AgentRecord:
+        """The node or agent numbered ``index`` (rule 5); BadInput naming those there are."""
+        for a in self.agents:
+            if a.index == index:
+                return a
+        return self.node(index)
 
     def with_node(self, rec: NodeRecord) -> ClusterRecord:
         others = [n for n in self.nodes if n.node_id != rec.node_id]
         return replace(self, nodes=tuple(sorted([*others, rec], key=lambda n: n.node_id)))
 
+    def with_agent(self, rec: AgentRecord) -> ClusterRecord:
+        others = [a for a in self.agents if a.index != rec.index]
+        return replace(self, agents=tuple(sorted([*others, rec], key=lambda a: a.index)))
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["nodes"] = [asdict(n) for n in self.nodes]
+        d["agents"] = [asdict(a) for a in self.agents]
         return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ClusterRecord:
         known = {f.name for f in fields(cls)}
         nodes = tuple(NodeRecord.from_json(n) for n in d.get("nodes", ()))
+        agents = tuple(AgentRecord.from_json(a) for a in d.get("agents", ()))
         net = d.get("network")
         network = Network.from_json(net) if isinstance(net, Mapping) else None
         values = {k: v for k, v in d.items() if k in known}
-        return cls(**{**values, "nodes": nodes, "network": network})
+        return cls(**{**values, "nodes": nodes, "agents": agents, "network": network})
 
 
 def clusters_home(env: Mapping[str, str] | None = None) -> Path:
@@ -278,8 +348,8 @@ def update_record(
     return new
 
 
-def _newer(ours: NodeRecord, theirs: NodeRecord) -> bool:
-    """Whether ``ours`` describes the same or a newer process of the node than ``theirs``."""
+def _newer(ours: NodeRecord | AgentRecord, theirs: NodeRecord | AgentRecord) -> bool:
+    """Whether ``ours`` describes the same or a newer process of the member than ``theirs``."""
     if theirs.pid == 0:
         return True
     if ours.pid == 0:
@@ -295,15 +365,25 @@ def merge_node(rec: ClusterRecord, node: NodeRecord) -> ClusterRecord:
     return rec.with_node(node)
 
 
+def merge_agent(rec: ClusterRecord, agent: AgentRecord) -> ClusterRecord:
+    """``rec`` with ``agent``, unless ``rec`` names a newer process of that agent."""
+    for a in rec.agents:
+        if a.index == agent.index and not _newer(agent, a):
+            return rec
+    return rec.with_agent(agent)
+
+
 def save_record(rec: ClusterRecord) -> ClusterRecord:
-    """Merge ``rec`` into its directory's record: per node the newest process wins (a stale
-    copy never hides a process started since); nodes only on disk are kept. The record now
-    on disk."""
+    """Merge ``rec`` into its directory's record: per node (and agent) the newest process wins
+    (a stale copy never hides a process started since); members only on disk are kept. The
+    record now on disk."""
 
     def merge(disk: ClusterRecord | None) -> ClusterRecord:
-        merged = replace(rec, nodes=disk.nodes) if disk is not None else replace(rec, nodes=())
+        merged = replace(rec, nodes=disk.nodes if disk else (), agents=disk.agents if disk else ())
         for n in rec.nodes:
             merged = merge_node(merged, n)
+        for a in rec.agents:
+            merged = merge_agent(merged, a)
         return merged
 
     return update_record(rec.directory, merge)

@@ -19,6 +19,8 @@ Rules:
    all once more (``wait_converged``).
 6. Progress (``LaunchProgress``: started, listening, converged) goes to the caller's
    callback between steps, at most once per ``REPORT_EVERY`` seconds, and once at the end.
+7. Serf agents (``MixedCluster``) start once every node answers, all at once, each joining
+   through nodes that answer; they count in the progress as members.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 import trio
 
 from .launcher import ASK_AT_ONCE, LocalCluster
+from .mixed import MixedCluster
 from .record import ClusterError, ClusterRecord, NodeRecord
 
 __all__ = ["LaunchProgress", "Progress", "launch"]
@@ -147,7 +150,7 @@ async def _start_all(
             on_spawned(cluster.record)
     while waiting:
         await _ready_round(cluster, waiting, 1.0)
-        tally.listening = tally.total - len(waiting)
+        tally.listening = len(cluster.record.nodes) - len(waiting)
         tally.report()
         if not waiting:
             break
@@ -155,6 +158,19 @@ async def _start_all(
             late = next(iter(waiting.values()))
             raise await cluster.failure(late, f"did not come up within {timeout:g}s")
         await trio.sleep(READY_ROUND)
+
+
+async def _start_agents(cluster: MixedCluster, tally: _Tally, deadline: float) -> None:
+    """Start every agent (rule 7) and wait until each answers, by ``deadline`` (monotonic)."""
+    spawned = []
+    for agent in cluster.record.agents:
+        spawned.append(cluster.spawn_agent(agent))
+        tally.started += 1
+    tally.report()
+    for agent in spawned:
+        await cluster.wait_agent_ready(agent, max(1.0, deadline - time.monotonic()))
+        tally.listening += 1
+        tally.report()
 
 
 async def launch(
@@ -174,15 +190,20 @@ async def launch(
     On any failure every process of the cluster is ended before the error propagates.
     """
     t0 = time.monotonic()
-    tally = _Tally(len(cluster.record.nodes), progress, t0)
+    record = cluster.record
+    tally = _Tally(len(record.nodes) + len(record.agents), progress, t0)
     try:
         cluster.create()  # rule 1
         cluster.make_network()  # rule 4
         await _start_all(cluster, tally, timeout, on_spawned)
+        if record.agents:
+            if not isinstance(cluster, MixedCluster):
+                raise ClusterError("a cluster with Serf agents needs a MixedCluster (open_local)")
+            await _start_agents(cluster, tally, t0 + timeout)
         if not wait:
             tally.report(final=True)
             return None
-        expect = {n.node_id for n in cluster.record.nodes}
+        expect = {n.node_id for n in record.nodes} | {a.index for a in record.agents}
 
         def seen(count: int) -> None:
             tally.converged = count

@@ -133,6 +133,13 @@ def _command(sub: _Sub, name: str, help_: str) -> argparse.ArgumentParser:
 def _add_cluster_commands(sub: _Sub) -> None:
     p = _command(sub, "up", "start N node processes and wait until they all see each other alive")
     p.add_argument("-n", type=_integer(1, MAX_NODES, "-n"), required=True, help="number of nodes")
+    p.add_argument(
+        "--serf",
+        type=_integer(0, MAX_NODES - 1, "--serf"),
+        default=0,
+        metavar="M",
+        help="M real Serf agents too (members N..N+M-1); the nodes then speak memberlist",
+    )
     port = _integer(0, 65535, "--base-port")
     p.add_argument("--base-port", type=port, default=8080, help="dashboard of node i: base+i")
     port = _integer(0, 65535, "--runtime-base-port")
@@ -169,14 +176,14 @@ def _add_cluster_commands(sub: _Sub) -> None:
 
 def _add_node_commands(sub: _Sub) -> None:
     for name, help_ in (
-        ("kill", "SIGKILL a node"),
-        ("stop", "stop a node gracefully (it announces its leave)"),
-        ("pause", "SIGSTOP a node"),
-        ("resume", "SIGCONT a paused node"),
-        ("restart", "stop a node (if running) and start it again"),
+        ("kill", "SIGKILL a node (or Serf agent)"),
+        ("stop", "stop a node gracefully (it announces its leave; an agent gets SIGINT)"),
+        ("pause", "SIGSTOP a node (or Serf agent)"),
+        ("resume", "SIGCONT a paused node (or Serf agent)"),
+        ("restart", "stop a node or agent (if running) and start it again"),
     ):
         p = _command(sub, name, help_)
-        p.add_argument("node", type=_node_id)
+        p.add_argument("node", type=_node_id, help="its number: a node id, or an agent's")
         if name == "restart":
             p.add_argument("--kill", action="store_true", help="SIGKILL instead of a clean stop")
             p.add_argument("--no-wait", action="store_true", help="do not wait for convergence")

@@ -5,11 +5,14 @@ Rules:
    the names or ids there are; nothing is sent before that check.
 2. A cluster whose nodes live in namespaces (``up --netns``) is refused once its bridge is gone
    (``LocalCluster.require_network``), unless the command asks for it anyway (``down``).
+3. In a cluster with Serf agents a number names a node or an agent (``member_record``); an
+   operation only a node can do (loss, delay) refuses an agent, naming it.
 """
 
 from __future__ import annotations
 
 from cluster.local import (
+    AgentRecord,
     BadInput,
     LocalCluster,
     Member,
@@ -17,6 +20,7 @@ from cluster.local import (
     cluster_dir,
     clusters_home,
     load_record,
+    open_local,
     process_state,
     read_record,
 )
@@ -29,6 +33,7 @@ __all__ = [
     "command_for",
     "converge_live",
     "live_state",
+    "member_record",
     "node_record",
     "open_cluster",
     "stray_members",
@@ -51,18 +56,35 @@ def open_cluster(name: str, *, reach: bool = True) -> LocalCluster:
     when its nodes' addresses are out of reach (rule 2)."""
     if read_record(cluster_dir(name)) is None:
         raise UsageError(unknown_cluster(name, cluster_names(), clusters_home()))
-    cluster = LocalCluster(load_record(name))
+    cluster = open_local(load_record(name))
     cluster.refresh_states()
     if reach:
         cluster.require_network()
     return cluster
 
 
-def node_record(cluster: LocalCluster, node_id: int) -> NodeRecord:
-    """The node's record; UsageError listing the ids there are when it has none."""
+def member_record(cluster: LocalCluster, number: int) -> NodeRecord | AgentRecord:
+    """The record of the node or Serf agent numbered ``number``; UsageError listing the
+    numbers there are when it has none."""
     rec = cluster.record
+    if all(a.index != number for a in rec.agents):
+        return node_record(cluster, number)
+    return rec.member(number)
+
+
+def node_record(cluster: LocalCluster, node_id: int) -> NodeRecord:
+    """The node's record; UsageError listing the ids there are when it has none (and naming
+    the agent, when the number is a Serf agent's)."""
+    rec = cluster.record
+    for a in rec.agents:
+        if a.index == node_id:
+            raise UsageError(
+                f"member {node_id} of cluster {rec.name!r} is Serf agent {a.name}: only "
+                "rtsim nodes inject faults (loss, delay)"
+            )
     if all(n.node_id != node_id for n in rec.nodes):
-        raise UsageError(unknown_node(rec.name, node_id, (n.node_id for n in rec.nodes)))
+        agents = [a.index for a in rec.agents]
+        raise UsageError(unknown_node(rec.name, node_id, (n.node_id for n in rec.nodes), agents))
     return rec.node(node_id)
 
 
@@ -83,7 +105,7 @@ def target_nodes(cluster: LocalCluster, node: str) -> list[int]:
     return [rec.node_id]
 
 
-def live_state(rec: NodeRecord) -> str:
+def live_state(rec: NodeRecord | AgentRecord) -> str:
     st = process_state(rec.pid, rec.started)
     if st == "gone":
         return rec.state if rec.state in ("stopped", "killed", "failed") else "exited"
@@ -91,13 +113,15 @@ def live_state(rec: NodeRecord) -> str:
 
 
 async def converge_live(cluster: LocalCluster, started: float) -> tuple[int, float]:
-    """Wait until every live node lists every live node alive: (how many, seconds since
-    ``started``, the ``time.monotonic()`` at which the command began)."""
-    expect = {n.node_id for n in cluster.live_nodes()}
+    """Wait until every live member (node, or Serf agent) lists every live member alive: (how
+    many, seconds since ``started``, the ``time.monotonic()`` at which the command began)."""
+    agents = {a.index for a in cluster.record.agents if cluster.state_of(a) != "gone"}
+    expect = {n.node_id for n in cluster.live_nodes()} | agents
     return len(expect), await cluster.wait_converged(expect, 60.0, started=started)
 
 
 def stray_members(cluster: LocalCluster) -> list[Member]:
     """Live processes of the cluster that are no node's current process."""
     current = {(n.pid, n.started) for n in cluster.record.nodes}
+    current |= {(a.pid, a.started) for a in cluster.record.agents}
     return [m for m in cluster.running() if m.key not in current]

@@ -17,19 +17,19 @@ Rules:
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from cluster.local import (
     MAX_NODES,
+    AgentRecord,
     BadInput,
     ClusterError,
     LocalCluster,
+    MixedCluster,
     NodeRecord,
     clusters_home,
-    cut_nodes,
     live_members,
     load_record,
 )
@@ -39,84 +39,19 @@ from .clusters import (
     cluster_names,
     command_for,
     converge_live,
-    live_state,
+    member_record,
     node_record,
     open_cluster,
-    stray_members,
     target_nodes,
 )
-from .output import out, real_and_simulated, status_lines, table
+from .output import out, table
+from .status import cmd_status
 from .up import cmd_up
-from .watch import look
 
 __all__ = ["ASYNC_COMMANDS", "UsageError", "cluster_names", "cmd_list", "cmd_scenario"]
 
 
 # ---- the cluster as a whole -----------------------------------------------------------------
-
-
-async def cmd_status(args: argparse.Namespace) -> int:
-    cluster = open_cluster(args.name)
-    rec = cluster.record
-    strays = stray_members(cluster)
-    seen = await look(cluster)
-    cuts = cut_nodes(rec)
-    if args.json:
-        nodes = []
-        for n in rec.nodes:
-            faults = getattr(seen.get(n.node_id), "faults", None)
-            nodes.append(
-                {
-                    **n.to_status(live_state(n)),
-                    "host": rec.host_of(n),
-                    "faults": faults,
-                    "cut_from": cuts.get(n.node_id),
-                }
-            )
-        strays_json = [{"pid": m.pid, "node_id": m.node_id} for m in strays]
-        network = None if rec.network is None else rec.network.to_status()
-        body = {"name": rec.name, "nodes": nodes, "strays": strays_json, "network": network}
-        out(json.dumps(body, indent=2))
-        return 0
-    rows = []
-    for n in rec.nodes:
-        node = seen.get(n.node_id)
-        alive = node.alive_count() if node is not None else None
-        state = live_state(n)
-        over = n.ended is not None and state not in ("running", "paused")
-        ended = n.ended.describe() if over and n.ended is not None else "-"
-        faults = "-" if node is None else node.faults_cell()
-        if rec.network is not None:
-            faults = real_and_simulated(cuts.get(n.node_id), faults)
-        rows.append(
-            (
-                n.node_id,
-                n.pid,
-                state,
-                ended,
-                rec.host_of(n),
-                n.runtime_port,
-                "-" if alive is None else alive,
-                faults,
-                n.dashboard or "-",
-            )
-        )
-    out(f"cluster {rec.name!r} ({rec.directory})")
-    header = (
-        "node",
-        "pid",
-        "state",
-        "ended",
-        "host",
-        "runtime",
-        "sees alive",
-        "faults",
-        "dashboard",
-    )
-    out(table(rows, header))
-    for line in status_lines(rec, strays):
-        out(line)
-    return 0
 
 
 async def cmd_down(args: argparse.Namespace) -> int:
@@ -131,7 +66,9 @@ async def cmd_down(args: argparse.Namespace) -> int:
             f"cluster {args.name!r}: still running: {', '.join(m.label() for m in left)} "
             f"(another command keeps starting nodes?)"
         )
-    out(f"cluster {args.name!r}: stopped {len(ended)} node processes; none left running")
+    agents = sum(1 for m in ended if m.agent)
+    what = f"{len(ended) - agents} node and {agents} Serf agent" if agents else f"{len(ended)} node"
+    out(f"cluster {args.name!r}: stopped {what} processes; none left running")
     return 0
 
 
@@ -158,25 +95,28 @@ def cmd_list(args: argparse.Namespace) -> int:
 async def cmd_node(args: argparse.Namespace) -> int:
     cluster = open_cluster(args.name)
     nid = args.node
-    _check_node_command(cluster, args.command, node_record(cluster, nid))
+    rec = member_record(cluster, nid)
+    who = f"agent {rec.name}" if isinstance(rec, AgentRecord) else f"node {nid}"
+    _check_node_command(cluster, args.command, rec, who)
     if args.command == "kill":
         await cluster.kill(nid)
-        msg = f"node {nid} killed (SIGKILL)"
+        msg = f"{who} killed (SIGKILL)"
     elif args.command == "stop":
         await cluster.stop(nid)
-        msg = f"node {nid} stopped"
+        msg = f"{who} stopped" + (" (SIGINT: it left)" if isinstance(rec, AgentRecord) else "")
     elif args.command == "pause":
         cluster.pause(nid)
-        msg = (
-            f"node {nid} paused (SIGSTOP); resume it with: {command_for(cluster, f'resume {nid}')}"
-        )
+        msg = f"{who} paused (SIGSTOP); resume it with: {command_for(cluster, f'resume {nid}')}"
     elif args.command == "resume":
         cluster.resume(nid)
-        msg = f"node {nid} resumed (SIGCONT)"
+        msg = f"{who} resumed (SIGCONT)"
     else:
         began = time.monotonic()
-        rec = await cluster.restart(nid, hard=args.kill)
-        msg = f"node {nid} restarted: pid {rec.pid}"
+        if isinstance(rec, AgentRecord) and isinstance(cluster, MixedCluster):
+            pid = (await cluster.agent_restart(rec, hard=args.kill)).pid
+        else:
+            pid = (await cluster.restart(nid, hard=args.kill)).pid
+        msg = f"{who} restarted: pid {pid}"
         if not args.no_wait:
             _, took = await converge_live(cluster, began)
             msg += f"; converged {took:.1f}s after the restart began"
@@ -184,20 +124,22 @@ async def cmd_node(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_node_command(cluster: LocalCluster, command: str, rec: NodeRecord) -> None:
-    """Refuse what would do nothing, rather than claim it was done: a node that does not run
-    (kill, stop, pause, resume), pause of a paused node, resume of a running one."""
+def _check_node_command(
+    cluster: LocalCluster, command: str, rec: NodeRecord | AgentRecord, who: str
+) -> None:
+    """Refuse what would do nothing, rather than claim it was done: a member that does not
+    run (kill, stop, pause, resume), pause of a paused one, resume of a running one."""
     if command == "restart":
         return
     cluster.require_live(rec)
     state = cluster.state_of(rec)
+    number = rec.index if isinstance(rec, AgentRecord) else rec.node_id
     if command == "pause" and state == "paused":
         raise UsageError(
-            f"node {rec.node_id} is already paused; resume it with: "
-            f"{command_for(cluster, f'resume {rec.node_id}')}"
+            f"{who} is already paused; resume it with: {command_for(cluster, f'resume {number}')}"
         )
     if command == "resume" and state != "paused":
-        raise UsageError(f"node {rec.node_id} is not paused (it is {state}); nothing to resume")
+        raise UsageError(f"{who} is not paused (it is {state}); nothing to resume")
 
 
 async def cmd_add(args: argparse.Namespace) -> int:
@@ -207,7 +149,8 @@ async def cmd_add(args: argparse.Namespace) -> int:
     msg = f"node {rec.node_id} added: pid {rec.pid}, dashboard {rec.dashboard or '-'}"
     if not args.no_wait:
         count, took = await converge_live(cluster, began)
-        msg += f"; {count} nodes converged {took:.1f}s after the start"
+        every = "members" if cluster.record.agents else "nodes"
+        msg += f"; {count} {every} converged {took:.1f}s after the start"
     out(msg)
     return 0
 
@@ -226,13 +169,16 @@ async def cmd_partition(args: argparse.Namespace) -> int:
             if i in seen:
                 raise UsageError(f"node {i} is in more than one group")
             seen.add(i)
-            node_record(cluster, i)
-    missing = sorted({n.node_id for n in cluster.record.nodes} - seen)
+            member_record(cluster, i)
+    everyone = {n.node_id for n in cluster.record.nodes} | {a.index for a in cluster.record.agents}
+    missing = sorted(everyone - seen)
     if missing:
         raise UsageError(f"node(s) {', '.join(map(str, missing))} are in no group; list every node")
     for note in await cluster.partition(groups):
         out(f"note: {note}")
     real = " (real: unreachable routes in the namespaces)" if cluster.record.network else ""
+    if cluster.record.agents:
+        real = " (by the rtsim nodes, both directions of each node's paths across groups)"
     out(f"partitioned{real}: " + " | ".join(",".join(map(str, g)) for g in groups))
     return 0
 
@@ -249,13 +195,18 @@ async def cmd_heal(args: argparse.Namespace) -> int:
 async def cmd_fault(args: argparse.Namespace) -> int:
     cluster = open_cluster(args.name)
     value = args.percent if args.command == "loss" else args.ms
-    if args.peer is not None:
-        node_record(cluster, args.peer)
+    peer = None if args.peer is None else member_record(cluster, args.peer)
     targets = target_nodes(cluster, args.node)
     for nid in targets:
-        await cluster.faults(node_record(cluster, nid), args.command, peer=args.peer, value=value)
+        rec = node_record(cluster, nid)
+        peer_id = args.peer
+        if isinstance(peer, AgentRecord) and isinstance(cluster, MixedCluster):
+            peer_id = await cluster.agent_id_at(rec, peer)  # the id this node gives it
+        await cluster.faults(rec, args.command, peer=peer_id, value=value)
     unit = "%" if args.command == "loss" else " ms"
-    scope = f" to/from node {args.peer}" if args.peer is not None else ""
+    scope = f" to/from node {args.peer}" if peer is not None else ""
+    if isinstance(peer, AgentRecord):
+        scope = f" to/from agent {peer.name}"
     out(f"{args.command} {value:g}{unit}{scope} on node(s) {', '.join(map(str, targets))}")
     return 0
 

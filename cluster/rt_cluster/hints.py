@@ -106,6 +106,8 @@ def unknown_cluster(name: str, known: Sequence[str], home: Path) -> str:
     )
 
 
-def unknown_node(cluster: str, node_id: int, ids: Iterable[int]) -> str:
-    """No node ``node_id`` in the cluster: the ids it has."""
-    return f"cluster {cluster!r} has no node {node_id} (nodes: {id_list(ids)})"
+def unknown_node(cluster: str, node_id: int, ids: Iterable[int], agents: Iterable[int] = ()) -> str:
+    """No node ``node_id`` in the cluster: the ids it has (and its Serf agents' numbers)."""
+    shown_agents = id_list(agents)
+    more = f"; Serf agents: {shown_agents}" if shown_agents != "none" else ""
+    return f"cluster {cluster!r} has no node {node_id} (nodes: {id_list(ids)}{more})"

@@ -92,12 +92,30 @@ def progress(quiet: bool) -> Progress:
 
 
 def print_nodes(rec: ClusterRecord) -> None:
-    """The table of a cluster's nodes: id, pid, address, ports and log file."""
-    rows = [
+    """The table of a cluster's nodes: id, pid, address, ports and log file; with Serf agents,
+    one row per member with its kind (an agent's door is its RPC address)."""
+    rows: list[Sequence[Any]] = [
         (n.node_id, n.pid, rec.host_of(n), n.runtime_port, n.dashboard or "-", Path(n.log).name)
         for n in rec.nodes
     ]
-    out(table(rows, ("node", "pid", "host", "runtime", "dashboard", "log")))
+    if not rec.agents:
+        out(table(rows, ("node", "pid", "host", "runtime", "dashboard", "log")))
+        return
+    rows = [(r[0], "rtsim", f"rt-{r[0]}", *r[1:]) for r in rows]
+    rows += [
+        (
+            a.index,
+            "serf",
+            a.name,
+            a.pid,
+            a.host,
+            a.gossip_port,
+            f"rpc {a.rpc_addr}",
+            Path(a.log).name,
+        )
+        for a in rec.agents
+    ]
+    out(table(rows, ("member", "kind", "name", "pid", "host", "gossip", "door", "log")))
 
 
 def next_step(rec: ClusterRecord, *, foreground: bool) -> list[str]:
@@ -126,8 +144,8 @@ def real_and_simulated(cut: Sequence[int] | None, simulated: str) -> str:
 
 def status_lines(rec: ClusterRecord, strays: Sequence[Member]) -> list[str]:
     """What ``status`` adds below its table: the network of nodes in namespaces, the last log
-    line of each node that ended on its own, and processes of the cluster that are no node's
-    current one."""
+    line of each node (or Serf agent) that ended on its own, and processes of the cluster that
+    are no node's current one."""
     lines = []
     if rec.network is not None:
         net = rec.network
@@ -141,6 +159,9 @@ def status_lines(rec: ClusterRecord, strays: Sequence[Member]) -> list[str]:
             lines.append(
                 f"node {n.node_id} ({n.ended.describe()}), last log line: {n.ended.last_line}"
             )
+    for a in rec.agents:
+        if a.ended is not None and a.state in ("exited", "failed") and a.ended.last_line:
+            lines.append(f"agent {a.name} ended, last log line: {a.ended.last_line}")
     for m in strays:
         lines.append(
             f"also running: {m.label()}, not the node's current process; "

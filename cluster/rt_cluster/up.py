@@ -3,7 +3,7 @@
 Rules:
 1. SIGINT and SIGTERM become a cancellation: a launch cut short, or the end of
    ``--foreground``, ends every process of the cluster before ``up`` exits.
-2. A launch that fails leaves no node of the cluster running, and says so.
+2. A launch that fails leaves no node (and no Serf agent) of the cluster running, and says so.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from cluster.local import (
     NodeFailed,
     cluster_dir,
     launch,
+    open_local,
     plan_cluster,
 )
 
@@ -47,9 +48,11 @@ async def cmd_up(args: argparse.Namespace) -> int:
         viz=not args.no_viz,
         keyring=False if args.no_keyring else None,
         subnet=(args.subnet or DEFAULT_SUBNET) if args.netns else "",
+        serf=args.serf,
     )
-    cluster = LocalCluster(record, viz=not args.no_viz)
-    out(f"starting cluster {name!r}: {args.n} nodes (files in {directory})")
+    cluster = open_local(record, viz=not args.no_viz)
+    agents = f" and {args.serf} Serf agents (memberlist)" if args.serf else ""
+    out(f"starting cluster {name!r}: {args.n} nodes{agents} (files in {directory})")
     signals: list[int] = []
     try:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
@@ -66,7 +69,7 @@ async def cmd_up(args: argparse.Namespace) -> int:
         out(f"cluster {name!r} is down: {len(ended)} processes ended, none left running")
         return 0
     if signals:
-        err(f"interrupted; no node of cluster {name!r} is left running")
+        err(f"interrupted; {_nothing_left(cluster)}")
         return 130
     return 0
 
@@ -105,22 +108,28 @@ def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return leaves[0] if len(leaves) == 1 else group
 
 
+def _nothing_left(cluster: LocalCluster) -> str:
+    """``no node of cluster 'c' is left running`` (``... no node and no Serf agent ...``)."""
+    agents = " and no Serf agent" if cluster.record.agents else ""
+    return f"no node{agents} of cluster {cluster.record.name!r} is left running"
+
+
 async def _up(cluster: LocalCluster, args: argparse.Namespace) -> None:
     """Launch (and with ``--foreground`` watch until cancelled)."""
-    name = cluster.record.name
     try:
         took = await launch(
             cluster, wait=not args.no_wait, timeout=args.timeout, progress=progress(False)
         )
     except NodeFailed as exc:
-        raise ClusterError(f"{exc}\nno node of cluster {name!r} is left running") from None
+        raise ClusterError(f"{exc}\n{_nothing_left(cluster)}") from None
     except ClusterError as exc:
-        raise ClusterError(f"{exc}; no node of cluster {name!r} is left running") from None
+        raise ClusterError(f"{exc}; {_nothing_left(cluster)}") from None
     out()
     print_nodes(cluster.record)
     out()
     if took is not None:
-        out(f"converged in {took:.1f}s: every node lists {args.n} alive")
+        every = "member" if args.serf else "node"
+        out(f"converged in {took:.1f}s: every {every} lists {args.n + args.serf} alive")
     else:
         out("nodes are up (not waiting for convergence: --no-wait)")
     for line in next_step(cluster.record, foreground=args.foreground):

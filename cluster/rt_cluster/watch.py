@@ -12,6 +12,8 @@ Rules:
 3. A node that did not answer keeps what it last said (``carry``): silence is no change of
    mind. A new process of a node starts afresh: its first view is not a change.
 4. Nothing here changes a cluster.
+5. A node speaking memberlist (``up --serf``) names its members; a member it names is shown by
+   that name (``serf-3``, ``rt-1``) in views and faults, rather than by the id it gives it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class NodeLook:
     leader: int | None = None
     views: View | None = None
     faults: Mapping[str, Any] | None = None
+    names: Mapping[int, str] | None = None  # the memberlist name of each member (rule 5)
 
     @property
     def silent(self) -> bool:
@@ -70,12 +73,19 @@ class NodeLook:
         """The faults in a few words; ``-`` none (or not running), ``?`` not known."""
         if self.process == "gone":
             return "-"
-        return "?" if self.faults is None else describe_faults(self.faults) or "-"
+        return "?" if self.faults is None else describe_faults(self.faults, self.names) or "-"
 
     def alive_count(self) -> int | None:
         if self.views is None:
             return None
         return sum(1 for _, state in self.views if state == "alive")
+
+    def alive_names(self) -> set[str] | None:
+        """The names of the members it holds alive (rule 5; an unnamed one by its id)."""
+        if self.views is None:
+            return None
+        names = self.names or {}
+        return {names.get(i, str(i)) for i, state in self.views if state == "alive"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,17 @@ class Look:
 
 
 # ---- looking (rule 1) -----------------------------------------------------------------------
+
+
+def _names(topology: Mapping[str, Any]) -> dict[int, str] | None:
+    """The name of each member a memberlist node lists (rule 5); None when it names none."""
+    members = topology.get("nodes")
+    names = {}
+    for m in members if isinstance(members, list) else ():
+        named = isinstance(m, Mapping) and isinstance(m.get("name"), str)
+        if named and isinstance(m.get("node_id"), int):
+            names[m["node_id"]] = m["name"]
+    return names or None
 
 
 def _view(topology: Mapping[str, Any]) -> View:
@@ -115,6 +136,7 @@ def node_look(rec: NodeRecord, process: str, topology: Any = None, faults: Any =
         answered=True,
         leader=leader if isinstance(leader, int) else None,
         views=_view(topology),
+        names=_names(topology),
     )
 
 
@@ -153,7 +175,7 @@ def carry(before: Look, after: Look) -> Look:
         old = before.get(n.node_id)
         if old is not None and old.pid == n.pid:
             if not n.answered:
-                n = replace(n, leader=old.leader, views=old.views)
+                n = replace(n, leader=old.leader, views=old.views, names=old.names)
             if n.faults is None:
                 n = replace(n, faults=old.faults)
         nodes.append(n)
@@ -237,15 +259,17 @@ def _view_lines(before: Look, after: Look) -> list[str]:
             if a == b or (a is None and subject in known):  # a first sight of a known member
                 continue
             groups.setdefault((subject, a, b), []).append(new.node_id)
+    names = {i: name for n in (*before.nodes, *after.nodes) for i, name in (n.names or {}).items()}
     lines = []
     for (subject, a, b), observers in sorted(groups.items(), key=lambda g: (g[0][0], g[1])):
         by = id_list(observers)
+        who = names.get(subject, f"node {subject}")
         if a is None:
-            lines.append(f"node {subject}: joined, {b} as seen by {by}")
+            lines.append(f"{who}: joined, {b} as seen by {by}")
         elif b is None:
-            lines.append(f"node {subject}: forgotten by {by} (was {a})")
+            lines.append(f"{who}: forgotten by {by} (was {a})")
         else:
-            lines.append(f"node {subject}: {a} -> {b}, as seen by {by}")
+            lines.append(f"{who}: {a} -> {b}, as seen by {by}")
     return lines
 
 
@@ -255,17 +279,20 @@ def _fault_lines(before: Look, after: Look) -> list[str]:
         old = before.get(n.node_id)
         if old is None or old.faults is None or n.faults is None:
             continue
-        was, now = describe_faults(old.faults), describe_faults(n.faults)
+        was, now = describe_faults(old.faults, old.names), describe_faults(n.faults, n.names)
         if was != now:
             lines.append(f"node {n.node_id}: faults: {now or 'none'}")
     return lines
 
 
-def describe_faults(body: Mapping[str, Any]) -> str:
-    """``blocked 2, 3; loss 10%; delay 50 ms to 1``; "" when there are none."""
+def describe_faults(body: Mapping[str, Any], names: Mapping[int, str] | None = None) -> str:
+    """``blocked 2, 3; loss 10%; delay 50 ms to 1``; "" when there are none. A member
+    ``names`` names is shown by its name (rule 5): ``blocked 1, serf-3``."""
+    names = names or {}
     blocked = body.get("blocked")
     ids = [b for b in blocked if isinstance(b, int)] if isinstance(blocked, list) else []
-    parts = [f"blocked {id_list(ids)}"] if ids else []
+    shown = [id_list(i for i in ids if i not in names), *(names[i] for i in ids if i in names)]
+    parts = [f"blocked {', '.join(x for x in shown if x != 'none')}"] if ids else []
     for key, unit in (("loss", "%"), ("delay", " ms")):
         values = body.get(key)
         if not isinstance(values, Mapping):
@@ -274,7 +301,8 @@ def describe_faults(body: Mapping[str, Any]) -> str:
             value = values[peer]
             if isinstance(value, bool) or not isinstance(value, int | float) or not value:
                 continue
-            where = "" if peer == "all" else f" to {peer}"
+            named = names.get(int(peer)) if str(peer).isdigit() else None
+            where = "" if peer == "all" else f" to {named or peer}"
             parts.append(f"{key} {value:g}{unit}{where}")
     return "; ".join(parts)
 
