@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.cluster --timeout 300
 	$(BIN)/python -m bench.chaos
 	$(BIN)/python -m bench.explore
+	$(BIN)/python -m bench.membership.mixed
 	$(BIN)/python -m bench.verdicts passrates
 	$(BIN)/python -m bench.verdicts calibrate
 	$(BIN)/python -m bench.summary --readme

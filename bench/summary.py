@@ -1,11 +1,11 @@
 """``python -m bench.summary [--readme]``: the scale-and-cost table from the saved figures.
 
 Reads what the benchmarks saved under bench/results/ (``idle``, ``cluster``, ``sim``,
-``storage``, ``api``, ``chaos``, ``explore``), one row per goal: the figure, the peer or limit it is
-held against, the goal and whether the saved run met it. Prints the table as Markdown;
-``--readme`` also writes it into README.md between the ``bench:start`` and ``bench:end``
-markers. ``make bench`` runs it last, so the README shows the latest figures. A benchmark
-not run yet shows as "not measured". Nothing is measured here.
+``storage``, ``api``, ``chaos``, ``explore``, ``memberlist``), one row per goal: the figure,
+the peer or limit it is held against, the goal and whether the saved run met it. Prints the
+table as Markdown; ``--readme`` also writes it into README.md between the ``bench:start``
+and ``bench:end`` markers. ``make bench`` runs it last, so the README shows the latest
+figures. A benchmark not run yet shows as "not measured". Nothing is measured here.
 """
 
 from __future__ import annotations
@@ -200,6 +200,27 @@ def _explore(d: Any) -> Iterator[Row]:
     )
 
 
+def _memberlist(d: Any) -> Iterator[Row]:
+    s = d["summary"]
+    ours, serf = s["killed_agent_dead_at_rtsim_s"], s["killed_agent_dead_at_first_other_agent_s"]
+    yield (
+        "mixed cluster, killed Serf agent dead at the rtsim node (s, median of runs)",
+        f"{ours['median']:.2f}",
+        f"at the first other agent {serf['median']:.2f}, same runs",
+        "",
+        None,
+    )
+    back = s["killed_rtsim_node_failed_at_last_agent_s"]
+    again = s["restarted_rtsim_node_alive_at_every_agent_s"]["median"]
+    yield (
+        "mixed cluster, killed rtsim node failed at every agent (s, median)",
+        f"{back['median']:.2f}",
+        f"restart alive again at every agent {again:.2f} s",
+        "<= 15 s",
+        back["max"] <= 15.0,
+    )
+
+
 SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("idle", _idle),
     ("cluster", _cluster),
@@ -208,6 +229,7 @@ SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("api", _api),
     ("chaos", _chaos),
     ("explore", _explore),
+    ("memberlist", _memberlist),
 )
 
 
