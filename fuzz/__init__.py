@@ -21,7 +21,8 @@ Layout:
 
 Modules: ``engine`` (one target under atheris, in its own process), ``runner`` (the processes,
 their limits and outcomes), ``mutators`` (structure-aware mutations of YAML and msgpack),
-``seeds`` (the corpora and dictionaries), ``replay`` (inputs through targets in-process).
+``seeds`` (the corpora and dictionaries; ``memberlist_seeds`` those of the memberlist targets),
+``replay`` (inputs through targets in-process).
 
 Rules:
 1. Neither this ``__init__`` nor ``fuzz.targets``' imports a project module: the engine
@@ -85,5 +86,12 @@ TARGETS: dict[str, Target] = {
         Target("query", "dashboard.params.parse_pairs: a query string", ("dashboard",)),
         Target("numbers", "cluster.ground.parse: ids, ports, sizes, rates, booleans", ("cluster",)),
         Target("keyring", "swim.keyring.load_keyring: a keyring file", ("swim",)),
+        Target("memberlist", "swim.memberlist.codec.decode_packet: one UDP packet", ("swim",)),
+        Target(
+            "memberlist_stream",
+            "swim.memberlist.stream: a push/pull or ping stream",
+            ("swim",),
+            8192,
+        ),
     )
 }

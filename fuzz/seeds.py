@@ -5,9 +5,10 @@ written from the project's own encoders and tables.
 
 Rules:
 1. ``ok-*`` inputs are valid: made by the encoders (``swim.wire``, ``swim.exchange``,
-   ``cluster.node.frames``), dumped from the settings' own defaults, or copied from the
-   scenario library; ``tests/fuzz`` checks that each one is still accepted, so a format that
-   changes cannot leave its fuzzer starting from inputs refused at the first byte.
+   ``cluster.node.frames``, ``swim.memberlist``), dumped from the settings' own defaults, or
+   copied from the scenario library and from real Serf agents' captures
+   (``fuzz.memberlist_seeds``); ``tests/fuzz`` checks that each one is still accepted, so a
+   format that changes cannot leave its fuzzer starting from inputs refused at the first byte.
 2. ``edge-*`` inputs are refusals a parser must make cleanly (cut short, out of range, wrong
    type, over a limit); they start the fuzzer near the checks.
 3. ``mixed-*`` inputs are taken by some of a target's parsers and refused by others.
@@ -39,7 +40,7 @@ from swim import MemberState, SwimConfig, exchange, wire
 from swim.keyring import SEAL_VERSION
 from swim.wire import StateEntry
 
-from . import CORPUS, HERE, TARGETS
+from . import CORPUS, HERE, TARGETS, memberlist_seeds
 from .targets import join_chunks
 
 __all__ = ["dictionaries", "seeds", "write"]
@@ -328,6 +329,7 @@ def seeds() -> dict[str, dict[str, bytes]]:
         "query": _query(),
         "numbers": _numbers(),
         "keyring": _keyring(),
+        **memberlist_seeds.seeds(),
     }
 
 
@@ -367,6 +369,8 @@ def dictionaries() -> dict[str, str]:
         "scenario": _dict_lines(step_words | yaml_words | {"all", "leader", "auto", "0-2"}),
         "rpc_frame": _dict_lines(_pack(k) for k in kinds),  # as msgpack writes them
         "numbers": _dict_lines({*EDGE_NUMBERS, "K", "M", "GiB", "MB", "e+", "e-", ".", "-"}),
+        "memberlist": _dict_lines(memberlist_seeds.WORDS),  # as go-msgpack writes them
+        "memberlist_stream": _dict_lines(memberlist_seeds.WORDS),
     }
 
 

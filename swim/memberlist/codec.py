@@ -19,9 +19,11 @@ Rules:
    absent takes Go's zero value, as the Go decoder gives it.
 2. A part of a type this edge does not take (Serf's user messages and queries, a push/pull
    sent over UDP) is skipped and counted; the other parts of the packet still count.
-3. Limits: a packet of at most ``max_bytes``, before and after decompression; compound and
-   compressed layers nest at most ``MAX_DEPTH`` deep; names at most ``MAX_NAME`` bytes of
-   UTF-8; node meta at most ``MAX_META`` bytes (memberlist's ``MetaMaxSize``).
+3. Limits: a packet of at most ``max_bytes``, and at most ``max_bytes`` decompressed in all
+   its layers together; at most ``MAX_PARTS`` messages and skipped parts in all (a compound
+   of compressed compounds would otherwise hold tens of thousands); compound and compressed
+   layers nest at most ``MAX_DEPTH`` deep; names at most ``MAX_NAME`` bytes of UTF-8; node
+   meta at most ``MAX_META`` bytes (memberlist's ``MetaMaxSize``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -108,11 +111,7 @@ def encode_message(msg: Message | NodeState) -> bytes:
     match msg:
         case Ping():
             body: dict[str, Any] = {"SeqNo": msg.seq, "Node": msg.node}
-            if msg.source_ip:
-                body |= {"SourceAddr": ip_bytes(msg.source_ip), "SourcePort": msg.source_port}
-            if msg.source_node:
-                body["SourceNode"] = msg.source_node
-            return bytes([Kind.PING]) + _pack(body)
+            return bytes([Kind.PING]) + _pack(body | _source_fields(msg))
         case IndirectPing():
             body = {
                 "SeqNo": msg.seq,
@@ -121,11 +120,7 @@ def encode_message(msg: Message | NodeState) -> bytes:
                 "Node": msg.node,
                 "Nack": msg.nack,
             }
-            if msg.source_ip:
-                body |= {"SourceAddr": ip_bytes(msg.source_ip), "SourcePort": msg.source_port}
-            if msg.source_node:
-                body["SourceNode"] = msg.source_node
-            return bytes([Kind.INDIRECT_PING]) + _pack(body)
+            return bytes([Kind.INDIRECT_PING]) + _pack(body | _source_fields(msg))
         case Ack():
             return bytes([Kind.ACK]) + _pack({"SeqNo": msg.seq, "Payload": b""})
         case Nack():
@@ -157,6 +152,18 @@ def encode_message(msg: Message | NodeState) -> bytes:
                 }
             )
     raise TypeError(f"not a memberlist message: {type(msg).__name__}")
+
+
+def _source_fields(msg: Ping | IndirectPing) -> dict[str, Any]:
+    """A ping's source fields, each left out when empty (Go's ``omitempty`` on each)."""
+    body: dict[str, Any] = {}
+    if msg.source_ip:
+        body["SourceAddr"] = ip_bytes(msg.source_ip)
+    if msg.source_port:
+        body["SourcePort"] = msg.source_port
+    if msg.source_node:
+        body["SourceNode"] = msg.source_node
+    return body
 
 
 def encode_packet(parts: Sequence[bytes], keyring: Keyring | None, *, crc: bool = True) -> bytes:
@@ -203,12 +210,26 @@ def decode_packet(data: bytes, keyring: Keyring | None, max_bytes: int) -> Decod
         data = data[5:]
         if zlib.crc32(data) != want:
             raise BadMessage("crc", "checksum does not match")
-    out = Decoded([], 0)
-    _command(data, 0, max_bytes, out)
-    return out
+    walk = _Walk(Decoded([], 0), max_bytes, max_bytes)
+    _command(data, 0, walk)
+    return walk.out
 
 
-def _command(buf: bytes, depth: int, max_bytes: int, out: Decoded) -> None:
+@dataclass(slots=True)
+class _Walk:
+    """One packet's decoding: what it holds so far and what it may still take (rule 3)."""
+
+    out: Decoded
+    max_bytes: int
+    inflate: int  # bytes decompression may still produce
+
+    def count(self) -> None:
+        """One more message or skipped part; BadMessage past ``MAX_PARTS``."""
+        if len(self.out.messages) + self.out.skipped >= MAX_PARTS:
+            raise BadMessage("oversize", f"more than {MAX_PARTS} messages in one packet")
+
+
+def _command(buf: bytes, depth: int, walk: _Walk) -> None:
     if not buf:
         raise BadMessage("truncated", "an empty message")
     kind = buf[0]
@@ -217,16 +238,18 @@ def _command(buf: bytes, depth: int, max_bytes: int, out: Decoded) -> None:
             raise BadMessage("malformed", "layers nested too deep")
         if kind == Kind.COMPOUND:
             for part in _compound_parts(buf):
-                _command(part, depth + 1, max_bytes, out)
+                _command(part, depth + 1, walk)
         else:
-            inner = decompressed(unpack_map(buf[1:], max_bytes), max_bytes)
-            _command(inner, depth + 1, max_bytes, out)
+            inner = decompressed(unpack_map(buf[1:], walk.max_bytes), walk.inflate)
+            walk.inflate -= len(inner)
+            _command(inner, depth + 1, walk)
         return
+    walk.count()
     decoder = _DECODERS.get(kind)
     if decoder is None:
-        out.skipped += 1  # rule 2
+        walk.out.skipped += 1  # rule 2
         return
-    out.messages.append(decoder(unpack_map(buf[1:], max_bytes)))
+    walk.out.messages.append(decoder(unpack_map(buf[1:], walk.max_bytes)))
 
 
 def _compound_parts(buf: bytes) -> list[bytes]:

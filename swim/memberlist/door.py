@@ -82,8 +82,9 @@ class MemberlistDoor:
             tags,
             boot=lambda: machine.boot,
             id_at=machine.table.id_at,
-            max_names=2 * config.max_members,
+            max_names=min(2 * config.max_members, config.max_members + 4096),
             drop=counters.drop,
+            holds=lambda node: node in machine.table,
         )
         machine.intake.max_bytes = MAX_PACKET
         self.streams = 0  # served now (rule 3)

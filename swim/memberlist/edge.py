@@ -6,8 +6,10 @@ Rules:
 1. Ids. This node keeps its own id. A member that says, in its node meta, that it is the
    rtsim node ``k`` (tag ``rtsim``) gets ``k`` when no other name holds it; any other name
    gets an id derived from the name (``FOREIGN_BASE`` and up, the next free one on a
-   collision), so the nodes of one cluster mostly agree. A name keeps its id for as long as
-   this node runs; at most ``max_names`` names are held, the rest are refused and counted.
+   collision), so the nodes of one cluster mostly agree. A name keeps its id while the
+   machine holds that member; at most ``max_names`` names are held: when that many are,
+   the names of ids the machine does not hold (refused newcomers, forgotten members) are let
+   go first, and only if none is a new name refused and counted (``refused_name``).
 2. Boots. memberlist has none: an update about this node carries this node's boot, one about
    any other member ``FOREIGN_BOOT``. So no update is ever a restart by boot, and a member
    comes back by a higher incarnation alone, as in memberlist (docs/membership.md).
@@ -114,6 +116,7 @@ class Edge:
         id_at: Callable[[str, int], int | None],
         max_names: int,
         drop: Callable[[str], None],
+        holds: Callable[[int], bool],
     ) -> None:
         self.node_id, self.name = node_id, name
         meta = encode_tags({**tags, RTSIM_TAG: str(node_id)})
@@ -124,6 +127,7 @@ class Edge:
         self._ids: dict[str, int] = {name: node_id}
         self._boot, self._id_at, self._drop = boot, id_at, drop
         self._max_names = max_names
+        self._holds = holds  # does the machine hold this id?
         self._pending: OrderedDict[int, int] = OrderedDict()
 
     # ---- names and ids (rule 1) -----------------------------------------------------------
@@ -136,7 +140,7 @@ class Edge:
                 m = self.members[known]
                 m.meta, m.tags = meta, decode_tags(meta)
             return known
-        if len(self._ids) >= self._max_names:
+        if len(self._ids) >= self._max_names and not self._let_go():
             self._drop("refused_name")
             return None
         tags = decode_tags(meta)
@@ -148,6 +152,14 @@ class Edge:
         self._ids[name] = new
         self.members[new] = Member(name, meta, VSN, tags)
         return new
+
+    def _let_go(self) -> bool:
+        """Rule 1: forget the names of ids the machine does not hold; did any go?"""
+        gone = [n for n, i in self._ids.items() if i != self.node_id and not self._holds(i)]
+        for name in gone:
+            del self.members[self._ids.pop(name)]
+        self._pending = OrderedDict((q, t) for q, t in self._pending.items() if t in self.members)
+        return bool(gone)
 
     def known(self, name: str) -> int | None:
         """The id of ``name`` if it has one here (never assigns)."""

@@ -15,6 +15,10 @@ Rules:
    Every refusal raises ``BadMessage``; nothing else escapes but trio's stream errors.
 2. With a keyring, a stream that is not sealed is refused, as memberlist refuses it.
 3. Serf's user state in a push/pull is read past and ignored; ours is empty.
+4. The event loop never waits out a large decompression: a compressed body over ``INLINE_LZW``
+   bytes is expanded in a worker thread (Python's LZW takes seconds for the megabytes a
+   stream may hold), one at a time per run, and abandoned to finish on its own if the
+   caller's deadline passes first.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ __all__ = ["Reader", "pushpull_bytes", "read_request", "request_pushpull", "seal
 
 _LEN = struct.Struct(">I")
 _CHUNK = 65536
+INLINE_LZW = 1 << 16  # compressed bytes expanded on the event loop (a few ms); more: rule 4
+_LZW_THREADS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("lzw_threads")
 
 
 class Reader:
@@ -110,11 +116,26 @@ async def read_request(
     elif keyring is not None:
         raise BadMessage("auth", "a plain stream and a keyring")
     if kind == Kind.COMPRESS:
-        plain = codec.decompressed(await reader.map(), max_bytes)
+        plain = await _decompressed(await reader.map(), max_bytes)
         if not plain:
             raise BadMessage("truncated", "an empty compressed stream")
         kind, reader = plain[0], _whole(plain[1:], max_bytes)
     return kind, reader
+
+
+async def _decompressed(body: dict[bytes, Any], max_bytes: int) -> bytes:
+    """``codec.decompressed``, in a worker thread for a large body (rule 4)."""
+    buf = body.get(b"Buf")
+    if not isinstance(buf, bytes | list) or len(buf) <= INLINE_LZW:
+        return codec.decompressed(body, max_bytes)
+    try:
+        limiter = _LZW_THREADS.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(1)  # more threads would only share the GIL
+        _LZW_THREADS.set(limiter)
+    return await trio.to_thread.run_sync(
+        codec.decompressed, body, max_bytes, abandon_on_cancel=True, limiter=limiter
+    )
 
 
 async def read_pushpull(reader: Reader, max_states: int) -> tuple[bool, list[NodeState]]:

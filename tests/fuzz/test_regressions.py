@@ -14,9 +14,13 @@ import trio.testing
 from cluster.ground.errors import SettingsError
 from cluster.ground.settings import find_config_file, load_settings, parse_settings_text
 from cluster.node.hostfile import parse_hostfile
+from fuzz import memberlist_seeds as seeds_ml
 from scenarios import ScenarioError, parse_scenario
-from swim import FrameError, SwimConfig, recv_frame
+from swim import BadMessage, FrameError, SwimConfig, recv_frame
 from swim.framing import MAX_VALUES
+from swim.memberlist import codec as ml_codec
+from swim.memberlist import encode_tags
+from swim.memberlist.edge import FOREIGN_BASE, Edge
 
 NO_USER = "~no-such-user-rtsim"
 
@@ -79,3 +83,35 @@ async def test_a_frame_of_more_values_than_the_bound_is_refused_while_it_decodes
         await _receive(body, 8 << 20)
     fits = b"\x81\xa1x" + b"\xdc" + struct.pack(">H", 2) + part * 2
     assert len((await _receive(fits, 8 << 20))["x"]) == 2  # type: ignore[index]
+
+
+# -- swim.memberlist (fuzz/defects.md 5 to 7; 8 is pinned in tests/swim/test_memberlist_codec.py)
+
+
+def test_a_ping_keeps_a_port_without_an_address_through_its_encoding() -> None:
+    ping = ml_codec.Ping(3, "rt-0", "", 7946, "serf-a")
+    packet = ml_codec.encode_packet([ml_codec.encode_message(ping)], None)
+    assert ml_codec.decode_packet(packet, None, 1400).messages == [ping]
+
+
+def test_a_packet_of_compressed_compounds_holds_at_most_max_parts_messages() -> None:
+    ping = ml_codec.encode_message(ml_codec.Ping(1, "rt-0"))
+    wide = seeds_ml.compressed(seeds_ml.compound([ping] * 200))
+    with pytest.raises(BadMessage, match="oversize: more than 255 messages"):
+        ml_codec.decode_packet(seeds_ml.compound([wide, wide]), None, 65507)
+
+
+def test_an_rtsim_tag_of_digits_int_refuses_names_no_id() -> None:
+    edge = Edge(
+        0,
+        "rt-0",
+        {},
+        boot=lambda: 1,
+        id_at=lambda host, port: None,
+        max_names=9,
+        drop=lambda reason: None,
+        holds=lambda node: True,
+    )
+    meta = encode_tags({"rtsim": "²"})
+    (alive,) = edge.inbound([ml_codec.Alive(1, "odd", "127.0.0.1", 1, meta, b"")], ("h", 1))
+    assert alive.node >= FOREIGN_BASE  # defect 7: int("²") raised ValueError, out of the door

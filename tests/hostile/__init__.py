@@ -9,6 +9,8 @@ membership and data, and counting what they dropped.
     http_inputs   hostile paths, query strings, forwards (from ``GET /api/routes``)
     http_framing  hostile request lines, headers, framing and bodies
     wire_inputs   hostile UDP datagrams for SWIM and TCP frames for the node RPC
+    memberlist_inputs   hostile memberlist packets and streams (nodes with ``--wire memberlist``)
+    udp_door      send datagrams paced or at full speed; count what the node and kernel dropped
     tally         what each class sent and got, written to tests/artifacts/hostile-tally.json
-    test_http, test_udp, test_tcp   one door each, one cluster each
+    test_http, test_udp, test_tcp, test_memberlist   one door each, one cluster each
 """

@@ -3,7 +3,9 @@ on, no background workload) holding known data, and the check that they came thr
 
 Rules:
 1. Nodes run on the tests' process harness (``tests.support``), which ends them whatever the
-   test did. Node 1 starts first so node 0 joins at once.
+   test did. Speaking our protocol, node 1 starts first so node 0 joins at once (a hostfile
+   names both); speaking memberlist (``wire="memberlist"``), node 0 starts first and node 1
+   joins through it (``--join``, no hostfile), each named ``rt-<id>``.
 2. Known data is written through the API before any hostile input: on each node a safe block
    device array (two data members, one parity member it creates), a storage-target core over
    the array and a RAM target, blobs of fixed sizes put on the core (their sha256 kept), and a
@@ -127,16 +129,26 @@ def _seed(url: str) -> dict[str, str]:
     return shas
 
 
-def start_cluster(harness: Harness) -> Cluster:
-    """Nodes 0 and 1 of one hostfile, converged, with the data of rule 2 on each."""
+def _membership(harness: Harness, ports: list[int], i: int, wire: str) -> list[str]:
+    """Node ``i``'s flags that make it a member (rule 1)."""
+    if wire == "memberlist":
+        join = ["--join", f"127.0.0.1:{ports[0]}"] if i else []
+        return ["--wire", "memberlist", "--node-id", str(i), *join]
+    hosts = harness.workdir / "hosts"
+    hosts.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
+    return ["--hostfile", str(hosts)]
+
+
+def start_cluster(harness: Harness, *, wire: str = "swim") -> Cluster:
+    """Nodes 0 and 1 speaking ``wire`` (``swim`` or ``memberlist``), converged, with the data
+    of rule 2 on each."""
     ports = [free_port(), free_port()]
     work = harness.workdir
-    (work / "hosts").write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
     (work / "rt.yaml").write_text(CONFIG)
     children: dict[int, Child] = {}
-    for i in (1, 0):
+    for i in (1, 0) if wire == "swim" else (0, 1):
         children[i] = harness.start_node(
-            "--config", str(work / "rt.yaml"), "--hostfile", str(work / "hosts"),
+            "--config", str(work / "rt.yaml"), *_membership(harness, ports, i, wire),
             "--events", str(work / f"events{i}.jsonl"),
             port=ports[i], viz_port=0, name=f"n{i}",
         )  # fmt: skip
