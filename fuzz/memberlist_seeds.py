@@ -71,20 +71,6 @@ def compound(parts: list[bytes]) -> bytes:
     return bytes([Kind.COMPOUND, len(parts) & 0xFF]) + lengths + b"".join(parts)
 
 
-def _nine_bit(codes: list[int]) -> bytes:
-    """LZW codes of 9 bits each, LSB first (codes before the table grows past 511)."""
-    acc = nbits = 0
-    out = bytearray()
-    for code in codes:
-        acc |= code << nbits
-        nbits += 9
-        while nbits >= 8:
-            out.append(acc & 0xFF)
-            acc >>= 8
-            nbits -= 8
-    return bytes(out) + (bytes([acc]) if nbits else b"")
-
-
 def _flip_last(data: bytes) -> bytes:
     return data[:-1] + bytes([data[-1] ^ 1])
 
@@ -129,9 +115,10 @@ def _packets() -> dict[str, bytes]:
         "edge-meta": PLAIN
         + _typed(Kind.ALIVE, {"Node": "x", "Addr": b"\x7f\x00\x00\x01", "Meta": b"m" * 513}),
         "edge-too-many": PLAIN + compound([wide, wide]),
-        "edge-lzw-undefined": PLAIN + _typed(Kind.COMPRESS, {"Buf": _nine_bit([256, 65, 300])}),
+        "edge-lzw-undefined": PLAIN
+        + _typed(Kind.COMPRESS, {"Buf": lzw.pack_codes([256, 65, 300])}),
         "edge-lzw-bomb": PLAIN + _typed(Kind.COMPRESS, {"Algo": 0, "Buf": bomb}),
-        "edge-lzw-no-end": PLAIN + _typed(Kind.COMPRESS, {"Buf": _nine_bit([256, 65, 66])}),
+        "edge-lzw-no-end": PLAIN + _typed(Kind.COMPRESS, {"Buf": lzw.pack_codes([256, 65, 66])}),
         "edge-lzw-algo": PLAIN + _typed(Kind.COMPRESS, {"Algo": 1, "Buf": b""}),
         "edge-not-sealed": KEYED + crc,
         "edge-sealed-garbage": KEYED + b"\x01" + bytes(range(40)),

@@ -13,7 +13,7 @@ Rules:
 
 from __future__ import annotations
 
-__all__ = ["LzwError", "compress", "decompress"]
+__all__ = ["LzwError", "compress", "decompress", "pack_codes"]
 
 _CLEAR, _EOF, _FIRST = 256, 257, 258
 _MAX_WIDTH = 12
@@ -89,6 +89,16 @@ def compress(data: bytes) -> bytes:
         writer.put(current[0] if len(current) == 1 else codes[current])
         writer.grow()
     writer.put(_EOF)
+    return writer.finish()
+
+
+def pack_codes(codes: list[int], width: int = 9) -> bytes:
+    """``codes`` of ``width`` bits each, LSB first, as they are (no clear or end code added):
+    a hand-made stream, for tests and fuzz seeds."""
+    writer = _Writer()
+    writer.width = width
+    for code in codes:
+        writer.put(code)
     return writer.finish()
 
 

@@ -63,24 +63,10 @@ def _compressed(buf: bytes) -> bytes:
     return _typed(Kind.COMPRESS, {"Algo": 0, "Buf": buf})
 
 
-def _codes(codes: list[int]) -> bytes:
-    """LZW codes of 9 bits each, LSB first (a stream of clear codes stays at 9 bits)."""
-    acc = nbits = 0
-    out = bytearray()
-    for code in codes:
-        acc |= code << nbits
-        nbits += 9
-        while nbits >= 8:
-            out.append(acc & 0xFF)
-            acc >>= 8
-            nbits -= 8
-    return bytes(out) + (bytes([acc]) if nbits else b"")
-
-
 def _clears(n: int) -> bytes:
     """``n`` LZW clear codes (a multiple of 8: eight 9-bit codes fill nine bytes)."""
     assert n % 8 == 0, n
-    return _codes([256] * 8) * (n // 8)
+    return lzw.pack_codes([256] * 8) * (n // 8)
 
 
 def _zeros(total: int) -> bytes:
@@ -155,9 +141,9 @@ def _bombs(src_port: int) -> Iterator[tuple[str, bytes]]:
     yield f"LZW of 200,000 zeros ({len(zeros)} bytes)", _compressed(zeros)
     yield "LZW of a ping padded to 70,000", _compressed(lzw.compress(msg + b"\x00" * 70_000))
     yield "LZW of 53,000 clear codes, no end", _compressed(_clears(53_000))
-    yield "LZW of clear codes, then nothing", _compressed(_clears(5_000) + _codes([257]))
+    yield "LZW of clear codes, then nothing", _compressed(_clears(5_000) + lzw.pack_codes([257]))
     yield "LZW of 1 MB of zeros, handmade", _compressed(_zeros(1 << 20))
-    yield "LZW with an undefined code", _compressed(_codes([256, 65, 400, 257]))
+    yield "LZW with an undefined code", _compressed(lzw.pack_codes([256, 65, 400, 257]))
     yield "LZW of algorithm 1", _typed(Kind.COMPRESS, {"Algo": 1, "Buf": zeros})
     half = _compressed(lzw.compress(msg + b"\x00" * 40_000))  # two of them: 80 KB in all
     yield "two LZW parts of 40 KB each", _compound([half, half])
@@ -248,7 +234,7 @@ def costly(n: int) -> list[tuple[str, bytes]]:
     """Packets as costly to decode as the door allows: 64 KB of LZW clear codes, then a ping
     for another member (dropped as misdirected, after the work)."""
     msg = codec.encode_message(codec.Ping(1, "rt-9", "", 0, ""))
-    data = _compressed(_clears(57_000) + _codes([*msg, 257]))
+    data = _compressed(_clears(57_000) + lzw.pack_codes([*msg, 257]))
     assert len(data) <= MAX_PACKET
     assert codec.decode_packet(data, None, MAX_PACKET).messages
     return [("64 KB of LZW clear codes, then a ping for rt-9", data)] * n
@@ -266,7 +252,7 @@ def streams(src_port: int) -> list[Stream]:
     ``eof`` (we close our side), ``stall`` (we stay silent: the node's deadline must end it)."""
     empty = stream.pushpull_bytes([], join=True)
     sealed_4gb = bytes([Kind.ENCRYPT]) + b"\xff" * 4 + b"\x01" * 64
-    clears = _compressed(_clears(7_400_000) + _codes([257]))  # 8.3 MB: seconds of work
+    clears = _compressed(_clears(7_400_000) + lzw.pack_codes([257]))  # 8.3 MB: seconds of work
     bomb = _compressed(_zeros(MAX_FRAME + 1024))
     misdirected = codec.encode_message(codec.Ping(5, "rt-9", HOST, src_port, "hostile"))
     rng = random.Random(SEED + 12)

@@ -16,20 +16,6 @@ from swim.memberlist import lzw
 CLEAR, EOF = 256, 257
 
 
-def nine_bit(codes: list[int]) -> bytes:
-    """LZW codes of 9 bits each, LSB first (true of a stream's first 253 codes)."""
-    acc = nbits = 0
-    out = bytearray()
-    for code in codes:
-        acc |= code << nbits
-        nbits += 9
-        while nbits >= 8:
-            out.append(acc & 0xFF)
-            acc >>= 8
-            nbits -= 8
-    return bytes(out) + (bytes([acc]) if nbits else b"")
-
-
 class Counted(bytes):
     """Bytes that count how many of them a reader took."""
 
@@ -80,8 +66,8 @@ def test_the_table_clears_past_4096_codes_on_both_sides(monkeypatch: pytest.Monk
 
 def test_a_code_defined_by_its_own_step_expands_as_go_expands_it() -> None:
     # 258 is being defined as the code is read: the last string and its own first byte.
-    assert lzw.decompress(nine_bit([CLEAR, 65, 258, EOF]), 10) == b"AAA"
-    assert lzw.decompress(nine_bit([65, 66, 258, EOF]), 10) == b"ABAB"  # no clear first
+    assert lzw.decompress(lzw.pack_codes([CLEAR, 65, 258, EOF]), 10) == b"AAA"
+    assert lzw.decompress(lzw.pack_codes([65, 66, 258, EOF]), 10) == b"ABAB"  # no clear first
 
 
 @pytest.mark.parametrize(
@@ -91,12 +77,17 @@ def test_a_code_defined_by_its_own_step_expands_as_go_expands_it() -> None:
 )
 def test_a_code_not_defined_yet_is_refused(codes: list[int]) -> None:
     with pytest.raises(lzw.LzwError, match="not defined"):
-        lzw.decompress(nine_bit(codes), 1000)
+        lzw.decompress(lzw.pack_codes(codes), 1000)
 
 
 @pytest.mark.parametrize(
     "data",
-    [b"", nine_bit([CLEAR]), nine_bit([CLEAR, 65, 66]), lzw.compress(b"hello world" * 50)[:-2]],
+    [
+        b"",
+        lzw.pack_codes([CLEAR]),
+        lzw.pack_codes([CLEAR, 65, 66]),
+        lzw.compress(b"hello world" * 50)[:-2],
+    ],
     ids=["nothing", "clear-only", "literals", "cut"],
 )
 def test_a_stream_without_its_end_code_is_refused(data: bytes) -> None:
@@ -113,8 +104,8 @@ def test_output_past_the_bound_stops_the_stream_early() -> None:
         lzw.decompress(counted, 10_000)
     assert counted.taken < len(bomb) // 5, f"read {counted.taken} of {len(bomb)} bytes"
     with pytest.raises(lzw.LzwError, match="expands beyond 1 bytes"):
-        lzw.decompress(nine_bit([CLEAR, 65, 66, EOF]), 1)
-    assert lzw.decompress(nine_bit([CLEAR, 65, 66, EOF]), 2) == b"AB"
+        lzw.decompress(lzw.pack_codes([CLEAR, 65, 66, EOF]), 1)
+    assert lzw.decompress(lzw.pack_codes([CLEAR, 65, 66, EOF]), 2) == b"AB"
 
 
 def test_any_bytes_decompress_or_raise_lzw_error_only() -> None:
@@ -123,7 +114,7 @@ def test_any_bytes_decompress_or_raise_lzw_error_only() -> None:
     for n in range(3000):
         data = rng.randbytes(rng.randrange(1, 64))
         if n % 2:
-            data = nine_bit([CLEAR, 65]) + data
+            data = lzw.pack_codes([CLEAR, 65]) + data
         try:
             out = lzw.decompress(data, 4096)
         except lzw.LzwError:
