@@ -139,6 +139,7 @@ class FakeMembership:
         self.history: list[FakeEvent] = []
         self.last_seq = 0
         self._since: dict[int, float] = {}  # kept apart from the history, as the real ring does
+        self.described: dict[int, dict[str, Any]] = {}  # memberlist names, as a test sets them
 
     def change(
         self, node_id: int, state: str, *, cause: str = "test", wall: float = 0.0, mono: float = 0.0
@@ -164,6 +165,9 @@ class FakeMembership:
 
     def since(self, member_id: int) -> float | None:
         return self._since.get(member_id)
+
+    def describe(self, member_id: int) -> dict[str, Any] | None:
+        return self.described.get(member_id)
 
     @classmethod
     def of(cls, n: int, *, dead: tuple[int, ...] = ()) -> FakeMembership:
