@@ -24,7 +24,9 @@ Rules:
    the default ``max_threads``: with 2, concurrent checks went one or two per scheduler pass,
    paying trio's I/O poll per answer and a queue handover each (``bench.api``: 0.5-0.8 of a
    bare app's requests/s at 16 and 64 connections); an answer from memory holds its slot
-   only while it is written, so more slots cost nothing while idle.
+   only while it is written, so more slots cost nothing while idle. The plain check never
+   gets here: ``dashboard.door`` answers it at the ASGI door; these slots take the ones it
+   passes on (a trailing slash, a query string, a body).
 7. The last message of every answer is sent shielded from cancellation. quart-trio cancels
    the request's tasks when hypercorn reports the exchange over, which hypercorn does inside
    that very send, before it closes a connection that must close (``Connection: close``, or

@@ -12,6 +12,8 @@ Rules:
    security headers; never a CORS header; an exception escaping the app before it answered
    is still a JSON answer (``dashboard.errors.escaped_answer``).
 5. Every body is JSON (``dashboard.jsonio``) except pages and ``/metrics``.
+6. The plain ``GET /api/health`` is answered at the door, before admission and the app
+   (``dashboard.door``): the same answer, counted the same, with the same headers.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from cluster.ground.settings import VizSettings
 from cluster.runtime import FORWARD_TIMEOUT, RuntimeView
 
 from .admin import ADMIN, admin_blueprint
-from .admission import Admission
+from .admission import HEALTH_PATH, Admission, shielded_end
 from .assets import mounts
+from .door import HealthDoor
 from .errors import MAX_BODY, escaped_answer, install_error_handlers, send_error
 from .intake import BODY_TIMEOUT
 from .jsonio import JsonProvider
@@ -58,23 +61,29 @@ class ResponseTap:
     headers, answers what escaped the app. At the ASGI layer, because werkzeug header objects
     cost more per request than the rest of a small JSON answer."""
 
-    def __init__(self, app: Any, metrics: DashboardMetrics) -> None:
+    def __init__(self, app: Any, metrics: DashboardMetrics, door: HealthDoor | None = None) -> None:
         self.app = app
         self.metrics = metrics
+        self.door = door
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.door is not None and self.door.takes(scope):  # rule 6
+            await self.door.answer(scope, _secured(shielded_end(send)))
+            self.metrics.count(HEALTH_PATH, scope["method"], 200)
+            return
         status: int | None = None  # of the answer started
         gone = False  # the client went away (http.disconnect received)
+
+        secured = _secured(send)
 
         async def tapped(message: Any) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", ()), *_SECURITY_HEADERS]}
-            await send(message)
+            await secured(message)
 
         async def watched() -> Any:
             nonlocal gone
@@ -92,6 +101,17 @@ class ResponseTap:
             if status is None:  # no answer: the client left (or hypercorn sends a bare 500)
                 status = CLIENT_GONE if gone else 500
             self.metrics.count(scope.get(ROUTE_KEY), scope.get("method", ""), status)
+
+
+def _secured(send: Any) -> Any:
+    """``send`` adding the security headers to the answer's start (rule 4)."""
+
+    async def with_headers(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *_SECURITY_HEADERS]}
+        await send(message)
+
+    return with_headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +150,9 @@ def create_app(runtime: RuntimeView, viz_settings: VizSettings) -> QuartTrio:
         lambda: float(getattr(runtime, "forward_timeout", FORWARD_TIMEOUT)),
     )
     metrics = DashboardMetrics(runtime, admission.statistics)
-    app.asgi_app = ResponseTap(admission, metrics)  # type: ignore[method-assign,assignment]
     policy = SitePolicy.for_bind(viz_settings.bind, viz_settings.port, viz_settings.allowed_hosts)
+    door = HealthDoor(runtime, policy)
+    app.asgi_app = ResponseTap(admission, metrics, door)  # type: ignore[method-assign,assignment]
     app.extensions[EXTENSION] = DashboardState(runtime, viz_settings, policy, metrics, admission)
 
     install_error_handlers(app)
