@@ -15,7 +15,7 @@ the server's own CPU time (``/proc/<pid>/stat``) over the run is divided by the 
 gave: CPU per request, which other load on the machine disturbs far less than requests/s.
 
 Derived, per connection count: health/bare requests/s, the median of the per-round ratios
-(goal: at least 0.9), and bare/health CPU per request (the same goal read from CPU time); the
+(goal: at least 1.0), and bare/health CPU per request (the same goal read from CPU time); the
 p50 a forward adds over the same query answered locally (goal: under 2 ms at 1 connection).
 Both servers' CPU at rest is measured before the load: a node also runs SWIM, the node RPC
 and periodic runtime tasks, and that background is reported beside the ratios, not removed.
@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results" / "api.json"
 LISTENING = re.compile(r"Viz: dashboard listening at http://[\d.]+:(\d+)")
 CONCURRENCY = (1, 16, 64)
-GOAL = 0.9  # health/bare, by requests/s and by CPU per request
+GOAL = 1.0  # health/bare, by requests/s and by CPU per request (issue 33; was 0.9)
 TICK = os.sysconf("SC_CLK_TCK")
 READY_TIMEOUT = 180.0  # seconds for a server to come up (a loaded machine starts nodes slowly)
 
