@@ -38,6 +38,11 @@ def test_matrix_events_and_process_figures_after_a_kill(
         16, timeout=TIMEOUT_MS
     )
     expect(page.locator("#banner.agree")).to_be_visible()
+    expect(page.locator("#views-summary")).to_contain_text("every 2 s")
+    periods = page.evaluate(
+        "import('/viz/common/membership.js').then((m) => [4, 50, 51, 250, 1000].map(m.viewsPeriod))"
+    )
+    assert periods == [2000, 2000, 4000, 10000, 40000]  # one look per 2 s per 50 members
     expect(page.locator("#matrix th[scope='row']")).to_have_count(4)
 
     # a kill: every live observer's row shows the dead subject; the dead node's row is marked

@@ -115,6 +115,13 @@ export function fmtDuration(sec) {
 }
 
 /** "node 3", "nodes 0, 1" for a list of ids. */
+/** How often the view matrix asks (ms): every 2 s up to 50 members, then 2 s more per 50, so
+ *  a look costs at most one question per member per 2 s per 50 members (a node of a
+ *  1,000-member cluster is asked once in 40 s, not every 2 s). */
+export function viewsPeriod(members) {
+  return 2000 * Math.max(1, Math.ceil(members / 50));
+}
+
 export function nodeList(ids) {
   const list = Array.from(ids);
   const names = list.map((id) => memberName(id));

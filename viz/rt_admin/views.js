@@ -16,7 +16,7 @@
 import { $, h, fill, setText, getJSON, Panel, mountHeader } from '/viz/common/app.js';
 import { learnNames, memberName } from '/viz/common/names.js';
 import {
-  viewState, viewLetter, faultBadge, nodeList, viewLegend, fmtClock,
+  viewState, viewLetter, faultBadge, nodeList, viewLegend, fmtClock, viewsPeriod,
 } from '/viz/common/membership.js';
 
 const PERIOD = 2000;
@@ -174,13 +174,17 @@ function paintSummary(body) {
   const parts = [`asked through node ${body.node_id} at ${fmtClock(Date.now() / 1000)}`,
     `${obs.length} observer${obs.length === 1 ? '' : 's'}`, `${answered} answered`];
   if (answered < obs.length) parts.push(`${obs.length - answered} without a view`);
+  parts.push(`every ${viewsPeriod(obs.length) / 1000} s`);
   setText($('#views-summary'), parts.join(' · '));
 }
 
-new Panel($('#matrix-panel')).watch(async () => {
+const poller = new Panel($('#matrix-panel')).watch(async () => {
   const body = await getJSON('/api/cluster/views');
   learnNames(body.names);
   paintMatrix(body);
   paintBanner(body);
   paintSummary(body);
+  // Every look asks every member: beyond 50 members, look less often (viewsPeriod).
+  poller.period = viewsPeriod((body.observers || []).length);
+  poller.maxDelay = Math.max(poller.maxDelay, poller.period);
 }, { period: PERIOD });
