@@ -33,9 +33,26 @@ class MethodModel:
     samples: int = 0  # tasks learned from
     mape_samples: int = 0  # of them, tasks with a positive CPU cost (the ones the MAPE saw)
     wall_mape_samples: int = 0  # tasks with a positive wall time
+    inline: int = 0  # tasks its pool ran inline (``WorkerPool.count_inline``), learned or not
 
     def predict_cpu(self, size: float) -> float:
         return self.coefficient * (size + 1)
+
+    def learn_alike(self, size: float, real: float, lr: float) -> None:
+        """Learn from one task whose CPU and wall time are both ``real`` µs (work that never
+        waited): what ``CostModel.observe`` teaches with ``cpu_us == wall_us``, in one pass
+        (an inline I/O of a few µs must not pay more to be counted than to be done)."""
+        x = size + 1
+        err = self.coefficient * x - real
+        wall_err = self.wall_coefficient * x - real
+        self.coefficient -= lr * err / x
+        self.wall_coefficient -= lr * wall_err / x
+        self.samples += 1
+        if real > 0:
+            self.mape = (1 - lr) * self.mape + lr * 100.0 * abs(err) / real
+            self.wall_mape = (1 - lr) * self.wall_mape + lr * 100.0 * abs(wall_err) / real
+            self.mape_samples += 1
+            self.wall_mape_samples += 1
 
     def predict_wall(self, size: float) -> float:
         return self.wall_coefficient * (size + 1)

@@ -55,6 +55,7 @@ MIN_PERIOD_S = 0.01  # seconds: a shorter period is refused (it would keep a wor
 MAX_PERIOD_S = 3600.0
 RETRY_LIMIT = 8  # retries of a periodic task whose pool is gone, then it is removed
 RETRY_MAX_DELAY_S = 10.0  # the backoff between two retries never exceeds this
+INLINE_LEARN_EVERY = 4  # an inline task of a method teaches its cost model one time in this many
 
 
 def parse_period(value: Any, what: str = "period") -> float:
@@ -164,17 +165,30 @@ class WorkerPool:
         assert task.result is not None
         return task.result.unwrap()  # type: ignore[no-any-return]
 
-    def count_inline(self, pool_id: PoolId, method: str, size: float, wall_us: float) -> None:
+    def count_inline(
+        self,
+        pool_id: PoolId,
+        method: str,
+        size: float,
+        wall_us: float,
+        cost: CostModel | None = None,
+    ) -> None:
         """A task of ``pool_id``'s ``method`` that its caller ran in its own task, in
         ``wall_us`` µs of work that never waited (so its CPU time too): counted on a worker
-        row in turn and taught to the cost model as ``run`` does. For work of microseconds,
-        where the hop to a worker (all share one thread: no overlap, about 20 µs of
-        scheduling) would cost more than the work."""
+        row in turn; the first of each method, then one in ``INLINE_LEARN_EVERY``, is taught
+        to the cost model as ``run`` teaches it (inline tasks of one method are alike, and a
+        lesson costs about as much as the I/O it counts). For work of microseconds, where
+        the hop to a worker (all share one thread: no overlap, about 20 µs of scheduling)
+        would cost more than the work."""
         self._inline_turn = (self._inline_turn + 1) % len(self._workers)
         self._workers[self._inline_turn].processed += 1
-        model = self._cost_model(pool_id)
-        if model is not None:
-            model.observe(method, size, wall_us, wall_us)
+        model = self._cost_model(pool_id) if cost is None else cost  # ``cost``: the caller's own
+        if model is None:
+            return
+        m = model.method(method)
+        m.inline += 1
+        if m.inline % INLINE_LEARN_EVERY == 1:  # the first one, then one in INLINE_LEARN_EVERY
+            m.learn_alike(size, wall_us, model.learning_rate)
 
     def _submit(
         self, pool_id: PoolId, method: str, size: float, fn: TaskFn, *, is_async: bool

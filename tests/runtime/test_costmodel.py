@@ -44,3 +44,13 @@ def test_unknown_method_is_added_with_the_next_id() -> None:
     model = CostModel(("a",))
     assert model.method("b").id == 1
     assert [m["name"] for m in model.to_json()] == ["a", "b"]
+
+
+def test_learn_alike_teaches_what_observe_teaches_with_equal_cpu_and_wall() -> None:
+    """The inline path's one-pass lesson (``MethodModel.learn_alike``) is ``observe`` with
+    ``cpu_us == wall_us``, figure for figure, over a run of tasks (zero costs included)."""
+    a, b = CostModel(("read",), 0.2), CostModel(("read",), 0.2)
+    for size, real in [(4.0, 3.5), (4.0, 0.0), (1024.0, 900.0), (0.0, 2.0), (4.0, 4.2)]:
+        a.observe("read", size, real, real)
+        b.method("read").learn_alike(size, real, b.learning_rate)
+    assert a.to_json() == b.to_json()
