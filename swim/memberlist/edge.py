@@ -169,10 +169,12 @@ class Edge:
         return self._boot() if node == self.node_id else FOREIGN_BOOT  # rule 2
 
     def _source(self, name: str, host: str, port: int) -> int:
+        """Who sent a message: by its name, else by its address, else ``UNKNOWN_PEER`` (never
+        an id another member may hold)."""
         got = self._ids.get(name) if name else None
         if got is None:
             got = self._id_at(host, port)
-        return 0 if got is None else got
+        return UNKNOWN_PEER if got is None else got
 
     # ---- inbound ------------------------------------------------------------------------------
 
@@ -191,18 +193,18 @@ class Edge:
                 if m.node not in ("", self.name):
                     self._drop("misdirected")
                     return None
-                host, port = (m.source_ip, m.source_port) if m.source_ip else src
+                host, port = (m.source_ip, m.source_port) if m.source_ip and m.source_port else src
                 return wire.Ping(m.seq, self.node_id, self._source(m.source_node, *src), host, port)
             case codec.IndirectPing():
                 target = self.id_of(m.node) if m.node else self._id_at(m.target_ip, m.port)
                 if target is None:
                     self._drop("unknown_member")
                     return None
-                host, port = (m.source_ip, m.source_port) if m.source_ip else src
+                host, port = (m.source_ip, m.source_port) if m.source_ip and m.source_port else src
                 sender = self._source(m.source_node, *src)
                 return wire.PingReq(m.seq, target, m.target_ip, m.port, m.nack, sender, host, port)
             case codec.Ack():
-                return wire.Ack(m.seq, self._pending.pop(m.seq, 0))
+                return wire.Ack(m.seq, self._pending.pop(m.seq, UNKNOWN_PEER))
             case codec.Nack():
                 return wire.Nack(m.seq, self._source("", *src))
             case codec.Alive():

@@ -116,7 +116,9 @@ def test_a_full_map_lets_go_of_names_the_machine_does_not_hold() -> None:
     assert drops == []
     assert edge.known("serf-b") is None
     assert (edge.known("serf-a"), edge.known("serf-c")) == (a, c)
-    assert edge.inbound([codec.Ack(9)], SRC) == [wire.Ack(9, 0)]  # its pending ack went too
+    assert edge.inbound([codec.Ack(9)], SRC) == [
+        wire.Ack(9, UNKNOWN_PEER)
+    ]  # its pending ack went too
     held.add(c)
     assert edge.id_of("serf-d") is None  # every name held: refused
     assert drops == ["refused_name"]
@@ -144,8 +146,8 @@ def test_an_ack_is_named_after_the_member_its_ping_was_for() -> None:
     (ping,) = codec.decode_packet(sent, None, 1400).messages
     assert ping == codec.Ping(41, "serf-a", HOST, 7000, ME)
     assert edge.inbound([codec.Ack(41)], SRC) == [wire.Ack(41, serf)]
-    assert edge.inbound([codec.Ack(41)], SRC) == [wire.Ack(41, 0)]  # once
-    assert edge.inbound([codec.Ack(99)], SRC) == [wire.Ack(99, 0)]  # never sent
+    assert edge.inbound([codec.Ack(41)], SRC) == [wire.Ack(41, UNKNOWN_PEER)]  # once
+    assert edge.inbound([codec.Ack(99)], SRC) == [wire.Ack(99, UNKNOWN_PEER)]  # never sent
 
 
 def test_an_ack_of_an_indirect_ping_names_its_target() -> None:
@@ -206,3 +208,13 @@ def test_members_without_a_name_are_left_out_of_what_is_sent() -> None:
     assert edge.outbound([wire.Ping(1, 12345, 0, HOST, 7000), wire.Dead(1, 12345, 0)]) == []
     entries = [wire.StateEntry(12345, HOST, 1, 1, MemberState.ALIVE, 1)]
     assert edge.states_out(entries) == []
+
+
+def test_a_ping_from_a_stranger_names_no_member_and_is_answered_where_it_can_be() -> None:
+    edge, _ = make_edge()
+    (ping,) = edge.inbound([codec.Ping(5, ME, "10.0.0.9", 7946, "")], SRC)
+    assert isinstance(ping, wire.Ping)
+    assert (ping.src, ping.src_host, ping.src_port) == (UNKNOWN_PEER, "10.0.0.9", 7946)
+    (ping,) = edge.inbound([codec.Ping(6, ME, "10.0.0.9", 0, "")], SRC)  # an address, no port
+    assert isinstance(ping, wire.Ping)
+    assert (ping.src_host, ping.src_port) == SRC  # the packet's own source, as memberlist does
