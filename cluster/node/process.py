@@ -140,7 +140,7 @@ async def open_node(
     net = settings.networking
     advertise = advertised_host(net)
     runtime = Runtime(settings, node_id if node_id is not None else -1)
-    config, memberlist = _swim_config(settings, node_id, advertise)
+    config, memberlist = _swim_config(settings, node_id, advertise, induct)
     async with open_rpc_listeners(net.host, net.port) as listeners:
         port = bound_port(listeners)  # SWIM binds the same number over UDP
         swim_cm = open_swim(
@@ -182,13 +182,18 @@ async def open_node(
 
 
 def _swim_config(
-    settings: Settings, node_id: int | None, advertise: str
+    settings: Settings, node_id: int | None, advertise: str, induct: bool
 ) -> tuple[SwimConfig, Memberlist | None]:
     """The membership settings, and with ``swim.wire: memberlist`` this node's name there
     (memberlist's LAN profile for every timing the settings leave out)."""
     config = SwimConfig.from_mapping(settings.swim)
     if config.wire != "memberlist":
         return config, None
+    if node_id is None or induct:
+        raise SettingsError(
+            "swim.wire memberlist: a node joins by its name and keeps its own id; "
+            "give --node-id instead of --induct"
+        )
     try:
         ipaddress.ip_address(advertise)
     except ValueError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import typing
 from typing import Any
 
@@ -37,7 +38,9 @@ from cluster.node.frames import (
     frame_limit,
     unpack_untrusted,
 )
+from cluster.node.rpc import is_foreign
 from cluster.runtime import BLOCK_IO
+from swim.memberlist import codec, stream
 from tests.support.strategies import msgpack_scalars, msgpack_values
 
 # The maps the five modules built by hand before the frames were typed: the wire is unchanged.
@@ -268,3 +271,17 @@ def test_any_bytes_raise_only_bad_frame(data: bytes) -> None:
         return
     assert isinstance(decoded.request, typing.get_args(Request))
     assert decoded.values <= 50
+
+
+# ---- memberlist's streams on the same port (rpc rule 6) -------------------------------------
+
+
+def test_memberlist_streams_are_told_from_our_frames_by_their_first_bytes() -> None:
+    ping = codec.encode_message(codec.Ping(7, "rt-0", "127.0.0.1", 7946, "serf-a"))
+    pushpull = stream.pushpull_bytes([], join=True)
+    for theirs in (ping, pushpull, b"\x08\x81", b"\x09\x82", b"\x0a\x00\x00\x01"):
+        assert is_foreign(theirs[:4]), theirs[:4]
+    lengths = [1, 100, 0x82A552, 0x86A553, (1 << 24) - 1, 1 << 24]  # up to MAX_FRAME
+    for length in lengths:
+        assert not is_foreign(struct.pack(">I", length)), length
+    assert [is_foreign(b""), is_foreign(b"\x00")] == [False, False]  # too short to say: ours

@@ -135,6 +135,27 @@ def test_bad_config_exits_non_zero_with_the_key(harness: Harness, tmp_path: Path
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--host", "localhost"], "members are told an IP address, not 'localhost'"),
+        (["--induct"], "give --node-id instead of --induct"),
+        (["--name", "two words"], "networking.name: expected 1 to 128 letters"),
+        (["--join", "nowhere"], "networking.join: expected host:port, got 'nowhere'"),
+    ],
+    ids=["host-name", "induct", "name", "join"],
+)
+def test_memberlist_flags_that_cannot_be_used_are_one_clear_line(
+    harness: Harness, flags: list[str], said: str
+) -> None:
+    out = rt_run(
+        "start", "--no-viz", "--wire", "memberlist", "--port", "0", *flags, env=harness.env
+    )
+    assert out.returncode == 2, out.stderr
+    assert said in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_taken_runtime_port_is_a_clear_error(harness: Harness) -> None:
     with hold_port() as port:
         out = rt_run("start", "--no-viz", "--port", str(port), env=harness.env)
