@@ -93,10 +93,11 @@ def main() -> None:
     root = str(ROOT) + "/"
     print(f"traced Python heap: {got['traced_kib'] / 1024:.1f} MiB")
     smaps = got["smaps_kib"]
+    rss, pss = smaps.get("Rss", 0) / 1024, smaps.get("Pss", 0) / 1024
+    private = (smaps.get("Private_Clean", 0) + smaps.get("Private_Dirty", 0)) / 1024
     print(
-        f"kernel: RSS {smaps.get('Rss', 0) / 1024:.1f} MiB, PSS {smaps.get('Pss', 0) / 1024:.1f}"
-        f" MiB, private {(smaps.get('Private_Clean', 0) + smaps.get('Private_Dirty', 0)) / 1024:.1f}"
-        " MiB (tracemalloc included)"
+        f"kernel: RSS {rss:.1f} MiB, PSS {pss:.1f} MiB, private {private:.1f} MiB "
+        "(tracemalloc included)"
     )
     for row in got["top"]:
         where = row["where"].replace(root, "").replace(sys.prefix + "/", "")
