@@ -136,8 +136,8 @@ class Edge:
         """The id of ``name``, assigned now if new; None (counted) when the map is full."""
         known = self._ids.get(name)
         if known is not None:
-            if meta and known != self.node_id:
-                m = self.members[known]
+            m = self.members[known]
+            if meta and known != self.node_id and meta != m.meta:  # decoded once per change
                 m.meta, m.tags = meta, decode_tags(meta)
             return known
         if len(self._ids) >= self._max_names and not self._let_go():

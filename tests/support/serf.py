@@ -6,12 +6,10 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
 from pathlib import Path
 
-from cluster.local import free_port
+from cluster.local import SerfUnavailable, free_port, serf_members
 
 from .harness import HOST, Child, Harness
 from .waiting import wait_for
@@ -42,14 +40,12 @@ class Agent:
         self.h.require_alive(self.child)
         try:
             return self.members()
-        except (subprocess.SubprocessError, ValueError, KeyError):
+        except SerfUnavailable:
             return None
 
     def members(self) -> dict[str, str]:
         """``serf members``: each member's status (alive, failed, left) by name."""
-        argv = [SERF, "members", f"-rpc-addr={HOST}:{self.rpc}", "-format=json"]
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=True)
-        return {m["name"]: m["status"] for m in json.loads(out.stdout)["members"]}
+        return serf_members(f"{HOST}:{self.rpc}", timeout=10, serf=SERF)
 
     def errors(self) -> list[str]:
         return [line for line in Harness.log_text(self.child).splitlines() if "[ERR]" in line]
