@@ -14,6 +14,10 @@ Rules:
 5. Every body is JSON (``dashboard.jsonio``) except pages and ``/metrics``.
 6. The plain ``GET /api/health`` is answered at the door, before admission and the app
    (``dashboard.door``): the same answer, counted the same, with the same headers.
+7. A served dashboard builds its quart app (blueprints, routes, about 3 MB of a node's own
+   memory) on the first request that passes the door, not at start: a node nobody watches
+   never builds it (issue 33). The door, admission and metrics exist from the start, so
+   every request is counted from the first, and the assets are logged at start as before.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import trio
 from quart.globals import request_ctx
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -42,7 +47,7 @@ from .modules import module_blueprint
 from .retired import retired_blueprint
 from .safety import SAFE_METHODS, SitePolicy
 
-__all__ = ["CLIENT_GONE", "DashboardState", "create_app", "dashboard_state"]
+__all__ = ["CLIENT_GONE", "Dashboard", "DashboardState", "create_app", "dashboard_state"]
 
 log = logging.getLogger(__name__)
 EXTENSION = "rtsim"
@@ -130,8 +135,74 @@ def dashboard_state(app: QuartTrio) -> DashboardState:
     return state
 
 
+class Dashboard:
+    """One node's dashboard (rule 7): the door, admission and metrics from the start; the
+    quart app (``app``) built on first use. ``nursery`` is set by whoever serves it and
+    handles the ASGI lifespan (``dashboard.serve``); an app built while served is started
+    (``QuartTrio.startup``) in that nursery before it answers."""
+
+    def __init__(self, runtime: RuntimeView, viz_settings: VizSettings) -> None:
+        self.runtime = runtime
+        self.viz = viz_settings
+        self.admission = Admission(
+            self._to_app,
+            viz_settings.max_threads,
+            lambda: runtime.node_id,
+            # the runtime's bound on a forward (tests shorten it on the runtime)
+            lambda: float(getattr(runtime, "forward_timeout", FORWARD_TIMEOUT)),
+        )
+        self.metrics = DashboardMetrics(runtime, self.admission.statistics)
+        vs = viz_settings
+        self.policy = SitePolicy.for_bind(vs.bind, vs.port, vs.allowed_hosts)
+        self.asgi = ResponseTap(self.admission, self.metrics, HealthDoor(runtime, self.policy))
+        self.nursery: trio.Nursery | None = None
+        self._app: QuartTrio | None = None
+        self._app_asgi: Any = None  # the quart app's own ASGI entry, behind admission
+        self._ready: trio.Event | None = None  # set once the app is built (and started)
+        for mod, folder in sorted(mounts(runtime).items()):
+            log.info("Viz: mounted %s assets at /viz/%s (from %s)", mod, mod, folder)
+
+    @property
+    def app(self) -> QuartTrio:
+        """The quart app, built now when it was not yet."""
+        if self._app is None:
+            app = _quart_app(self)
+            self._app_asgi = app.asgi_app
+            app.asgi_app = self.asgi  # type: ignore[method-assign,assignment]
+            self._app = app
+        return self._app
+
+    @property
+    def started(self) -> bool:
+        """Was the app built and started in the server's nursery?"""
+        return self._ready is not None and self._ready.is_set() and self.nursery is not None
+
+    async def _to_app(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._ready is None:
+            self._ready = trio.Event()
+            try:
+                app = self.app
+                if self.nursery is not None:
+                    app.nursery = self.nursery
+                    await app.startup()
+            finally:
+                self._ready.set()
+        await self._ready.wait()
+        if self._app_asgi is None:
+            raise RuntimeError("the dashboard app could not be built")
+        await self._app_asgi(scope, receive, send)
+
+
 def create_app(runtime: RuntimeView, viz_settings: VizSettings) -> QuartTrio:
     """A QuartTrio app serving ``runtime``; ``viz_settings.port`` is the bound port."""
+    return Dashboard(runtime, viz_settings).app
+
+
+def _quart_app(dashboard: Dashboard) -> QuartTrio:
+    """Rules 1-5: the app of ``dashboard``, with its parts."""
+    runtime, viz_settings = dashboard.runtime, dashboard.viz
+    policy, metrics, admission = dashboard.policy, dashboard.metrics, dashboard.admission
+
     app = QuartTrio("dashboard", static_folder=None, template_folder=None)
     app.json = JsonProvider(app)
     app.config.update(
@@ -142,17 +213,6 @@ def create_app(runtime: RuntimeView, viz_settings: VizSettings) -> QuartTrio:
     app.url_map.strict_slashes = False  # a trailing slash is ignored
     app.url_map.merge_slashes = False  # "//" is not redirected; assets refuse it instead
 
-    admission = Admission(
-        app.asgi_app,
-        viz_settings.max_threads,
-        lambda: runtime.node_id,
-        # the runtime's bound on a forward (tests shorten it on the runtime)
-        lambda: float(getattr(runtime, "forward_timeout", FORWARD_TIMEOUT)),
-    )
-    metrics = DashboardMetrics(runtime, admission.statistics)
-    policy = SitePolicy.for_bind(viz_settings.bind, viz_settings.port, viz_settings.allowed_hosts)
-    door = HealthDoor(runtime, policy)
-    app.asgi_app = ResponseTap(admission, metrics, door)  # type: ignore[method-assign,assignment]
     app.extensions[EXTENSION] = DashboardState(runtime, viz_settings, policy, metrics, admission)
 
     install_error_handlers(app)
@@ -177,6 +237,4 @@ def create_app(runtime: RuntimeView, viz_settings: VizSettings) -> QuartTrio:
         if name != ADMIN:
             app.register_blueprint(module_blueprint(runtime, module))
     app.register_blueprint(retired_blueprint())
-    for mod, folder in sorted(mounts(runtime).items()):
-        log.info("Viz: mounted %s assets at /viz/%s (from %s)", mod, mod, folder)
     return app

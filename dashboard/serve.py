@@ -17,6 +17,9 @@ Rules:
 6. What h11 refuses before the app runs (400, 431, 501) is answered ``{"error": ...}`` too,
    and a close racing the app's last write is no error (``dashboard.connection``, installed
    into hypercorn before serving).
+7. The ASGI lifespan is answered here, not by the app, which is built on first use
+   (``dashboard.app`` rule 7): its nursery is the app's once built, and an app built and
+   started is shut down (``QuartTrio.shutdown``) when serving ends.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import logging
 import socket
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import trio
 from hypercorn.config import Config
@@ -34,7 +38,7 @@ from cluster.ground.settings import VizSettings
 from cluster.runtime import RuntimeView
 
 from . import connection
-from .app import create_app
+from .app import Dashboard
 from .intake import MAX_HEADERS
 
 __all__ = ["bind_socket", "hypercorn_config", "serve_dashboard"]
@@ -91,11 +95,35 @@ async def serve_dashboard(
     sock = bind_socket(viz_settings.bind, viz_settings.port)
     try:
         bound_port = int(sock.getsockname()[1])
-        app = create_app(runtime, replace(viz_settings, port=bound_port))
+        dashboard = Dashboard(runtime, replace(viz_settings, port=bound_port))
         config = hypercorn_config(sock, viz_settings.max_threads)
     except BaseException:
         sock.close()
         raise
     async with trio.open_nursery() as nursery:
-        await nursery.start(partial(serve, app, config, mode="asgi"))
+        await nursery.start(partial(serve, _Served(dashboard), config, mode="asgi"))
         task_status.started((viz_settings.bind, bound_port))
+
+
+class _Served:
+    """What hypercorn runs: the lifespan here (rule 7), the rest through the dashboard."""
+
+    def __init__(self, dashboard: Dashboard) -> None:
+        self.dashboard = dashboard
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await self.dashboard.asgi(scope, receive, send)
+            return
+        async with trio.open_nursery() as nursery:
+            self.dashboard.nursery = nursery
+            while True:
+                event = await receive()
+                if event["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif event["type"] == "lifespan.shutdown":
+                    if self.dashboard.started:
+                        await self.dashboard.app.shutdown()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    nursery.cancel_scope.cancel()
+                    return

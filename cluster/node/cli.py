@@ -9,11 +9,14 @@ its runtime port (``--port``, else the settings' ``networking.port``) on the loo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import io
 import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -163,10 +166,11 @@ def _call(args: argparse.Namespace, request: Call, timeout: float = RPC_TIMEOUT)
 # -- handlers ---------------------------------------------------------------------------------
 
 
-def cmd_start(args: argparse.Namespace) -> int:
+def cmd_start(args: argparse.Namespace, settings: Settings | None = None) -> int:
     from .process import run_node
 
-    return run_node(_settings(args), induct=args.induct, seed=args.seed)
+    settings = _settings(args) if settings is None else settings
+    return run_node(settings, induct=args.induct, seed=args.seed)
 
 
 def _stop(args: argparse.Namespace, quiet_if_none: bool = False) -> int:
@@ -398,10 +402,38 @@ def cached_parser() -> argparse.ArgumentParser:
     return build_parser()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = cached_parser().parse_args(argv)
+@dataclass(frozen=True)
+class Prepared:
+    """A ``start`` command line parsed and its settings loaded, ahead of the run."""
+
+    args: argparse.Namespace
+    settings: Settings
+
+
+def prepare(argv: Sequence[str]) -> Prepared | None:
+    """What ``main(argv)`` does first when ``argv`` starts a node (its command line parsed,
+    its settings read), done ahead: by the zygote before it forks, so its nodes share that
+    work's pages instead of each writing its own copy (issue 33, about 2 MB a node). None
+    when ``argv`` is not a start that would succeed so far: ``main`` then does it all itself
+    and reports what fails, as always. Prints nothing."""
     try:
-        rc: int = args.fn(args)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            args = cached_parser().parse_args(argv)
+            if args.fn is not cmd_start:
+                return None
+            return Prepared(args, _settings(args))
+    except (Exception, SystemExit):
+        return None
+
+
+def main(argv: Sequence[str] | None = None, prepared: Prepared | None = None) -> int:
+    """``rt_run``; ``prepared`` is ``prepare(argv)`` done ahead (then ``argv`` is not read)."""
+    args = cached_parser().parse_args(argv) if prepared is None else prepared.args
+    try:
+        if prepared is not None:
+            rc: int = cmd_start(prepared.args, prepared.settings)
+        else:
+            rc = args.fn(args)
     except (CliError, SettingsError) as exc:
         print(f"rt_run: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, SettingsError) else 1

@@ -37,9 +37,13 @@ Rules:
    modules' code; the scan of installed modules; ``rt_run``'s parser), with the cyclic
    collector off (no freed holes for a node's first allocations to land in), and freezes every
    object it holds before each fork (``gc.freeze``), so a node's collections never write to
-   the zygote's objects; only the node turns the collector back on. What a node still keeps
-   to itself is mostly the pages of the code it runs: CPython 3.11 counts references in the
-   objects, so running a function copies the page its code object and constants sit on.
+   the zygote's objects; only the node turns the collector back on. Before each fork it also
+   parses the node's command line and reads its settings (``cli.prepare``): the node starts
+   from them instead of writing its own copy of the pages that work touches (a command line
+   it cannot prepare, the node parses itself and reports as ``rt_run`` does). What a node
+   still keeps to itself is mostly the pages of the code it runs: CPython 3.11 counts
+   references in the objects, so running a function copies the page its code object and
+   constants sit on.
 """
 
 from __future__ import annotations
@@ -54,7 +58,10 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from cluster.node.cli import Prepared
 
 __all__ = ["main"]
 
@@ -129,7 +136,7 @@ def _fresh_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def _node(request: dict[str, Any], watcher: socket.socket) -> NoReturn:
+def _node(request: dict[str, Any], prepared: Prepared | None, watcher: socket.socket) -> NoReturn:
     """Become the node process once the watcher has recorded it; never returns."""
     code = 1
     try:
@@ -142,7 +149,7 @@ def _node(request: dict[str, Any], watcher: socket.socket) -> NoReturn:
         gc.enable()  # rule 6: off in the zygote and the watcher, on in the node
         from cluster.node.cli import main as rt_run
 
-        code = rt_run([str(a) for a in request["argv"]])
+        code = rt_run([str(a) for a in request["argv"]], prepared)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
@@ -172,7 +179,7 @@ def _detach(log: str) -> None:
     os.close(out)
 
 
-def _watch(request: dict[str, Any], report: int) -> NoReturn:
+def _watch(request: dict[str, Any], prepared: Prepared | None, report: int) -> NoReturn:
     """Fork the node, record it, let it go, report it, wait for it and record its end."""
     try:
         _detach(str(request["log"]))
@@ -181,7 +188,7 @@ def _watch(request: dict[str, Any], report: int) -> NoReturn:
         if pid == 0:
             ours.close()
             os.close(report)
-            _node(request, theirs)
+            _node(request, prepared, theirs)
         theirs.close()
         ours.recv(1)  # READY, or nothing when the node died already
         me = os.getpid()
@@ -238,14 +245,17 @@ def _request(line: str) -> dict[str, Any]:
 def _serve(line: str) -> dict[str, Any]:
     """Fork a watcher for one request; its report (after the node is recorded)."""
     try:
+        from cluster.node.cli import prepare
+
         request = _request(line)
+        prepared = prepare([str(a) for a in request["argv"]])  # rule 6
         r, w = os.pipe()
         sys.stdout.flush()
         gc.freeze()  # rule 6
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            _watch(request, w)
+            _watch(request, prepared, w)
         os.close(w)
         with os.fdopen(r, "rb") as f:
             data = f.read()  # until the watcher has reported (or died)

@@ -112,3 +112,40 @@ def test_compose_file_that_is_not_a_list(
     f.write_text("compose: nope\n")
     assert cli.main(["compose", str(f), "--port", str(free_port())]) == 1
     assert "expected a compose section" in capsys.readouterr().err
+
+
+def test_prepare_parses_a_start_and_reads_its_settings_ahead(tmp_path: Path) -> None:
+    # The zygote prepares each node's start before it forks (issue 33); the node then runs
+    # from the same settings main() would have read itself.
+    cfg = tmp_path / "node.yaml"
+    cfg.write_text("workload: {enabled: false}\nswim: {probe_interval: 0.5}\n")
+    argv = ["start", "--port", "7001", "--node-id", "3", "--viz-port", "0", "--config", str(cfg)]
+    prepared = cli.prepare(argv)
+    assert prepared is not None
+    assert prepared.settings == cli._settings(cli.build_parser().parse_args(argv))
+    assert prepared.settings.networking.node_id == 3
+    assert prepared.settings.workload.enabled is False
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stop"],  # not a start: main does it
+        ["start", "--port", "not-a-port"],  # argparse would print and exit 2
+        ["start", "--config", "/nonexistent/node.yaml"],  # a SettingsError
+        ["start", "--no-such-flag"],
+    ],
+)
+def test_prepare_leaves_what_would_fail_or_is_no_start_to_main(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.prepare(argv) is None
+    assert capsys.readouterr() == ("", "")  # main reports it, once, when the node runs
+
+
+def test_a_failing_start_the_zygote_could_not_prepare_is_reported_by_the_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["start", "--config", str(tmp_path / "missing.yaml")]
+    assert cli.main(argv, cli.prepare(argv)) == 2
+    assert "cannot read" in capsys.readouterr().err
