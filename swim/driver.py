@@ -16,8 +16,11 @@ Rules:
 4. With a keyring (``config.keyring``) every TCP exchange is sealed both ways
    (``exchange.seal``/``open_sealed``); a frame that does not open is refused and counted
    (``auth``). UDP packets are sealed and opened by the machine.
-5. A packet the machine refused before decoding (``DROPPED``) costs no wake-up of the timer
-   loop: under a flood, shed packets stay cheap.
+5. A packet wakes the timer loop only when it brought the machine's next deadline before the
+   one the loop waits for (a probe's ack, the first rumor to gossip, a new suspicion);
+   otherwise the loop ticks at its deadline as it would have. A packet the machine refused
+   before decoding (``DROPPED``) costs no look at all: under a flood, shed packets stay
+   cheap, and a start-up's storm of join rumors does not tick the machine once a packet.
 6. Time is ``trio.current_time()``, so a ``trio.testing.MockClock`` drives the member. Every
    membership change is numbered into the handle's ``History`` ring (``events``, ``since``)
    and, with an event log, written as one JSON line. Both carry ``mono``, trio's time moved
@@ -33,13 +36,20 @@ Rules:
    is the same. Our own TCP swim frames are then refused. Faults apply to the door's streams
    too: a stream from a blocked member is refused, and one that does not say who sends it
    (memberlist's push/pull) is refused while any member is blocked here.
+9. A packet goes out at once, from the code that made it, when the socket takes it: to an
+   address in the socket's own family given as a literal, with nothing queued before it.
+   Otherwise (a host name, a full socket buffer, packets still queued) it waits in the send
+   queue (at most ``SEND_QUEUE`` packets; more are dropped and counted) for the send task.
+   At rest that is most of a member's task switches saved (issue 33).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
+import socket
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -66,6 +76,8 @@ __all__ = ["SwimHandle", "open_swim"]
 log = logging.getLogger(__name__)
 
 LAG_WINDOW = 60.0  # seconds of loop-lag samples behind ``loop_lag_max``
+SEND_QUEUE = 4096  # packets waiting for the send task at most (rule 9)
+_LITERALS_KEPT = 1024
 LAG_SAMPLES = 512  # at most this many kept (a member at rest takes two to ten a second)
 
 
@@ -80,18 +92,25 @@ class SwimHandle:
         event_log: EventLog | None,
         rng: random.Random,
         door: Door | None = None,
+        raw: socket.socket | None = None,
     ) -> None:
         self.machine = machine
         self.door = door  # memberlist's protocol at the edge, or None for ours
         self.config = machine.config
         self.faults = Faults()
         self._sock = sock
+        self._raw = raw  # the stdlib socket ``sock`` wraps, for sends without a wait (rule 9)
         self._nursery = nursery
         self._log = event_log
         self._rng = rng
         self._wake = trio.Event()
+        self._waits_until = -math.inf  # the deadline the tick loop waits for (rule 5)
         self._changed = trio.Event()
-        self._send_q, self._send_r = trio.open_memory_channel[tuple[bytes, tuple[str, int]]](4096)
+        self._send_q, self._send_r = trio.open_memory_channel[tuple[bytes, tuple[str, int]]](
+            SEND_QUEUE
+        )
+        self._queued = 0  # packets in the send queue (rule 9)
+        self._literal = _literal_hosts(sock.family)
         self._syncing: set[tuple[str, int]] = set()
         self._lags: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)  # (when, lag) s
         self._history = History()
@@ -243,7 +262,7 @@ class SwimHandle:
             if key not in self._syncing:
                 self._syncing.add(key)
                 self._nursery.start_soon(self._pushpull, req)
-        if wake:
+        if wake and self.machine.next_deadline() < self._waits_until:
             self._wake.set()
 
     def _refuse(self, reason: str, error: str) -> dict[str, Any]:
@@ -266,8 +285,18 @@ class SwimHandle:
             fn(*args)
 
     def _send_nowait(self, data: bytes, addr: tuple[str, int]) -> None:
+        if self._raw is not None and not self._queued and self._literal(addr[0]):  # rule 9
+            try:
+                self._raw.sendto(data, addr)
+                return
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                self.machine.counters.drop(f"send_error_{exc.errno}")
+                return
         try:
             self._send_q.send_nowait((data, addr))
+            self._queued += 1
         except trio.WouldBlock:
             self.machine.counters.drop("send_queue_full")
 
@@ -340,19 +369,44 @@ class SwimHandle:
                 await self._sock.sendto(data, addr)
             except OSError as exc:
                 self.machine.counters.drop(f"send_error_{exc.errno}")
+            finally:
+                self._queued -= 1
 
     async def _tick_loop(self) -> None:
         while True:
             # Capped at a second: a backstop should a change ever fail to wake this loop.
             deadline = min(self.machine.next_deadline(), trio.current_time() + 1.0)
+            self._waits_until = deadline
             with trio.move_on_at(deadline):
                 await self._wake.wait()
             now = trio.current_time()
             if now >= deadline:  # rule 7: how late past its deadline the loop runs
                 self._lags.append((now, now - deadline))
             self._wake = trio.Event()
+            self._waits_until = -math.inf  # ticking now: nothing needs to wake it
             # The tick's own output must not wake this loop again (it would spin).
             self._process(self.machine.tick(now), wake=False)
+
+
+def _literal_hosts(family: int) -> Callable[[str], bool]:
+    """Is a host an address literal of ``family`` (a send to it needs no name lookup)? The
+    answers are remembered (at most ``_LITERALS_KEPT`` hosts, then forgotten at once)."""
+    known: dict[str, bool] = {}
+
+    def literal(host: str) -> bool:
+        answer = known.get(host)
+        if answer is None:
+            try:
+                socket.inet_pton(family, host)
+                answer = True
+            except (OSError, ValueError):
+                answer = False
+            if len(known) >= _LITERALS_KEPT:
+                known.clear()
+            known[host] = answer
+        return answer
+
+    return literal
 
 
 async def _call_after(delay: float, fn: Callable[..., None], *args: Any) -> None:
@@ -395,7 +449,7 @@ async def open_swim(
         if node_id is None or induct:
             raise ValueError("a member speaking another wire format needs a node id (no induct)")
         machine_config = wire_format.machine_config(config, me)
-    async with open_udp(host, port) as sock:
+    async with open_udp(host, port) as (sock, raw):
         bound_port = int(sock.getsockname()[1])
         node_id = await resolve_node_id(node_id, induct, seed_addrs, config)
         now = trio.current_time()
@@ -412,7 +466,7 @@ async def open_swim(
         )
         async with open_event_log(event_log) as events, trio.open_nursery() as nursery:
             door = None if wire_format is None else wire_format.open_door(machine, config)
-            handle = SwimHandle(machine, sock, nursery, events, rng, door)
+            handle = SwimHandle(machine, sock, nursery, events, rng, door, raw)
             handle._start()
             log.info("node %s: swim bound on %s:%s, told as %s", node_id, host, bound_port, me)
             yield handle

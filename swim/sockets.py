@@ -72,14 +72,18 @@ async def resolve_node_id(
 
 
 @asynccontextmanager
-async def open_udp(host: str, port: int) -> AsyncIterator[trio.socket.SocketType]:
-    """A UDP socket bound to ``host:port`` (0 picks a free port), closed on exit."""
+async def open_udp(
+    host: str, port: int
+) -> AsyncIterator[tuple[trio.socket.SocketType, _socket.socket]]:
+    """A UDP socket bound to ``host:port`` (0 picks a free port), closed on exit: trio's
+    socket and the non-blocking stdlib socket it wraps (for sends that need no wait)."""
     family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
-    with trio.socket.socket(family, _socket.SOCK_DGRAM) as sock:
+    raw = _socket.socket(family, _socket.SOCK_DGRAM)
+    with trio.socket.from_stdlib_socket(raw) as sock:
         with suppress(OSError):  # a bigger receive buffer is welcome, not required
             sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, 1 << 21)
         await sock.bind((host, port))
-        yield sock
+        yield sock, raw
 
 
 @asynccontextmanager
