@@ -74,16 +74,26 @@ async def resolve_node_id(
 @asynccontextmanager
 async def open_udp(
     host: str, port: int
-) -> AsyncIterator[tuple[trio.socket.SocketType, _socket.socket]]:
+) -> AsyncIterator[tuple[trio.socket.SocketType, _socket.socket | None]]:
     """A UDP socket bound to ``host:port`` (0 picks a free port), closed on exit: trio's
-    socket and the non-blocking stdlib socket it wraps (for sends that need no wait)."""
+    socket, and a stdlib socket on a copy of its descriptor for sends that need no wait (None
+    for a socket without one, as a test's in-memory socket)."""
     family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
-    raw = _socket.socket(family, _socket.SOCK_DGRAM)
-    with trio.socket.from_stdlib_socket(raw) as sock:
+    with trio.socket.socket(family, _socket.SOCK_DGRAM) as sock:
         with suppress(OSError):  # a bigger receive buffer is welcome, not required
             sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, 1 << 21)
         await sock.bind((host, port))
-        yield sock, raw
+        try:
+            raw: _socket.socket | None = _socket.fromfd(sock.fileno(), family, _socket.SOCK_DGRAM)
+        except (NotImplementedError, OSError):
+            raw = None
+        try:
+            if raw is not None:
+                raw.setblocking(False)
+            yield sock, raw
+        finally:
+            if raw is not None:
+                raw.close()
 
 
 @asynccontextmanager
