@@ -120,11 +120,19 @@ async def _rest(
 
 
 async def rest_run(
-    n: int, minutes: float, root: Path, *, loss: float = 0.0, timeout: float, report_every: float
+    n: int,
+    minutes: float,
+    root: Path,
+    *,
+    loss: float = 0.0,
+    timeout: float,
+    report_every: float,
+    kind: str = "",
 ) -> dict[str, Any]:
     """A cluster of ``n`` started, converged, then (with ``loss`` percent lost on every node,
-    both ways) left alone for ``minutes``: false suspicions and deaths, CPU, loop lag."""
-    kind = "loss" if loss else "rest"
+    both ways) left alone for ``minutes``: false suspicions and deaths, CPU, loop lag.
+    ``kind`` names the run (default ``loss`` or ``rest``)."""
+    kind = kind or ("loss" if loss else "rest")
     cluster = _cluster(root, f"{kind}{n}", n)
     row: dict[str, Any] = {"run": kind, "nodes": n, "loss_pct": loss, "minutes": minutes}
     t0 = time.monotonic()
