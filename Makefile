@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.storage
 	$(BIN)/python -m bench.sim
 	$(BIN)/python -m bench.cluster --timeout 300
+	$(BIN)/python -m bench.cluster --runs thousand --out bench/results/thousand.json
 	$(BIN)/python -m bench.chaos
 	$(BIN)/python -m bench.explore
 	$(BIN)/python -m bench.membership.mixed

@@ -17,8 +17,9 @@ Four runs, each on throwaway clusters (free ports, dashboards on, synthetic work
   with an error is a size the machine could not hold).
 
 ``--runs up,rest,loss`` (the default; ``thousand`` by name); ``--sizes``, ``--rest-nodes``,
-``--rest-minutes``, ``--loss-nodes``, ``--loss-minutes``, ``--thousand-*`` shorten them. Prints tables and saves
-bench/results/cluster.json with the goals. Never pass/fail.
+``--rest-minutes``, ``--loss-nodes``, ``--loss-minutes``, ``--thousand-*`` shorten them.
+Prints tables and saves bench/results/cluster.json (``--out``; ``make bench`` saves the
+thousand run as bench/results/thousand.json) with the goals. Never pass/fail.
 """
 
 from __future__ import annotations
