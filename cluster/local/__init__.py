@@ -13,6 +13,7 @@ from .launcher import LocalCluster, NodeFailed, sees_all
 from .ledger import Member, live_members, members, procs_dir
 from .mixed import MixedCluster, alive_names, open_local
 from .netns import DEFAULT_SUBNET, bridge_present, cut_addresses, cut_nodes, leftovers
+from .pids import process_state, start_marker
 from .plan import KEYRING_BY_DEFAULT, MAX_NODES, plan_cluster, write_keyring
 from .ports import check_port_free, free_port, pick_free_ports
 from .processes import PROJECT_ROOT, Proc, Processes, Watched, Zygote, child_env, log_tail
@@ -27,10 +28,8 @@ from .record import (
     cluster_dir,
     clusters_home,
     load_record,
-    process_state,
     read_record,
     save_record,
-    start_marker,
     update_record,
     valid_name,
 )
