@@ -36,11 +36,8 @@ Rules:
    is the same. Our own TCP swim frames are then refused. Faults apply to the door's streams
    too: a stream from a blocked member is refused, and one that does not say who sends it
    (memberlist's push/pull) is refused while any member is blocked here.
-9. A packet goes out at once, from the code that made it, when the socket takes it: to an
-   address in the socket's own family given as a literal, with nothing queued before it.
-   Otherwise (a host name, a full socket buffer, packets still queued) it waits in the send
-   queue (at most ``SEND_QUEUE`` packets; more are dropped and counted) for the send task.
-   At rest that is most of a member's task switches saved (issue 33).
+9. A packet goes out at once from the code that made it when the socket takes it, else
+   through the send queue (``sockets.Sender``): at rest most of a member's task switches.
 """
 
 from __future__ import annotations
@@ -49,7 +46,7 @@ import logging
 import math
 import os
 import random
-import socket
+import socket as stdsocket
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -67,7 +64,14 @@ from .keyring import TCP_REPLY, TCP_REQUEST
 from .machine import SwimMachine
 from .members import Member
 from .outputs import DROPPED, Output, SwimStatistics, SyncRequest
-from .sockets import EventLog, open_event_log, open_udp, resolve_node_id, tcp_request
+from .sockets import (
+    EventLog,
+    Sender,
+    open_event_log,
+    open_udp,
+    resolve_node_id,
+    tcp_request,
+)
 from .wire import StateEntry
 from .wireformat import Door, WireFormat
 
@@ -76,8 +80,6 @@ __all__ = ["SwimHandle", "open_swim"]
 log = logging.getLogger(__name__)
 
 LAG_WINDOW = 60.0  # seconds of loop-lag samples behind ``loop_lag_max``
-SEND_QUEUE = 4096  # packets waiting for the send task at most (rule 9)
-_LITERALS_KEPT = 1024
 LAG_SAMPLES = 512  # at most this many kept (a member at rest takes two to ten a second)
 
 
@@ -92,25 +94,20 @@ class SwimHandle:
         event_log: EventLog | None,
         rng: random.Random,
         door: Door | None = None,
-        raw: socket.socket | None = None,
+        raw: stdsocket.socket | None = None,
     ) -> None:
         self.machine = machine
         self.door = door  # memberlist's protocol at the edge, or None for ours
         self.config = machine.config
         self.faults = Faults()
         self._sock = sock
-        self._raw = raw  # the stdlib socket ``sock`` wraps, for sends without a wait (rule 9)
+        self._sender = Sender(sock, raw, machine.counters.drop)  # rule 9
         self._nursery = nursery
         self._log = event_log
         self._rng = rng
         self._wake = trio.Event()
         self._waits_until = -math.inf  # the deadline the tick loop waits for (rule 5)
         self._changed = trio.Event()
-        self._send_q, self._send_r = trio.open_memory_channel[tuple[bytes, tuple[str, int]]](
-            SEND_QUEUE
-        )
-        self._queued = 0  # packets in the send queue (rule 9)
-        self._literal = _literal_hosts(sock.family)
         self._syncing: set[tuple[str, int]] = set()
         self._lags: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)  # (when, lag) s
         self._history = History()
@@ -237,7 +234,7 @@ class SwimHandle:
     # ---- carrying out the machine's output ------------------------------------------------
 
     def _start(self) -> None:
-        for task in (self._recv_loop, self._send_loop, self._tick_loop):
+        for task in (self._recv_loop, self._sender.run, self._tick_loop):
             self._nursery.start_soon(task)
         self._process(self.machine.join(trio.current_time()))
 
@@ -256,7 +253,7 @@ class SwimHandle:
             delay = self._admit(dest, "out")
             data = dg.data if self.door is None else self.door.send(dg.data)
             if delay is not None and data is not None:
-                self._after(delay, self._send_nowait, data, dg.addr)
+                self._after(delay, self._sender.send_nowait, data, dg.addr)
         for req in out.syncs:
             key = (req.host, req.port)
             if key not in self._syncing:
@@ -283,22 +280,6 @@ class SwimHandle:
             self._nursery.start_soon(_call_after, delay, fn, *args)
         else:
             fn(*args)
-
-    def _send_nowait(self, data: bytes, addr: tuple[str, int]) -> None:
-        if self._raw is not None and not self._queued and self._literal(addr[0]):  # rule 9
-            try:
-                self._raw.sendto(data, addr)
-                return
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                self.machine.counters.drop(f"send_error_{exc.errno}")
-                return
-        try:
-            self._send_q.send_nowait((data, addr))
-            self._queued += 1
-        except trio.WouldBlock:
-            self.machine.counters.drop("send_queue_full")
 
     def _receive(self, data: bytes, src: tuple[str, int]) -> None:
         now = trio.current_time()
@@ -363,15 +344,6 @@ class SwimHandle:
             else:
                 self._after(delay, self._receive, data, src)
 
-    async def _send_loop(self) -> None:
-        async for data, addr in self._send_r:
-            try:
-                await self._sock.sendto(data, addr)
-            except OSError as exc:
-                self.machine.counters.drop(f"send_error_{exc.errno}")
-            finally:
-                self._queued -= 1
-
     async def _tick_loop(self) -> None:
         while True:
             # Capped at a second: a backstop should a change ever fail to wake this loop.
@@ -386,27 +358,6 @@ class SwimHandle:
             self._waits_until = -math.inf  # ticking now: nothing needs to wake it
             # The tick's own output must not wake this loop again (it would spin).
             self._process(self.machine.tick(now), wake=False)
-
-
-def _literal_hosts(family: int) -> Callable[[str], bool]:
-    """Is a host an address literal of ``family`` (a send to it needs no name lookup)? The
-    answers are remembered (at most ``_LITERALS_KEPT`` hosts, then forgotten at once)."""
-    known: dict[str, bool] = {}
-
-    def literal(host: str) -> bool:
-        answer = known.get(host)
-        if answer is None:
-            try:
-                socket.inet_pton(family, host)
-                answer = True
-            except (OSError, ValueError):
-                answer = False
-            if len(known) >= _LITERALS_KEPT:
-                known.clear()
-            known[host] = answer
-        return answer
-
-    return literal
 
 
 async def _call_after(delay: float, fn: Callable[..., None], *args: Any) -> None:

@@ -61,6 +61,7 @@ class TrackedCluster:
         self.python = python or sys.executable
         self.viz = viz
         self.processes = Processes()
+        self._unsaved: list[NodeRecord] = []  # forked, not yet in the file (``save_forks``)
 
     @property
     def directory(self) -> Path:
@@ -142,17 +143,44 @@ class TrackedCluster:
         with self.processes.open_zygote(argv, child_env(), errors) as zygote:
             yield zygote
 
-    def fork(self, zygote: Zygote, rec: NodeRecord) -> NodeRecord:
-        """Start the process of ``rec`` from ``zygote``; its pid is recorded before this
-        returns (and by its watcher before it runs)."""
+    def fork(self, zygote: Zygote, rec: NodeRecord, *, save: bool = True) -> NodeRecord:
+        """Start the process of ``rec`` from ``zygote``; its pid is in the record file before
+        this returns, or with ``save=False`` at the next ``save_forks`` (it is in ``record`` at
+        once, and its watcher records it in ``procs/`` before it runs either way)."""
+        self.send_fork(zygote, rec)
+        return self.take_fork(zygote, rec, save=save)
+
+    def send_fork(self, zygote: Zygote, rec: NodeRecord) -> None:
+        """``fork``'s first half: ask ``zygote`` for the process of ``rec``, without waiting."""
         with open(rec.log, "ab") as out:
             out.write(f"--- rt_cluster: starting node {rec.node_id} at {time.ctime()}\n".encode())
         argv = self.node_command(rec)[3:]  # after "python -m cluster.node.cli"
         tag = {"cluster": self.record.name, "node_id": rec.node_id}
-        proc = zygote.fork(argv, rec.log, procs_dir(self.directory), tag)
+        zygote.send(argv, rec.log, procs_dir(self.directory), tag)
+
+    def take_fork(self, zygote: Zygote, rec: NodeRecord, *, save: bool = True) -> NodeRecord:
+        """``fork``'s second half, for the oldest ``send_fork`` to ``zygote`` (``rec``)."""
+        proc = zygote.receive(rec.log)
         new = replace(rec, pid=proc.pid, started=proc.started, state="starting", ended=None)
-        self._commit(lambda r: merge_node(r, new))
+        if save:
+            self._commit(lambda r: merge_node(r, new))
+        else:
+            self._unsaved.append(new)
+            self.record = merge_node(self.record, new)
         return new
+
+    def save_forks(self) -> None:
+        """Write the forks made with ``save=False`` into the record file, in one update."""
+        if not self._unsaved:
+            return
+        forked, self._unsaved = self._unsaved, []
+
+        def change(rec: ClusterRecord) -> ClusterRecord:
+            for new in forked:
+                rec = merge_node(rec, new)
+            return rec
+
+        self._commit(change)
 
     def spawn(self, rec: NodeRecord) -> NodeRecord:
         """Start the process of one node (from a zygote of its own)."""

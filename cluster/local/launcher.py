@@ -25,7 +25,6 @@ Errors: ``ClusterError`` (from ``record``) for everything the user should read;
 from __future__ import annotations
 
 import contextlib
-import functools
 import signal
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -40,6 +39,7 @@ from cluster.node import Call, Faults, Identity, Monitor, PeerTimeout, Stop, rpc
 
 from . import netns
 from .bookkeeping import TrackedCluster
+from .forks import AheadForks, Forks
 from .holders import port_trouble
 from .ledger import Member, procs_dir
 from .plan import append_entry, hostfile_entries, plan_node
@@ -290,13 +290,13 @@ class LocalCluster(TrackedCluster):
             yield zygote
 
     @contextlib.contextmanager
-    def open_forker(self) -> Iterator[Callable[[NodeRecord], NodeRecord]]:
-        """``fork(rec)`` for the ``with`` block: each node of the record forked from one zygote,
-        or, in namespaces, each from a zygote of its own, the next ``ZYGOTES_AHEAD`` warming
-        up (importing) meanwhile. On leaving, every fork made is recorded."""
+    def open_forker(self) -> Iterator[Forks]:
+        """The forks of a launch (``cluster.local.forks``) for the ``with`` block: from one
+        zygote, or, in namespaces, each from a zygote of its own, the next ``ZYGOTES_AHEAD``
+        warming up meanwhile. On leaving, every fork made is recorded."""
         if self.record.network is None:
-            with self.open_zygote() as zygote:
-                yield functools.partial(self.fork, zygote)
+            with self.open_zygote() as z, contextlib.closing(AheadForks(self, z)) as forks:
+                yield forks
             return
         order = [n.node_id for n in self.record.nodes]
         warm: dict[int, tuple[contextlib.ExitStack, Zygote]] = {}
@@ -315,7 +315,7 @@ class LocalCluster(TrackedCluster):
                 return self.fork(zygote, rec)
 
         try:
-            yield fork
+            yield Forks(fork)
         finally:
             for stack, _ in warm.values():
                 stack.close()

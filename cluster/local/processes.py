@@ -112,12 +112,25 @@ class Zygote:
     ) -> Proc:
         """Fork a process running ``argv`` (``rt_run`` arguments), recorded in ``procs`` with
         ``tag``; ClusterError when the zygote cannot."""
+        self.send(argv, log_path, procs, tag)
+        return self.receive(log_path)
+
+    def send(
+        self, argv: Sequence[str], log_path: str, procs: str | Path, tag: Mapping[str, object]
+    ) -> None:
+        """Ask for a fork without waiting for it: the zygote answers requests in the order
+        sent, each with ``receive``. A zygote that is gone shows at that ``receive``."""
         assert self._proc.stdin is not None
-        assert self._proc.stdout is not None
         request = {"argv": list(argv), "log": log_path, "procs": str(procs), "tag": dict(tag)}
-        try:
+        with contextlib.suppress(OSError):
             self._proc.stdin.write(json.dumps(request) + "\n")
             self._proc.stdin.flush()
+
+    def receive(self, log_path: str) -> Proc:
+        """The process forked for the oldest request not yet received (``log_path`` is its
+        log); ClusterError when the zygote could not fork it."""
+        assert self._proc.stdout is not None
+        try:
             reply = json.loads(self._proc.stdout.readline() or "{}")
         except (OSError, ValueError) as exc:
             reply = {"error": str(exc)}

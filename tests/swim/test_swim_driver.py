@@ -287,25 +287,28 @@ async def test_framing_round_trip_and_errors() -> None:
 
 
 async def test_packets_go_out_at_once_or_through_the_queue_in_order() -> None:
-    """Rule 9: to an address literal with nothing queued a packet is sent from the code that
-    made it; to a host name it goes through the send queue (trio resolves it), and while
-    anything is queued later packets queue behind it, so none overtakes another."""
+    """sockets rule 3 (driver rule 9): to an address literal with nothing queued a packet is
+    sent from the code that made it; to a host name it goes through the send queue (trio
+    resolves it), and while anything is queued later packets queue behind it, so none
+    overtakes another."""
     got: list[bytes] = []
     with trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_DGRAM) as sink:
         await sink.bind(("127.0.0.1", 0))
         port = sink.getsockname()[1]
         async with open_swim(FAST, node_id=0, host="127.0.0.1", port=0) as h:
-            h._send_nowait(b"one", ("127.0.0.1", port))
-            assert h._queued == 0  # sent already
+            h._sender.send_nowait(b"one", ("127.0.0.1", port))
+            assert h._sender.queued == 0  # sent already
             data, _ = await sink.recvfrom(100)
             got.append(data)
-            h._send_nowait(b"two", ("localhost", port))  # a name: queued for the send task
-            h._send_nowait(b"three", ("127.0.0.1", port))  # behind it, not before
-            assert h._queued == 2
+            h._sender.send_nowait(b"two", ("localhost", port))  # a name: queued for the send task
+            h._sender.send_nowait(b"three", ("127.0.0.1", port))  # behind it, not before
+            assert h._sender.queued == 2
             with trio.fail_after(10):
                 while len(got) < 3:
                     data, _ = await sink.recvfrom(100)
                     got.append(data)
             # the send task counts a packet out once its sendto returns
-            await wait_for_async("the queue to empty", lambda: h._queued, until=lambda n: n == 0)
+            await wait_for_async(
+                "the queue to empty", lambda: h._sender.queued, until=lambda n: n == 0
+            )
     assert got == [b"one", b"two", b"three"]
