@@ -5,7 +5,7 @@ Rules:
 2. ``AheadForks`` writes each request to the one zygote at once and reads its answer later,
    so the zygote forks the next node while the launcher records the last one, asks who is
    ready and reports progress (issue 33: at 250 nodes each side took about 80 ms a fork).
-   Taken forks reach the record file at ``save_forks`` (``startup`` rule 1); ``finish``
+   Taken forks reach the record file at ``save_forks`` (``startup`` rule 1); ``close``
    takes every fork still in flight and saves them all, whatever ended the launch.
 """
 

@@ -44,10 +44,6 @@ Rules:
    still keeps to itself is mostly the pages of the code it runs: CPython 3.11 counts
    references in the objects, so running a function copies the page its code object and
    constants sit on.
-7. The zygote, and so every watcher, runs ``AHEAD`` nice steps before the launcher where it
-   may (as root), and each node goes back to the launcher's priority before it runs: a fork
-   is then not queued behind the nodes already running, which a big cluster's start keeps
-   busy (issue 33). Without the privilege everything runs at the launcher's priority.
 """
 
 from __future__ import annotations
@@ -70,8 +66,6 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 GO = b"g"  # watcher -> node: you are recorded, run
-AHEAD = 15  # nice steps the zygote and the watchers run before the nodes (rule 7)
-_NODE_NICE = os.getpriority(os.PRIO_PROCESS, 0)  # the launcher's: the nodes'  (rule 7)
 READY = b"s"  # node -> watcher: I lead my own session now
 
 
@@ -152,8 +146,6 @@ def _node(request: dict[str, Any], prepared: Prepared | None, watcher: socket.so
             os._exit(1)
         watcher.close()
         _fresh_signals()
-        with contextlib.suppress(OSError):  # rule 7: the node runs at the launcher's priority
-            os.setpriority(os.PRIO_PROCESS, 0, _NODE_NICE)
         gc.enable()  # rule 6: off in the zygote and the watcher, on in the node
         from cluster.node.cli import main as rt_run
 
@@ -273,16 +265,8 @@ def _serve(line: str) -> dict[str, Any]:
         return {"error": str(exc)}
 
 
-def _ahead() -> None:
-    """Rule 7: the zygote (and so each watcher) runs ``AHEAD`` nice steps before the nodes,
-    when it may (as root); else as it is."""
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, 0, _NODE_NICE - AHEAD)
-
-
 def main() -> int:
     gc.disable()  # rule 6
-    _ahead()
     _preload()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -20,7 +20,6 @@ from cluster.local import (
     process_state,
     start_marker,
 )
-from cluster.node.zygote import AHEAD
 from tests.support import wait_for
 from tests.support.clusters import NO_WORKLOAD, ZYGOTE, wait_nothing_holds, zygote_env
 
@@ -66,21 +65,6 @@ def test_a_forked_node_is_recorded_ignores_sigpipe_and_its_end_is_recorded(
     last = Path(log).read_text().splitlines()[-1]
     assert last.startswith(f"--- rt_cluster: node process {proc.pid} ended at ")
     assert last.endswith(": killed by SIGKILL")
-
-
-def test_the_zygote_and_watchers_run_ahead_and_each_node_at_the_launchers_priority(
-    tmp_path: Path, procs: Path, zygote: Zygote
-) -> None:
-    # zygote rule 7: forks are not queued behind the running nodes of a big start.
-    mine = os.getpriority(os.PRIO_PROCESS, 0)
-    proc = zygote.fork(_node_argv(tmp_path), str(tmp_path / "node.log"), procs, {"node_id": 0})
-    watcher = _record(procs, proc.pid)["watcher"]
-    wait_for("the node to be back at the launcher's priority",
-             lambda: os.getpriority(os.PRIO_PROCESS, proc.pid), until=lambda p: p == mine,
-             timeout=30)  # fmt: skip
-    ahead = max(-20, mine - AHEAD) if os.geteuid() == 0 else mine
-    assert os.getpriority(os.PRIO_PROCESS, zygote.pid) == ahead
-    assert os.getpriority(os.PRIO_PROCESS, watcher) == ahead
 
 
 def test_a_node_that_fails_has_its_exit_code_and_last_line_recorded(
