@@ -19,9 +19,11 @@ Rules:
    started node that has not answered yet, at most ``ASK_AT_ONCE`` at a time, in rounds
    (also between forks, about once a second, with a short wait so the forks wait little),
    and recorded once per round; convergence asks only the nodes not yet seen converged, then
-   all once more (``wait_converged``). While ``STARTING_AT_MOST`` forked nodes have not
-   answered, no more are forked: a start that outruns the machine (every node busy taking in
-   the others' joins) waits for it instead of sinking it into loop lag and false suspicions.
+   all once more (``wait_converged``). While ``STARTING_AT_MOST`` or more forked nodes have
+   not answered, every fork first waits for a readiness round (up to
+   ``ROUND_WHILE_FORKING``): a start that outruns the machine (every node busy taking in the
+   others' joins) is slowed down by it instead of sinking it into loop lag and false
+   suspicions.
 6. Progress (``LaunchProgress``: started, listening, converged) goes to the caller's
    callback between steps, at most once per ``REPORT_EVERY`` seconds, and once at the end.
 7. Serf agents (``MixedCluster``) start once every node answers, all at once, each joining
@@ -47,7 +49,7 @@ __all__ = ["LaunchProgress", "Progress", "launch"]
 REPORT_EVERY = 1.0  # seconds between progress reports
 READY_ROUND = 0.2  # seconds between rounds of readiness questions once every node is forked
 FORKS_AHEAD = 4  # fork requests the zygote holds at once (``forks`` rule 2)
-STARTING_AT_MOST = 4  # nodes forked and not yet answering before the next fork waits
+STARTING_AT_MOST = 4  # nodes forked and not yet answering from which each fork waits a round
 ROUND_WHILE_FORKING = 0.25  # seconds a node gets to answer a round between forks, which wait
 
 
