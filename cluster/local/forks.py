@@ -50,28 +50,23 @@ class Forks:
 
 
 class AheadForks(Forks):
-    """Rule 2."""
+    """Rule 2: ``Forks``' queue holds the nodes asked for, not yet answered."""
 
     def __init__(self, cluster: TrackedCluster, zygote: Zygote) -> None:
-        super().__init__(lambda rec: rec)
+        super().__init__(self._ask)
         self._cluster = cluster
         self._zygote = zygote
-        self._sent: deque[NodeRecord] = deque()
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._sent)
-
-    def submit(self, rec: NodeRecord) -> None:
+    def _ask(self, rec: NodeRecord) -> NodeRecord:
         self._cluster.send_fork(self._zygote, rec)
-        self._sent.append(rec)
+        return rec
 
     def take(self) -> NodeRecord:
-        return self._cluster.take_fork(self._zygote, self._sent.popleft(), save=False)
+        return self._cluster.take_fork(self._zygote, super().take(), save=False)
 
     def close(self) -> None:
         try:
-            while self._sent:
+            while self.in_flight:
                 with contextlib.suppress(ClusterError):  # its watcher recorded it, if it ran
                     self.take()
         finally:
