@@ -16,11 +16,12 @@ Rules:
 4. With a keyring (``config.keyring``) every TCP exchange is sealed both ways
    (``exchange.seal``/``open_sealed``); a frame that does not open is refused and counted
    (``auth``). UDP packets are sealed and opened by the machine.
-5. A packet wakes the timer loop only when it brought the machine's next deadline before the
-   one the loop waits for (a probe's ack, the first rumor to gossip, a new suspicion);
-   otherwise the loop ticks at its deadline as it would have. A packet the machine refused
-   before decoding (``DROPPED``) costs no look at all: under a flood, shed packets stay
-   cheap, and a start-up's storm of join rumors does not tick the machine once a packet.
+5. A packet moves the timer loop's wake-up to the machine's next deadline, earlier (the
+   first rumor to gossip, a new suspicion) or later (the ack that ends a probe takes back the
+   wake-up at the probe's timeout: at rest a member then wakes once a probe, not twice); the
+   loop itself ticks only at its deadline. A packet the machine refused before decoding
+   (``DROPPED``) costs no look at all: under a flood, shed packets stay cheap, and a
+   start-up's storm of join rumors does not tick the machine once a packet.
 6. Time is ``trio.current_time()``, so a ``trio.testing.MockClock`` drives the member. Every
    membership change is numbered into the handle's ``History`` ring (``events``, ``since``)
    and, with an event log, written as one JSON line. Both carry ``mono``, trio's time moved
@@ -43,7 +44,6 @@ Rules:
 from __future__ import annotations
 
 import logging
-import math
 import os
 import random
 import socket as stdsocket
@@ -79,6 +79,7 @@ __all__ = ["SwimHandle", "open_swim"]
 
 log = logging.getLogger(__name__)
 
+BACKSTOP = 1.0  # seconds the tick loop waits at most, whatever the machine's deadline
 LAG_WINDOW = 60.0  # seconds of loop-lag samples behind ``loop_lag_max``
 LAG_SAMPLES = 512  # at most this many kept (a member at rest takes two to ten a second)
 
@@ -105,8 +106,7 @@ class SwimHandle:
         self._nursery = nursery
         self._log = event_log
         self._rng = rng
-        self._wake = trio.Event()
-        self._waits_until = -math.inf  # the deadline the tick loop waits for (rule 5)
+        self._sleep: trio.CancelScope | None = None  # the tick loop's wait, while it waits
         self._changed = trio.Event()
         self._syncing: set[tuple[str, int]] = set()
         self._lags: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)  # (when, lag) s
@@ -239,7 +239,7 @@ class SwimHandle:
         self._process(self.machine.join(trio.current_time()))
 
     def _process(self, out: Output, *, wake: bool = True) -> None:
-        """Carry out a machine output; ``wake`` makes the tick loop recompute its deadline."""
+        """Carry out a machine output; ``wake`` moves the tick loop's deadline (rule 5)."""
         if out.events:
             entries = self._history.record(
                 out.events, wall=time.time(), mono_offset=self._mono_offset
@@ -259,8 +259,9 @@ class SwimHandle:
             if key not in self._syncing:
                 self._syncing.add(key)
                 self._nursery.start_soon(self._pushpull, req)
-        if wake and self.machine.next_deadline() < self._waits_until:
-            self._wake.set()
+        if wake and self._sleep is not None:
+            now = trio.current_time()
+            self._sleep.deadline = max(now, min(self.machine.next_deadline(), now + BACKSTOP))
 
     def _refuse(self, reason: str, error: str) -> dict[str, Any]:
         self.machine.counters.drop(reason)
@@ -346,17 +347,15 @@ class SwimHandle:
 
     async def _tick_loop(self) -> None:
         while True:
-            # Capped at a second: a backstop should a change ever fail to wake this loop.
-            deadline = min(self.machine.next_deadline(), trio.current_time() + 1.0)
-            self._waits_until = deadline
-            with trio.move_on_at(deadline):
-                await self._wake.wait()
+            # Capped: a backstop should a change ever fail to move this loop's deadline.
             now = trio.current_time()
-            if now >= deadline:  # rule 7: how late past its deadline the loop runs
-                self._lags.append((now, now - deadline))
-            self._wake = trio.Event()
-            self._waits_until = -math.inf  # ticking now: nothing needs to wake it
-            # The tick's own output must not wake this loop again (it would spin).
+            deadline = min(self.machine.next_deadline(), now + BACKSTOP)
+            with trio.CancelScope(deadline=deadline) as self._sleep:  # moved by packets
+                await trio.sleep_forever()
+            deadline, self._sleep = self._sleep.deadline, None  # ticking now (rule 5)
+            now = trio.current_time()
+            self._lags.append((now, max(0.0, now - deadline)))  # rule 7
+            # The tick's own output must not move this loop's deadline (it would spin).
             self._process(self.machine.tick(now), wake=False)
 
 

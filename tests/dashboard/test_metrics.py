@@ -76,6 +76,8 @@ async def test_membership_and_swim(client: Any, runtime: Runtime) -> None:
     assert m[("rt_swim_packets_total", (("direction", "sent"), ("type", "ping")))] == 7
     assert m[("rt_swim_packets_total", (("direction", "received"), ("type", "ack")))] == 6
     assert m[("rt_swim_dropped_total", (("reason", "malformed"),))] == 4
+    text = await (await client.get("/metrics")).get_data(as_text=True)
+    assert "# HELP rt_swim_packets_total SWIM packets by message type" in text
 
 
 async def test_membership_without_statistics(client: Any, runtime: Runtime) -> None:

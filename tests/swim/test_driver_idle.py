@@ -33,13 +33,15 @@ MOST_STEPS_PER_MEMBER_S = 15
 
 
 class _Steps(trio.abc.Instrument):
-    """Counts the task steps trio runs: each is a wake-up of some task."""
+    """Counts the task steps trio runs: each is a wake-up of some task (and, apart, of the
+    driver's tick loop)."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.count = self.ticks = 0
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self.count += 1
+        self.ticks += task.name.endswith("._tick_loop")
 
 
 @asynccontextmanager
@@ -93,6 +95,11 @@ async def test_members_at_rest_wake_only_for_their_protocol(
     assert per_member_s < MOST_STEPS_PER_MEMBER_S, (
         f"{per_member_s:.1f} task steps a second per member at rest"
     )
+    # The timer loop wakes for each probe (a second apart), not again at the probe's
+    # timeout once the ack is in (driver rule 5): its wake-ups and the other timers
+    # (push/pull a few times a minute) stay well under two a second.
+    ticks = steps.ticks / elapsed / 2
+    assert 1.0 <= ticks < 1.3, f"{ticks:.2f} timer-loop wake-ups a second per member at rest"
 
 
 async def test_a_starved_loop_shows_as_loop_lag(autojump_clock: trio.testing.MockClock) -> None:
