@@ -128,7 +128,9 @@ class _RuntimeCollector:
                 continue
             if metric not in families:
                 families[metric] = CounterMetricFamily(
-                    metric, f"SWIM {metric.removeprefix('rt_swim_')} by message type", labels=["type", "direction"]
+                    metric,
+                    f"SWIM {metric.removeprefix('rt_swim_')} by message type",
+                    labels=["type", "direction"],
                 )
             fam = families[metric]
             for kind, v in sorted(by_kind.items()):
