@@ -39,6 +39,10 @@ Rules:
    (memberlist's push/pull) is refused while any member is blocked here.
 9. A packet goes out at once from the code that made it when the socket takes it, else
    through the send queue (``sockets.Sender``): at rest most of a member's task switches.
+10. The node's own periodic jobs may ride on the member's timer (``sleep_near``): a job due
+   within its slack of a tick runs with that tick, in the same wake-up of the process, and
+   only a job no tick comes near wakes the process itself (at rest a probe tick comes once
+   a second, as the node's stats sample is due).
 """
 
 from __future__ import annotations
@@ -107,6 +111,7 @@ class SwimHandle:
         self._log = event_log
         self._rng = rng
         self._sleep: trio.CancelScope | None = None  # the tick loop's wait, while it waits
+        self._riders: list[tuple[float, trio.Event]] = []  # rule 10: (earliest, released)
         self._changed = trio.Event()
         self._syncing: set[tuple[str, int]] = set()
         self._lags: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)  # (when, lag) s
@@ -180,6 +185,18 @@ class SwimHandle:
             if predicate(ms):
                 return ms
             await self._changed.wait()
+
+    async def sleep_near(self, deadline: float, slack: float) -> None:
+        """Sleep until ``deadline`` (trio time), or return with this member's first timer
+        tick from ``slack`` seconds before it (rule 10): a periodic job that does not need
+        its exact time shares the member's wake-ups instead of waking the process."""
+        ride = (deadline - slack, trio.Event())
+        self._riders.append(ride)
+        try:
+            with trio.move_on_at(deadline):
+                await ride[1].wait()
+        finally:
+            self._riders.remove(ride)
 
     def describe(self, member_id: int) -> dict[str, Any] | None:
         """A member's memberlist ``name``, ``tags`` and whether it is an rtsim node; None
@@ -357,6 +374,9 @@ class SwimHandle:
             self._lags.append((now, max(0.0, now - deadline)))  # rule 7
             # The tick's own output must not move this loop's deadline (it would spin).
             self._process(self.machine.tick(now), wake=False)
+            for earliest, released in self._riders:  # rule 10
+                if now >= earliest:
+                    released.set()
 
 
 async def _call_after(delay: float, fn: Callable[..., None], *args: Any) -> None:

@@ -166,7 +166,7 @@ async def open_node(
                 node.rpc_stats,
             )
             await nursery.start(runtime.workers.serve)
-            nursery.start_soon(runtime.stats.serve_sampling)
+            nursery.start_soon(runtime.stats.serve_sampling, 1.0, handle.sleep_near)
             runtime.install_admin_pool()
             await startup_compose(runtime)
             await _start_dashboard(node, nursery)

@@ -1,8 +1,8 @@
 """The system-stats ring: one psutil sample a second, the newest 1024 kept, with event ids.
 
 Event ids count from 0 since the node started; ``since(min_event_id)`` is inclusive, so a page
-asks for ``last + 1``. Sampling (``sample``) is sync and cheap; the node's nursery calls it once a
-second from ``serve_sampling``.
+asks for ``last + 1``. Sampling (``sample``) is sync and cheap; the node's nursery calls it about
+once a second from ``serve_sampling``.
 
 Rules:
 1. Sampling never raises into the node: a sample that fails (an ``OSError`` such as EMFILE
@@ -13,6 +13,10 @@ Rules:
 3. The ring is kept in columns (arrays of numbers, 50 bytes a sample, about 50 KiB for the
    whole ring, where 1024 dicts took a megabyte): an entry's dict is built when it is read,
    the newest one once. Ids are consecutive, so entry ``i`` sits at ``i % size``.
+4. In a node the samples ride on the membership's timer (``serve_sampling``'s ``wait``):
+   each comes with the first SWIM tick from 0.7 to 1.3 intervals after the last, and wakes
+   the process itself only when no tick comes in that time. At rest a probe tick comes
+   once a second, so sampling costs a node no wake-up of its own (it was one in four).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import logging
 import socket
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psutil
@@ -31,6 +35,8 @@ __all__ = ["StatsRing"]
 
 log = logging.getLogger(__name__)
 RING_SIZE = 1024
+SLACK = 0.3  # of an interval, either way: how far a sample may move to ride on a tick (rule 4)
+Wait = Callable[[float, float], Awaitable[None]]  # wait(deadline, slack), rule 4
 
 _INTS = ("timestamp_ns", "wall_time_ns", "ram_total_bytes", "ram_available_bytes", "node_id")
 _FLOATS = ("ram_usage_pct", "cpu_usage_pct")
@@ -128,8 +134,12 @@ class StatsRing:
     def latest(self) -> dict[str, Any] | None:
         return self._newest
 
-    async def serve_sampling(self, interval: float = 1.0) -> None:
-        """Take a sample every ``interval`` seconds, forever; never raises (rule 2)."""
+    async def serve_sampling(self, interval: float = 1.0, wait: Wait | None = None) -> None:
+        """Take a sample every ``interval`` seconds, forever; never raises (rule 2). With
+        ``wait`` (``wait(deadline, slack)``, as ``SwimHandle.sleep_near``), each sample may
+        come up to ``SLACK`` of an interval early or late, with another timer of the node
+        (rule 4)."""
+        slack = SLACK * interval
         while True:
             try:
                 self.sample()
@@ -137,4 +147,7 @@ class StatsRing:
                 self.errors += 1
                 if self.errors == 1:
                     log.exception("system stats: sampling failed; keeping the last sample")
-            await trio.sleep(interval)
+            if wait is None:
+                await trio.sleep(interval)
+            else:
+                await wait(trio.current_time() + interval + slack, 2 * slack)

@@ -142,3 +142,25 @@ def test_a_failed_sample_leaves_the_oldest_entry_whole_when_the_ring_is_full(
         r.sample()
     assert r.since(0)[0] == oldest
     assert r.next_event_id == 4
+
+
+async def test_serve_sampling_asks_its_wait_for_a_window_around_each_interval(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Rule 4: with ``wait`` each next sample is asked for by ``interval + slack`` at the
+    latest, with ``2 * slack`` of room before it (0.7..1.3 intervals after the last)."""
+    r = ring()
+    asked: list[tuple[float, float, float]] = []
+
+    async def wait(deadline: float, slack: float) -> None:
+        now = trio.current_time()
+        asked.append((now, deadline, slack))
+        await trio.sleep_until(deadline - slack)  # as if a tick came at the window's start
+
+    with trio.move_on_after(5.0):
+        await r.serve_sampling(2.0, wait)
+    assert len(asked) >= 3
+    for now, deadline, slack in asked:
+        assert deadline - now == pytest.approx(2.6)
+        assert slack == pytest.approx(1.2)
+    assert r.next_event_id == len(asked)

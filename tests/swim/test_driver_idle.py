@@ -113,3 +113,41 @@ async def test_a_starved_loop_shows_as_loop_lag(autojump_clock: trio.testing.Moc
         stats = h.statistics()
         assert stats.loop_lag_max >= 0.3 - 1e-6
         assert stats.loop_lag_max >= stats.loop_lag >= 0.0
+
+
+class _TickTimes(trio.abc.Instrument):
+    """The times at which the driver's tick loop runs."""
+
+    def __init__(self) -> None:
+        self.at: list[float] = []
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task.name.endswith("._tick_loop"):
+            self.at.append(trio.current_time())
+
+
+async def test_a_periodic_job_rides_on_the_members_ticks(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Driver rule 10: a job due once a second with slack returns with a probe tick, in the
+    same instant (one wake-up of the process for both); without a tick in its slack it
+    returns at its own deadline."""
+    async with two_members(LOCAL) as (_, (h, _)):
+        await trio.sleep(5.0)  # the join's gossip has drained: one tick a probe
+        ticks = _TickTimes()
+        trio.lowlevel.add_instrument(ticks)
+        rode = []
+        try:
+            for _ in range(20):
+                await h.sleep_near(trio.current_time() + 1.3, 0.6)
+                rode.append(trio.current_time())
+        finally:
+            trio.lowlevel.remove_instrument(ticks)
+        assert all(t in ticks.at for t in rode), (rode, ticks.at)
+        gaps = [b - a for a, b in zip(rode, rode[1:], strict=False)]
+        assert all(0.7 <= g <= 1.3 for g in gaps), gaps
+        # No tick comes within 0.1 s of now (the last one just ran): the deadline holds.
+        t0 = trio.current_time()
+        await h.sleep_near(t0 + 0.1, 0.1)
+        assert trio.current_time() == pytest.approx(t0 + 0.1)
+        assert h._riders == []  # noqa: SLF001 - none left behind
