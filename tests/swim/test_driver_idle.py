@@ -151,4 +151,4 @@ async def test_a_periodic_job_rides_on_the_members_ticks(
         t0 = trio.current_time()
         await h.sleep_near(t0 + 0.1, 0.1)
         assert trio.current_time() == pytest.approx(t0 + 0.1)
-        assert h._riders == []  # noqa: SLF001 - none left behind
+        assert h._riders == []
