@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -94,8 +94,10 @@ def _table(c: int) -> bytes:
     return bytes(gf_mul(c, x) for x in range(256))
 
 
+@cache
 def load_numpy() -> ModuleType:
-    """numpy, imported on first use (rule 4); its BLAS needs no threads of its own here."""
+    """numpy, imported on first use (rule 4); its BLAS needs no threads of its own here.
+    Kept after the first call: a write asks for it five times."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import numpy
 
