@@ -85,7 +85,7 @@ log = logging.getLogger(__name__)
 
 BACKSTOP = 1.0  # seconds the tick loop waits at most, whatever the machine's deadline
 LAG_WINDOW = 60.0  # seconds of loop-lag samples behind ``loop_lag_max``
-LAG_SAMPLES = 512  # at most this many kept (a member at rest takes two to ten a second)
+LAG_SAMPLES = 512  # at most this many kept (a member at rest takes one to ten a second)
 
 
 class SwimHandle:
@@ -278,7 +278,9 @@ class SwimHandle:
                 self._nursery.start_soon(self._pushpull, req)
         if wake and self._sleep is not None:
             now = trio.current_time()
-            self._sleep.deadline = max(now, min(self.machine.next_deadline(), now + BACKSTOP))
+            deadline = max(now, min(self.machine.next_deadline(), now + BACKSTOP))
+            if deadline != self._sleep.deadline:  # most packets change nothing due
+                self._sleep.deadline = deadline
 
     def _refuse(self, reason: str, error: str) -> dict[str, Any]:
         self.machine.counters.drop(reason)
