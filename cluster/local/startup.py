@@ -28,6 +28,9 @@ Rules:
    callback between steps, at most once per ``REPORT_EVERY`` seconds, and once at the end.
 7. Serf agents (``MixedCluster``) start once every node answers, all at once, each joining
    through nodes that answer; they count in the progress as members.
+8. The timeout holds while the nodes are forked too: a start that outruns the machine (its
+   forks slowed to one every few seconds by rule 5) ends at the timeout like any other,
+   with every process it started ended (rule 3), instead of forking on long past it.
 """
 
 from __future__ import annotations
@@ -149,6 +152,12 @@ async def _start_all(
         await cluster.wait_ready(first.node_id, max(1.0, deadline - time.monotonic()))
         tally.listening = 1
         for i, rec in enumerate(rest):
+            if time.monotonic() >= deadline:  # rule 8: a start the machine cannot keep up with
+                raise ClusterError(
+                    f"only {tally.started} of {len(cluster.record.nodes)} nodes were started "
+                    f"({tally.listening} answering) within {timeout:g}s; give it longer "
+                    "(--timeout) or start fewer nodes"
+                )
             forks.submit(rec)
             while forks.in_flight >= (FORKS_AHEAD if i + 1 < len(rest) else 1):
                 new = forks.take()

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from cluster.local import (
+    ClusterError,
     LaunchProgress,
     LocalCluster,
     NodeFailed,
@@ -135,3 +137,31 @@ def test_free_ports_are_picked_below_the_ephemeral_range() -> None:
     assert len(set(ports)) == 40
     assert all(QUIET_LOW < p < low for p in ports)
     assert all(check_port_free("127.0.0.1", p, udp=True) is None for p in ports)
+
+
+class _LateFirst(LocalCluster):
+    """Node 0 answers (for real), but only once the launch's time is up."""
+
+    async def wait_ready(self, node_id: int, timeout: float) -> Any:
+        rec = await super().wait_ready(node_id, 60.0)
+        await trio.sleep(0.5)
+        return rec
+
+
+@pytest.mark.slow
+async def test_a_start_that_outlasts_its_timeout_while_forking_ends_there(
+    tmp_path: Path,
+) -> None:
+    """Startup rule 8: the timeout holds during the forks, not only after them: a launch
+    whose time is up with nodes still to fork stops forking, says how far it got, and ends
+    every process it started."""
+    cfg = quiet_config(tmp_path)
+    record = plan_cluster(
+        tmp_path / "c", "slow", 12, base_port=0, runtime_base_port=0, config=str(cfg)
+    )
+    cluster = _LateFirst(record)
+    with pytest.raises(ClusterError, match=r"only 1 of 12 nodes were started .* within 0.25s"):
+        await launch(cluster, timeout=0.25)
+    assert sum(1 for n in cluster.record.nodes if n.pid) == 1  # no fork after the timeout
+    assert cluster.running() == []
+    assert holders_of(tmp_path / "c") == []
