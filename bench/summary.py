@@ -71,7 +71,7 @@ def _cluster(d: Any) -> Iterator[Row]:
         took = r.get("converged_s")
         yield (
             f"{r['nodes']} real nodes up and converged (s)",
-            "failed" if took is None else f"{took:.1f}",
+            f"failed: {r.get('error', 'no figure')}" if took is None else f"{took:.1f}",
             f"Serf {peer['converged_s']:.1f}" if peer and peer.get("converged_s") else "",
             "<= 40 s" if r["nodes"] == 250 else "",
             None if r["nodes"] != 250 else took is not None and took <= 40.0,
@@ -112,7 +112,7 @@ def _thousand(d: Any) -> Iterator[Row]:
         )  # fmt: skip
         yield (
             f"{n} real nodes up and converged (s)",
-            "failed" if took is None else f"{took:.1f}",
+            f"failed: {r.get('error', 'no figure')}" if took is None else f"{took:.1f}",
             beside,
             "<= 300 s",
             took is not None and took <= 300.0,

@@ -97,3 +97,19 @@ def test_the_explore_figures_have_their_rows(
     assert "| 3 / 1.5 | replays with the same digest: 10 of 10 (fewest) |" in text
     clean = "| explore: violations on the unmutated protocol in 30 min | 0 | 9000 runs |"
     assert f"{clean} 0 in 60 min | **no** |" in text
+
+
+def test_a_thousand_run_that_failed_says_how_far_it_got(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(summary, "RESULTS", tmp_path)
+    error = "only 580 of 1000 nodes were started (562 answering) within 600s"
+    (tmp_path / "thousand.json").write_text(json.dumps({"when": "2026-01-02T03:04:05",
+        "up": [{"system": "serf", "nodes": 1000, "error": "did not converge in 300 s"}],
+        "rest": [{"run": "thousand", "nodes": 1000, "minutes": 10.0, "error": error}],
+    }))  # fmt: skip
+    text = summary.table()
+    assert (
+        f"| 1000 real nodes up and converged (s) | failed: {error} | "
+        "Serf 1000: did not converge in 300 s | <= 300 s | **no** |"
+    ) in text
