@@ -18,6 +18,7 @@ from cluster.local.netns import leftovers, network_key, privileged
 from scenarios import open_cluster
 from scenarios.realcluster import registered
 from tests.support import running, wait_for
+from tests.support.clusters import end_an_inner_run, sigint_as_in_a_terminal
 
 pytestmark = [
     pytest.mark.slow,
@@ -72,6 +73,7 @@ def test_ctrl_c_in_netns_mode_leaves_nothing(pytester: pytest.Pytester, tmp_path
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=sigint_as_in_a_terminal,
     )
     try:
         wait_for("the inner test's cluster to start", out.exists, timeout=120)
@@ -85,6 +87,7 @@ def test_ctrl_c_in_netns_mode_leaves_nothing(pytester: pytest.Pytester, tmp_path
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+            end_an_inner_run(out)
     assert "KeyboardInterrupt" in text
     _nothing_left(directory, pids)
 

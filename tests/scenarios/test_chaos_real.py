@@ -16,6 +16,7 @@ from scenarios import open_cluster
 from scenarios.pytest_plugin import OpenCluster
 from scenarios.realcluster import registered
 from tests.support import running, wait_for
+from tests.support.clusters import end_an_inner_run, sigint_as_in_a_terminal
 
 pytestmark = pytest.mark.slow
 pytest_plugins = ("pytester",)
@@ -117,7 +118,7 @@ def test_a_signal_to_pytest_leaves_nothing(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        preexec_fn=_ignore_sigint if ignore_sigint else None,
+        preexec_fn=_ignore_sigint if ignore_sigint else sigint_as_in_a_terminal,
     )
     try:
         wait_for("the inner test's cluster to start", out.exists, timeout=120)
@@ -129,6 +130,7 @@ def test_a_signal_to_pytest_leaves_nothing(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+            end_an_inner_run(out)
     if ignore_sigint:
         assert proc.returncode == -signal.SIGTERM  # ended as SIGTERM would, nodes first
     else:

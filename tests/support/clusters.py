@@ -162,6 +162,27 @@ def read_until(stream: IO[str], marker: str) -> list[str]:
     raise AssertionError(f"{marker!r} never came; output: {''.join(lines)}")
 
 
+def sigint_as_in_a_terminal() -> None:
+    """A child's ``preexec_fn``: Ctrl-C (SIGINT) reaches it as it reaches a foreground job,
+    however this pytest was started. A background job of a shell without job control (``cmd
+    &``) ignores SIGINT, and its children inherit that: a test of Ctrl-C must not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def end_an_inner_run(out: Path) -> None:
+    """After a test had to SIGKILL the pytest it ran: end every process of the cluster whose
+    directory that pytest wrote to ``out`` (if it got that far) and remove its network, so a
+    failing test leaves nothing behind either."""
+    if not out.exists():
+        return
+    directory = Path(out.read_text())
+    end_everything(directory.parent)
+    from cluster.local.netns import network_key, privileged, remove_network
+
+    if privileged():
+        remove_network(network_key(directory))
+
+
 def end_everything(home: Path) -> None:
     """Last resort: SIGKILL every live process any cluster under ``home`` knows of (recorded in
     cluster.json or by a watcher; a pid that now names another process is left alone), prove
