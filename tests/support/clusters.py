@@ -23,6 +23,7 @@ from typing import IO
 import trio
 
 from cluster.local import ClusterError, Member, Processes, child_env, live_members, read_record
+from cluster.local.netns import network_key, privileged, remove_network
 from cluster.rt_cluster.cli import main
 from tests.support import wait_for
 
@@ -177,8 +178,6 @@ def end_an_inner_run(out: Path) -> None:
         return
     directory = Path(out.read_text())
     end_everything(directory.parent)
-    from cluster.local.netns import network_key, privileged, remove_network
-
     if privileged():
         remove_network(network_key(directory))
 
