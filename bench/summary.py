@@ -71,7 +71,7 @@ def _cluster(d: Any) -> Iterator[Row]:
         took = r.get("converged_s")
         yield (
             f"{r['nodes']} real nodes up and converged (s)",
-            f"failed: {r.get('error', 'no figure')}" if took is None else f"{took:.1f}",
+            _took(r),
             f"Serf {peer['converged_s']:.1f}" if peer and peer.get("converged_s") else "",
             "<= 40 s" if r["nodes"] == 250 else "",
             None if r["nodes"] != 250 else took is not None and took <= 40.0,
@@ -100,6 +100,12 @@ def _serf_idle_cpu_at_20() -> float | None:
     return None if at20 is None else float(at20["serf"]["cpu_pct_mean"])
 
 
+def _took(r: dict[str, Any]) -> str:
+    """A start's seconds to convergence, or what stopped it."""
+    took = r.get("converged_s")
+    return f"failed: {r.get('error', 'no figure')}" if took is None else f"{took:.1f}"
+
+
 def _thousand(d: Any) -> Iterator[Row]:
     serf = {r["nodes"]: r for r in d.get("up", []) if r.get("system") == "serf"}
     for r in d.get("rest", []):
@@ -112,7 +118,7 @@ def _thousand(d: Any) -> Iterator[Row]:
         )  # fmt: skip
         yield (
             f"{n} real nodes up and converged (s)",
-            f"failed: {r.get('error', 'no figure')}" if took is None else f"{took:.1f}",
+            _took(r),
             beside,
             "<= 300 s",
             took is not None and took <= 300.0,
