@@ -10,8 +10,8 @@ Rules:
 2. Faults start at 2 s or later and follow one another by 1 to 12 s; a pause may outlast the
    suspicion timeout (then it is resumed), a partition may outlast ``gossip_to_the_dead_time``
    (then healed), loss and delay last until the final heal; at least two nodes stay running,
-   and so does one seed (nodes ``SEEDS``, through which simulated nodes join): a node added or
-   restarted must find a member to join, as an operator gives it one.
+   so a node added or restarted has a member to find (through its hostfile: ``swim.resync``,
+   whichever nodes are down).
 3. Every schedule ends with every paused node resumed and a heal (``final``), then runs past
    the bounds derived after it plus ``QUIET`` seconds, so liveness can be judged.
 """
@@ -32,7 +32,6 @@ from .properties import DEGRADING, SURE
 __all__ = ["FAULT_KINDS", "Options", "draw", "finish"]
 
 FAULT_KINDS = ("kill", "pause", "restart", "add", "partition", "loss", "delay", "rolling")
-SEEDS = (0, 1, 2)  # ``SimNetwork``'s seeds: every simulated node joins through these
 MAX_FAULTS = 4
 QUIET = 10.0  # seconds of the quiet window after the bounds (rule 3)
 
@@ -62,14 +61,10 @@ def _bound(kind: str, after: str, n: int, config: SwimConfig) -> float:
         return fallback_bound(kind, n, config, real=False).seconds
 
 
-def _fault(kind: str, live: list[int]) -> tuple[str, list[int]]:
+def _fault(kind: str, live: list[int]) -> str:
     """Rule 2: the kind drawn, or ``loss`` for a kill or pause that would leave fewer than two
-    running nodes or no running seed; and the nodes a kill or pause may take."""
-    seeds = [i for i in live if i in SEEDS]
-    victims = [i for i in live if i not in SEEDS or len(seeds) > 1]
-    if kind in ("kill", "pause") and (len(live) <= 2 or not victims):
-        return "loss", victims
-    return kind, victims
+    running nodes."""
+    return "loss" if kind in ("kill", "pause") and len(live) <= 2 else kind
 
 
 def draw(seed: int, options: Options) -> dict[str, Any]:
@@ -91,14 +86,14 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
     total = n
     for _ in range(rng.randint(1, MAX_FAULTS)):
         live = [i for i in running if i not in paused]
-        kind, victims = _fault(rng.choices(kinds, weights)[0], live)
+        kind = _fault(rng.choices(kinds, weights)[0], live)
         if kind == "kill":
-            i = rng.choice(victims)
+            i = rng.choice(live)
             steps.append({"at": t, "kill": i})
             running.remove(i)
             down.append(i)
         elif kind == "pause":
-            i = rng.choice(victims)
+            i = rng.choice(live)
             dur = round(rng.uniform(0.5, 3.0) * suspicion, 3)
             steps.append({"at": t, "pause": i, "for": dur})
             paused[i] = t + dur

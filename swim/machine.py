@@ -140,7 +140,6 @@ class SwimMachine:
         self._next_probe = now + config.probe_interval * rng.random()
         self._next_gossip = now
         self._next_buddy = now
-        seeds = [s for s in seeds if s != (host, port)]
         self.resync = Resync(config, self.table, self.outbox, seeds, rng, now)
         self._now = now
         # Announce ourselves, as memberlist does: our first pings carry our own alive.

@@ -25,10 +25,8 @@ Hostile input: ``inject(i, data, src)`` delivers raw bytes to node i as if from 
 ``add(config=...)`` starts a node with settings of its own (e.g. another keyring).
 
 CPU: with ``cpu=(decoded, shed)`` (seconds per packet) a node works through its packets one
-at a time, a decoded packet costing ``decoded`` and one refused before decoding ``shed``;
-packets wait in a socket buffer of ``_QUEUE_CAP`` (the rest are lost, counted in
-``overflow``). Timers still fire on time, as trio interleaves its tasks. This is how a flood
-starves a member of time in virtual time; ``cpu=None`` (the default) makes work free.
+at a time (``simcpu``; packets lost to a full buffer in ``overflow``); ``cpu=None`` (the
+default) makes work free.
 
 Rules:
 1. One seeded ``random.Random`` drives everything (the network and every machine), and ties in
@@ -46,6 +44,9 @@ Rules:
 5. A livelock ends the run: more than ``STALL_EVENTS`` events at one virtual instant (a timer
    that re-arms itself for now, forever) raise ``SimStalled``, naming the instant and the
    node, instead of spinning without end.
+6. Seeds as a hostfile gives them (``resync``): every node's address in id order, one node
+   added appending its own, the same tuple shared by every machine made since; ``seeds``
+   instead names the only nodes to join through.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ import contextlib
 import gc
 import heapq
 import random
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +65,7 @@ from .machine import SwimMachine
 from .members import Member, MemberState
 from .membership import ordered_boot
 from .outputs import DROPPED, Output
+from .simcpu import QUEUE_CAP, CpuModel, Packet, Worker
 from .simsync import SyncState, keys_match
 from .table import Entry, Roster
 from .wire import StateEntry
@@ -72,7 +73,7 @@ from .wire import StateEntry
 __all__ = ["SimNetwork"]
 
 _TICK, _PACKET, _SYNC, _REPLY, _RESUME, _STOP, _WORK = range(7)
-_QUEUE_CAP = 4096  # packets kept for a paused node (a socket buffer)
+_QUEUE_CAP = QUEUE_CAP  # packets kept for a paused node (a socket buffer)
 STALL_EVENTS = 200_000  # rule 5: events at one virtual instant that make a livelock
 
 
@@ -90,9 +91,7 @@ class _Node:
     paused: bool = False
     queued: list[tuple[bytes, tuple[str, int]]] = field(default_factory=list)
     tick_at: float = float("inf")
-    inbox: deque[tuple[bytes, tuple[str, int]]] = field(default_factory=deque)
-    working: bool = False  # a _WORK event is scheduled (cpu model)
-    busy_until: float = 0.0  # the cpu model: when the packet being handled is done
+    worker: Worker = field(default_factory=Worker)  # the cpu model's buffer
 
 
 class SimNetwork:
@@ -108,7 +107,7 @@ class SimNetwork:
         delay: tuple[float, float] = (0.001, 0.005),
         dup: float = 0.0,
         bootstrap: bool = True,
-        seeds: Sequence[int] = (0, 1, 2),
+        seeds: Sequence[int] | None = None,
         record_events: bool = True,
         cpu: tuple[float, float] | None = None,
     ) -> None:
@@ -123,9 +122,10 @@ class SimNetwork:
         self.record_events = record_events
         self.on_event: Callable[[dict[str, Any]], None] | None = None
         self.packets = 0
-        self.cpu = cpu
-        self.overflow: dict[int, int] = {}  # packets lost to a full socket buffer, per node
-        self._seed_ids = [s for s in seeds if 0 <= s < n] or [0]
+        self.cpu = None if cpu is None else CpuModel(*cpu)
+        self.overflow: dict[int, int] = {} if self.cpu is None else self.cpu.overflow
+        self._seed_ids = None if seeds is None else [s for s in seeds if 0 <= s < n] or [0]
+        self._hostfile = tuple(self.address(i) for i in range(n))  # rule 6
         self._heap: list[tuple[float, int, int, int, int, Any]] = []
         self._seq = 0
         self._nodes: dict[int, _Node] = {}
@@ -168,7 +168,10 @@ class SimNetwork:
         roster: Roster | None = None,
     ) -> _Node:
         addr = addr or self.address(i)
-        seeds = [self.address(s) for s in self._seed_ids if s != i]
+        if self._seed_ids is not None:
+            seeds: Sequence[tuple[str, int]] = [self.address(s) for s in self._seed_ids]
+        else:
+            seeds = self._hostfile
         m = SwimMachine(
             config or self.config,
             i,
@@ -246,6 +249,8 @@ class SimNetwork:
                 raise ValueError(f"node {at} still holds its address")
             addr = self._nodes[at].machine.address
         i = max(self._nodes) + 1
+        if addr is None:
+            self._hostfile += (self.address(i),)  # appended to the hostfile, as real nodes are
         self._nodes[i] = node = self._new_node(i, 0, config, addr)
         self._apply(node, node.machine.join(self.now))
         return i
@@ -352,27 +357,22 @@ class SimNetwork:
         entries = state.rows_for(node.machine.table)
         self._apply(node, node.machine.merge_state(entries, when, peer=peer))
 
-    def _enqueue(self, node: _Node, packet: tuple[bytes, tuple[str, int]], when: float) -> None:
+    def _enqueue(self, node: _Node, packet: Packet, when: float) -> None:
         """The cpu model: the packet waits its turn in the socket buffer."""
-        if len(node.inbox) >= _QUEUE_CAP:
-            self.overflow[node.node_id] = self.overflow.get(node.node_id, 0) + 1
-            return
-        node.inbox.append(packet)
-        if not node.working:
-            node.working = True
-            self._push(max(when, node.busy_until), _WORK, node.node_id, node.gen, None)
+        assert self.cpu is not None
+        start = self.cpu.arrive(node.node_id, node.worker, packet, when)
+        if start is not None:
+            self._push(start, _WORK, node.node_id, node.gen, None)
 
     def _work(self, node: _Node, when: float) -> None:
         """Handle the oldest waiting packet; the next one after this one's cost."""
         assert self.cpu is not None
-        data, src = node.inbox.popleft()
+        data, src = node.worker.inbox.popleft()
         out = node.machine.receive(data, src, when)
         self._apply(node, out)
-        node.busy_until = when + (self.cpu[1] if out is DROPPED else self.cpu[0])
-        if node.inbox:
-            self._push(node.busy_until, _WORK, node.node_id, node.gen, None)
-        else:
-            node.working = False
+        nxt = self.cpu.done(node.worker, when, out is DROPPED)
+        if nxt is not None:
+            self._push(nxt, _WORK, node.node_id, node.gen, None)
 
     # ---- carrying out a machine's output --------------------------------------------------
 

@@ -227,7 +227,7 @@ def test_duplication_and_delay_are_harmless() -> None:
 
 def test_join_retries_quickly_while_alone() -> None:
     """Members started before their seed listens keep retrying each period, not every 20 s."""
-    net = SimNetwork(1, seed=41, bootstrap=False)
+    net = SimNetwork(1, seed=41, bootstrap=False, seeds=(0,))
     net.pause(0)  # the seed is not answering yet
     ids = [net.add() for _ in range(4)]
     net.run_for(2.5)
