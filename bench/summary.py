@@ -255,12 +255,15 @@ def _explore(d: Any) -> Iterator[Row]:
             steps <= 5 and shrink <= 60 and same == 10,
         )
     c = d["clean"]
+    seeds = c.get("seeds", [])
     yield (
-        f"explore: violations on the unmutated protocol in {c['seconds'] / 60:.0f} min",
+        f"explore: violations on the unmutated protocol in {c['seconds'] / 60:.0f} min, "
+        f"sizes {c.get('sizes', '3-5')}",
         str(len(c["violations"])),
-        f"{c['runs']} runs",
-        "0 in 60 min",
-        not c["violations"] and c["seconds"] >= 3600,
+        f"{c['runs']} runs, {len(seeds)} seeds of the clock ({', '.join(map(str, seeds[:3]))}"
+        f"{', ...' if len(seeds) > 3 else ''})",
+        "0 in 120 min, sizes 3-7",
+        not c["violations"] and c["seconds"] >= 7200 and c.get("sizes") == "3-7",
     )
 
 

@@ -9,7 +9,9 @@ Figures, printed and saved to ``bench/results/explore.json``:
   seconds it took, the property, the steps after shrinking (goal: at most 5), the shrink's
   seconds (goal: at most 60) and replays of the shrunk file with the same event digest
   (goal: 10 of 10);
-- ``clean``: runs and violations of the unmutated code (goal: 0).
+- ``clean``: runs and violations of the unmutated code (goal: 0), searched for ``--clean-s``
+  (two hours) at sizes 3-7, a fresh seed every ``--clean-segment-s`` (the wall clock's day,
+  hour and minute), so each long search covers schedules no earlier one chose.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 import yaml
 
 from bench.explore.plants import PLANTS, planted
-from scenarios.explore import Options, Search, play, run_search
+from scenarios.explore import SEARCH_SHARE, Options, Search, play, run_search
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "explore.json"
 
@@ -86,20 +88,57 @@ def bench_plant(name: str, seconds: float, jobs: int, work: Path) -> dict[str, A
     return row
 
 
-def bench_clean(seconds: float, jobs: int, work: Path) -> dict[str, Any]:
-    lines: list[str] = []
-    status = run_search(
-        Search(Options(3, 5), budget_s=seconds / 0.7, seed=2, jobs=jobs, out=work / "clean"),
-        say=_quiet(lines),
-    )
-    done = next(line for line in lines if line.startswith("searched"))
-    violations = [line for line in lines if " violated (+" in line]
-    print(f"  clean: {done}; violations {len(violations)}")
+def bench_clean(
+    seconds: float, jobs: int, work: Path, sizes: tuple[int, int], segment_s: float
+) -> dict[str, Any]:
+    """The unmutated protocol, searched in segments of ``segment_s`` seconds, each from a seed
+    nobody chose: the wall clock's day, hour and minute when the segment starts (DDHHMM)."""
+    segments: list[dict[str, Any]] = []
+    violations: list[str] = []
+    left = seconds
+    while left > 1.0:
+        seed = int(time.strftime("%d%H%M"))
+        if any(s["seed"] == seed for s in segments):
+            seed += len(segments)  # two segments in one minute: the second one's own
+        span = min(segment_s, left)
+        lines: list[str] = []
+        t = time.monotonic()
+        run_search(
+            Search(
+                Options(*sizes),
+                budget_s=span / SEARCH_SHARE,
+                seed=seed,
+                jobs=jobs,
+                out=work / f"clean-{seed}",
+            ),
+            say=_quiet(lines),
+        )
+        done = next(line for line in lines if line.startswith("searched"))
+        searched = float(done.split(" in ")[1].split(" s ")[0])  # the shrinks not counted
+        left -= searched
+        found = [line for line in lines if " violated (+" in line]
+        drawn = next((line for line in lines if line.startswith("drawn: sizes")), "")
+        segments.append(
+            {
+                "seed": seed,
+                "runs": int(done.split()[1]),
+                "searched_s": searched,
+                "wall_s": round(time.monotonic() - t, 1),
+                "violations": len(found),
+                "sizes": drawn.removeprefix("drawn: sizes "),
+            }
+        )
+        violations += [f"seed {seed}: {line}" for line in found]
+        print(f"  clean, seed {seed}: {done}; violations {len(found)}")
     return {
-        "runs": int(done.split()[1]),
+        "runs": sum(s["runs"] for s in segments),
         "seconds": seconds,
+        "sizes": f"{sizes[0]}-{sizes[1]}",
+        "jobs": jobs,
+        "seeds": [s["seed"] for s in segments],
+        "segments": segments,
         "violations": violations,
-        "ok": status == 0,
+        "ok": not violations,
     }
 
 
@@ -108,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--speed-s", type=float, default=30.0, help="seconds of the speed search")
     ap.add_argument("--plant-s", type=float, default=600.0, help="budget per planted bug")
-    ap.add_argument("--clean-s", type=float, default=3600.0, help="seconds on unmutated code")
+    ap.add_argument("--clean-s", type=float, default=7200.0, help="seconds on unmutated code")
+    ap.add_argument("--clean-sizes", default="3-7", help="sizes A-B of the clean search")
+    ap.add_argument(
+        "--clean-segment-s", type=float, default=600.0, help="seconds a seed of the clean search"
+    )
     ap.add_argument("--plant", action="append", choices=sorted(PLANTS), help="only these")
     ap.add_argument(
         "--only", action="append", choices=("speed", "plants", "clean"), help="some figures"
@@ -132,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
             bench_plant(p, args.plant_s, args.jobs, work) for p in args.plant or PLANTS
         ]
     if "clean" in only:
-        out["clean"] = bench_clean(args.clean_s, args.jobs, work)
+        low, _, high = args.clean_sizes.partition("-")
+        sizes = (int(low), int(high or low))
+        out["clean"] = bench_clean(args.clean_s, args.jobs, work, sizes, args.clean_segment_s)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"saved {RESULTS}")
