@@ -20,6 +20,8 @@ Rules:
    answers its RPC on ``base-port + i`` (where a node serves its dashboard; free ones with 0,
    as for nodes). The nodes then speak memberlist and take their id, name and joins on the
    command line instead of a hostfile line (``--wire memberlist``). Not with a subnet.
+8. A cluster that would not fit in the memory available is refused before anything is
+   written (``capacity``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from .capacity import check_fits
 from .holders import port_trouble
 from .ledger import live_members, procs_dir
 from .netns import (
@@ -136,6 +139,7 @@ def plan_cluster(
     a namespace of its own (rule 6; nothing of the network is made here). ``serf`` Serf
     agents follow the ``n`` nodes (rule 7).
     """
+    check_fits(n, serf)
     if subnet:
         if serf:
             raise BadInput(
