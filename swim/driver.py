@@ -16,21 +16,17 @@ Rules:
 4. With a keyring (``config.keyring``) every TCP exchange is sealed both ways
    (``exchange.seal``/``open_sealed``); a frame that does not open is refused and counted
    (``auth``). UDP packets are sealed and opened by the machine.
-5. A packet moves the timer loop's wake-up to the machine's next deadline, earlier (the
-   first rumor to gossip, a new suspicion) or later (the ack that ends a probe takes back the
-   wake-up at the probe's timeout: at rest a member then wakes once a probe, not twice); the
-   loop itself ticks only at its deadline. A packet the machine refused before decoding
-   (``DROPPED``) costs no look at all: under a flood, shed packets stay cheap, and a
-   start-up's storm of join rumors does not tick the machine once a packet.
+5. A packet moves the member's timer (``timer``: its rules) to the machine's next deadline;
+   a packet the machine refused before decoding (``DROPPED``) costs no look at all: under a
+   flood, shed packets stay cheap, and a start-up's storm of join rumors does not tick the
+   machine once a packet.
 6. Time is ``trio.current_time()``, so a ``trio.testing.MockClock`` drives the member. Every
    membership change is numbered into the handle's ``History`` ring (``events``, ``since``)
    and, with an event log, written as one JSON line. Both carry ``mono``, trio's time moved
    onto ``time.monotonic()`` (system-wide on Linux) by the offset measured when the handle is
    made, so histories and logs of processes on one host line up, and ``wall`` (epoch s).
-7. At rest a member wakes only when its machine has something due (``next_deadline``, at
-   least once a second) or a packet arrives: no task polls. The loop lag (``statistics()``)
-   is how late past its deadline the tick loop runs (a starved loop runs late): the last
-   sample and the largest of the last ``LAG_WINDOW`` seconds.
+7. At rest a member wakes only when its machine has something due or a packet arrives
+   (``timer`` rule 1). The loop lag (``statistics()``) is the timer's (``timer`` rule 3).
 8. With another ``wire`` format (``swim.memberlist.Memberlist``: memberlist's protocol, as
    Serf speaks it) every packet in and out, every push/pull and every stream the node's
    listener hands over (``handle_stream``) goes through that format's ``Door``; the machine
@@ -39,10 +35,13 @@ Rules:
    (memberlist's push/pull) is refused while any member is blocked here.
 9. A packet goes out at once from the code that made it when the socket takes it, else
    through the send queue (``sockets.Sender``): at rest most of a member's task switches.
-10. The node's own periodic jobs may ride on the member's timer (``sleep_near``): a job due
-   within its slack of a tick runs with that tick, in the same wake-up of the process, and
-   only a job no tick comes near wakes the process itself (at rest a probe tick comes once
-   a second, as the node's stats sample is due).
+10. The node's own periodic jobs may ride on the member's timer (``sleep_near``, ``timer``
+   rule 4).
+11. Packets before timeouts: a tick first takes every datagram already waiting in the socket
+   (at most ``TAKEN_AT_ONCE``), and a datagram read is handled at once, never held across a
+   checkpoint (trio's own ``recvfrom`` yields between reading and returning), so an ack that
+   came before a probe's deadline but waited behind a busy loop ends the probe instead of
+   failing it. The receive task reads every datagram waiting in one wake-up.
 """
 
 from __future__ import annotations
@@ -52,7 +51,6 @@ import os
 import random
 import socket as stdsocket
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -76,6 +74,7 @@ from .sockets import (
     resolve_node_id,
     tcp_request,
 )
+from .timer import MemberTimer
 from .wire import StateEntry
 from .wireformat import Door, WireFormat
 
@@ -83,9 +82,7 @@ __all__ = ["SwimHandle", "open_swim"]
 
 log = logging.getLogger(__name__)
 
-BACKSTOP = 1.0  # seconds the tick loop waits at most, whatever the machine's deadline
-LAG_WINDOW = 60.0  # seconds of loop-lag samples behind ``loop_lag_max``
-LAG_SAMPLES = 512  # at most this many kept (a member at rest takes one to ten a second)
+TAKEN_AT_ONCE = 256  # rule 11: datagrams read in one go at most (then others get a turn)
 
 
 class SwimHandle:
@@ -106,15 +103,14 @@ class SwimHandle:
         self.config = machine.config
         self.faults = Faults()
         self._sock = sock
+        self._raw = raw
         self._sender = Sender(sock, raw, machine.counters.drop)  # rule 9
+        self._timer = MemberTimer(machine.next_deadline, self._tick)
         self._nursery = nursery
         self._log = event_log
         self._rng = rng
-        self._sleep: trio.CancelScope | None = None  # the tick loop's wait, while it waits
-        self._riders: list[tuple[float, trio.Event]] = []  # rule 10: (earliest, released)
         self._changed = trio.Event()
         self._syncing: set[tuple[str, int]] = set()
-        self._lags: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)  # (when, lag) s
         self._history = History()
         # Fixed once: under trio's own clock both run at the same rate; under a MockClock,
         # ``mono`` then follows virtual time.
@@ -145,8 +141,7 @@ class SwimHandle:
 
     def statistics(self) -> SwimStatistics:
         m = self.machine
-        since = trio.current_time() - LAG_WINDOW
-        lags = [lag for when, lag in self._lags if when >= since]
+        lag, lag_max = self._timer.lag()
         return SwimStatistics.build(
             m.counters,
             node_id=m.node_id,
@@ -154,8 +149,8 @@ class SwimHandle:
             total=len(m.table),
             incarnation=m.me.incarnation,
             health=m.awareness.score,
-            loop_lag=lags[-1] if lags else 0.0,
-            loop_lag_max=max(lags) if lags else 0.0,
+            loop_lag=lag,
+            loop_lag_max=lag_max,
         )
 
     def events(self, after: int = 0, limit: int = 500) -> HistoryPage:
@@ -190,13 +185,7 @@ class SwimHandle:
         """Sleep until ``deadline`` (trio time), or return with this member's first timer
         tick from ``slack`` seconds before it (rule 10): a periodic job that does not need
         its exact time shares the member's wake-ups instead of waking the process."""
-        ride = (deadline - slack, trio.Event())
-        self._riders.append(ride)
-        try:
-            with trio.move_on_at(deadline):
-                await ride[1].wait()
-        finally:
-            self._riders.remove(ride)
+        await self._timer.sleep_near(deadline, slack)
 
     def describe(self, member_id: int) -> dict[str, Any] | None:
         """A member's memberlist ``name``, ``tags`` and whether it is an rtsim node; None
@@ -251,12 +240,12 @@ class SwimHandle:
     # ---- carrying out the machine's output ------------------------------------------------
 
     def _start(self) -> None:
-        for task in (self._recv_loop, self._sender.run, self._tick_loop):
+        for task in (self._recv_loop, self._sender.run, self._timer.serve):
             self._nursery.start_soon(task)
         self._process(self.machine.join(trio.current_time()))
 
     def _process(self, out: Output, *, wake: bool = True) -> None:
-        """Carry out a machine output; ``wake`` moves the tick loop's deadline (rule 5)."""
+        """Carry out a machine output; ``wake`` moves the timer's deadline (rule 5)."""
         if out.events:
             entries = self._history.record(
                 out.events, wall=time.time(), mono_offset=self._mono_offset
@@ -276,11 +265,8 @@ class SwimHandle:
             if key not in self._syncing:
                 self._syncing.add(key)
                 self._nursery.start_soon(self._pushpull, req)
-        if wake and self._sleep is not None:
-            now = trio.current_time()
-            deadline = max(now, min(self.machine.next_deadline(), now + BACKSTOP))
-            if deadline != self._sleep.deadline:  # most packets change nothing due
-                self._sleep.deadline = deadline
+        if wake:
+            self._timer.move()
 
     def _refuse(self, reason: str, error: str) -> dict[str, Any]:
         self.machine.counters.drop(reason)
@@ -345,40 +331,51 @@ class SwimHandle:
     # ---- tasks ----------------------------------------------------------------------------
 
     async def _recv_loop(self) -> None:
-        counters = self.machine.counters
-        cap = self.machine.intake.max_bytes + 1
-        while True:
+        if self._raw is not None:  # rule 11: each datagram handled as soon as it is read
+            while True:
+                await trio.lowlevel.wait_readable(self._raw)
+                self._take_waiting()
+        while True:  # a socket without a descriptor (a test's in-memory one)
             try:
                 data, addr = await self._sock.recvfrom(65536)
             except OSError as exc:  # e.g. ICMP errors surfacing on some platforms
-                counters.drop(f"recv_error_{exc.errno}")
+                self.machine.counters.drop(f"recv_error_{exc.errno}")
                 continue
-            if len(data) >= cap:
-                counters.arrived += 1
-                counters.drop("oversize")
-                continue
-            src = (str(addr[0]), int(addr[1]))
-            delay = self._admit(self.machine.table.id_at(*src), "in")
-            if delay is None:
-                counters.arrived += 1  # dropped by fault injection before the machine saw it
-            else:
-                self._after(delay, self._receive, data, src)
+            self._arrived(data, addr)
 
-    async def _tick_loop(self) -> None:
-        while True:
-            # Capped: a backstop should a change ever fail to move this loop's deadline.
-            now = trio.current_time()
-            deadline = min(self.machine.next_deadline(), now + BACKSTOP)
-            with trio.CancelScope(deadline=deadline) as self._sleep:  # moved by packets
-                await trio.sleep_forever()
-            deadline, self._sleep = self._sleep.deadline, None  # ticking now (rule 5)
-            now = trio.current_time()
-            self._lags.append((now, max(0.0, now - deadline)))  # rule 7
-            # The tick's own output must not move this loop's deadline (it would spin).
-            self._process(self.machine.tick(now), wake=False)
-            for earliest, released in self._riders:  # rule 10
-                if now >= earliest:
-                    released.set()
+    def _take_waiting(self) -> None:
+        """Rule 11: the datagrams waiting in the socket, each handled as it is read."""
+        assert self._raw is not None
+        for _ in range(TAKEN_AT_ONCE):
+            try:
+                data, addr = self._raw.recvfrom(65536)
+            except BlockingIOError:
+                return
+            except OSError as exc:  # e.g. ICMP errors surfacing on some platforms
+                self.machine.counters.drop(f"recv_error_{exc.errno}")
+                continue
+            self._arrived(data, addr)
+
+    def _arrived(self, data: bytes, addr: Any) -> None:
+        """One datagram from the socket: size and faults, then the machine (now or delayed)."""
+        counters = self.machine.counters
+        if len(data) > self.machine.intake.max_bytes:
+            counters.arrived += 1
+            counters.drop("oversize")
+            return
+        src = (str(addr[0]), int(addr[1]))
+        delay = self._admit(self.machine.table.id_at(*src), "in")
+        if delay is None:
+            counters.arrived += 1  # dropped by fault injection before the machine saw it
+        else:
+            self._after(delay, self._receive, data, src)
+
+    def _tick(self, now: float, lag: float) -> None:
+        """The timer's tick: the datagrams already waiting first (rule 11), then the machine."""
+        if self._raw is not None:
+            self._take_waiting()
+        # The tick's own output must not move the timer's deadline (it would spin).
+        self._process(self.machine.tick(now), wake=False)
 
 
 async def _call_after(delay: float, fn: Callable[..., None], *args: Any) -> None:

@@ -95,8 +95,21 @@ def test_the_explore_figures_have_their_rows(
     )
     assert "| explore: planted bugs found (within the budget) | 1 of 2 | a 0.5 s, b - s |" in text
     assert "| 3 / 1.5 | replays with the same digest: 10 of 10 (fewest) |" in text
-    clean = "| explore: violations on the unmutated protocol in 30 min | 0 | 9000 runs |"
-    assert f"{clean} 0 in 60 min | **no** |" in text
+    clean = "| explore: violations on the unmutated protocol in 30 min, sizes 3-5 | 0 | 9000 runs, "
+    assert f"{clean}0 seeds of the clock () | 0 in 120 min, sizes 3-7 | **no** |" in text
+    explore["clean"] = {
+        "runs": 250000,
+        "seconds": 7200.0,
+        "sizes": "3-7",
+        "seeds": [272135, 272145, 272155, 272205],
+        "violations": [],
+    }
+    (tmp_path / "explore.json").write_text(json.dumps(explore))
+    row = (
+        "| explore: violations on the unmutated protocol in 120 min, sizes 3-7 | 0 | 250000 runs, "
+        "4 seeds of the clock (272135, 272145, 272155, ...) | 0 in 120 min, sizes 3-7 | yes |"
+    )
+    assert row in summary.table()
 
 
 def test_a_thousand_run_that_failed_says_how_far_it_got(
