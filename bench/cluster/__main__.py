@@ -44,14 +44,16 @@ from .serf import SERF, serf_up
 
 T = TypeVar("T")
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "cluster.json"
-GOALS = {
-    "converged_s_at_250": 40.0,  # issue 33 (60 before)
-    "converged_s_at_1000": 300.0,
-    "thousand_false_suspicions": 0,
+GOALS = {  # issue 42 (issue 33's were 40 s at 250, 300 s at 1,000, 15 MB)
+    "converged_s_at_250": 20.0,
+    "converged_s_at_1000": 90.0,
+    "thousand_false_suspicions": 0,  # during the start and in 10 minutes at rest
+    "thousand_sizes_seen": 20,  # distinct cluster sizes a node passes through, at most
+    "thousand_cpu_pct_total": 100.0,  # the whole cluster at rest: one core at most
     "thousand_loop_lag_ms": 100.0,
     "rest_false_suspicions_250": 0,
     "loss_false_deaths_25": 0,
-    "pss_mb_per_node": 15.0,
+    "pss_mb_per_node": 6.5,
 }
 
 
@@ -103,9 +105,11 @@ def _table(rows: list[dict[str, Any]], cols: list[tuple[str, str]]) -> str:
 UP_COLS = [("system", "system"), ("nodes", "nodes"), ("converged_s", "converged s"),
            ("start_cpu_s", "start CPU s"), ("pss_mb_mean", "PSS MB"),
            ("private_mb_mean", "private MB"), ("rss_mb_mean", "RSS MB"),
-           ("watcher_pss_mb_mean", "watcher PSS MB"), ("load_1m", "load")]  # fmt: skip
+           ("watcher_pss_mb_mean", "watcher PSS MB"), ("load_1m", "load"),
+           ("start_false_suspicions", "start susp."), ("sizes_seen_max", "sizes seen")]  # fmt: skip
 REST_COLS = [("run", "run"), ("nodes", "nodes"), ("loss_pct", "loss %"),
              ("rest_s", "rest s"), ("converged_s", "converged s"),
+             ("start_false_suspicions", "start susp."), ("sizes_seen_max", "sizes seen"),
              ("false_suspicions", "false susp."), ("suspicions_raised", "raised"),
              ("false_deaths", "false deaths"),
              ("probe_failures", "probe fails"), ("cpu_pct_per_node", "CPU %/node"),
@@ -211,8 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         f"\ngoals: 250 nodes converged within {GOALS['converged_s_at_250']:g}s; 0 false "
         f"suspicions at rest (250 nodes, 10 min); 0 false deaths at 10% loss (25 nodes, 10 "
         f"min); PSS at most {GOALS['pss_mb_per_node']:g} MB a node; 1,000 nodes converged "
-        f"within {GOALS['converged_s_at_1000']:g}s, then 10 min at rest with 0 false "
-        f"suspicions and loop lag at most {GOALS['thousand_loop_lag_ms']:g} ms. Saved to "
+        f"within {GOALS['converged_s_at_1000']:g}s with no false suspicion and at most "
+        f"{GOALS['thousand_sizes_seen']} cluster sizes seen by any node, then 10 min at rest "
+        f"with 0 false suspicions, loop lag at most {GOALS['thousand_loop_lag_ms']:g} ms and "
+        f"at most {GOALS['thousand_cpu_pct_total']:g}% of a core in all. Saved to "
         f"{out} ({doc['wall_s']:g}s)"
     )
     return 0

@@ -20,7 +20,15 @@ from cluster.ground.errors import ApiError
 from cluster.local import LocalCluster
 from cluster.node import Monitor, rpc_call
 
-__all__ = ["EventTally", "cpu_seconds", "event_logs", "loop_lag", "memory", "watchers"]
+__all__ = [
+    "EventTally",
+    "cpu_seconds",
+    "event_logs",
+    "loop_lag",
+    "memory",
+    "start_figures",
+    "watchers",
+]
 
 MB = 2**20
 ASK_AT_ONCE = 32
@@ -155,3 +163,43 @@ class EventTally:
 def event_logs(cluster: LocalCluster) -> list[str]:
     """Every node's event log file."""
     return [rec.events for rec in cluster.record.nodes if rec.events]
+
+
+_UP = frozenset({"alive", "probe_failed", "suspected"})
+
+
+def start_figures(logs: list[str], live: set[int]) -> dict[str, Any]:
+    """What every node's event log says of a start in which no node was stopped: the false
+    suspicions (``suspected`` events about ``live`` members), and the distinct cluster sizes
+    each node passed through (the count of members it held up, itself included, after each
+    of its events: the Rapid paper's measure of how smoothly a cluster bootstraps)."""
+    suspicions = 0
+    sizes: list[int] = []
+    for path in logs:
+        try:
+            with open(path, "rb") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        up: set[int] = set()
+        seen = {1}
+        for line in lines:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict):
+                continue
+            subject, new = ev.get("subject"), ev.get("new")
+            if new == "suspected" and subject in live:
+                suspicions += 1
+            if subject == ev.get("observer"):
+                continue
+            (up.add if new in _UP else up.discard)(subject)
+            seen.add(len(up) + 1)
+        sizes.append(len(seen))
+    return {
+        "start_false_suspicions": suspicions,
+        "sizes_seen_max": max(sizes) if sizes else None,
+        "sizes_seen_median": statistics.median(sizes) if sizes else None,
+    }

@@ -23,7 +23,15 @@ import trio
 
 from cluster.local import ClusterError, LaunchProgress, LocalCluster, launch, plan_cluster
 
-from .figures import EventTally, cpu_seconds, event_logs, loop_lag, memory, watchers
+from .figures import (
+    EventTally,
+    cpu_seconds,
+    event_logs,
+    loop_lag,
+    memory,
+    start_figures,
+    watchers,
+)
 
 __all__ = ["rest_run", "up_run"]
 
@@ -66,6 +74,7 @@ async def up_run(n: int, root: Path, timeout: float) -> dict[str, Any]:
         launcher = cpu1.user + cpu1.system - cpu0.user - cpu0.system
         row["start_cpu_s"] = round(cpu_seconds(pids) + cpu_seconds(watchers(pids)) + launcher, 1)
         row["launcher_cpu_s"] = round(launcher, 1)
+        row.update(start_figures(event_logs(cluster), {r.node_id for r in cluster.record.nodes}))
         await trio.sleep(SETTLE)
         row.update(memory(pids))
         row["watcher_pss_mb_mean"] = memory(watchers(pids)).get("pss_mb_mean")
@@ -139,6 +148,7 @@ async def rest_run(
     try:
         took = await launch(cluster, timeout=timeout, progress=_show(f"{kind} {n}"))
         row["converged_s"] = round(float(took or 0.0), 2)
+        row.update(start_figures(event_logs(cluster), {r.node_id for r in cluster.record.nodes}))
         if loss:
             for rec in cluster.record.nodes:
                 await cluster.faults(rec, "loss", value=loss)

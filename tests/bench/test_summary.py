@@ -124,5 +124,5 @@ def test_a_thousand_run_that_failed_says_how_far_it_got(
     text = summary.table()
     assert (
         f"| 1000 real nodes up and converged (s) | failed: {error} | "
-        "Serf 1000: did not converge in 300 s | <= 300 s | **no** |"
+        "Serf 1000: did not converge in 300 s | <= 90 s | **no** |"
     ) in text
