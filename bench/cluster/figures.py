@@ -171,8 +171,10 @@ _UP = frozenset({"alive", "probe_failed", "suspected"})
 def start_figures(logs: list[str], live: set[int]) -> dict[str, Any]:
     """What every node's event log says of a start in which no node was stopped: the false
     suspicions (``suspected`` events about ``live`` members), and the distinct cluster sizes
-    each node passed through (the count of members it held up, itself included, after each
-    of its events: the Rapid paper's measure of how smoothly a cluster bootstraps)."""
+    each node passed through (the Rapid paper's measure of how smoothly a cluster
+    bootstraps): the count of members it held up, itself included, after each change it
+    made at one instant (the events of one packet or one push/pull share their ``mono``,
+    and nothing can see the view between them)."""
     suspicions = 0
     sizes: list[int] = []
     for path in logs:
@@ -183,6 +185,7 @@ def start_figures(logs: list[str], live: set[int]) -> dict[str, Any]:
             continue
         up: set[int] = set()
         seen = {1}
+        instant = None
         for line in lines:
             try:
                 ev = json.loads(line)
@@ -195,8 +198,11 @@ def start_figures(logs: list[str], live: set[int]) -> dict[str, Any]:
                 suspicions += 1
             if subject == ev.get("observer"):
                 continue
+            if ev.get("mono") != instant:  # the view as it stood after the last instant
+                seen.add(len(up) + 1)
+                instant = ev.get("mono")
             (up.add if new in _UP else up.discard)(subject)
-            seen.add(len(up) + 1)
+        seen.add(len(up) + 1)
         sizes.append(len(seen))
     return {
         "start_false_suspicions": suspicions,

@@ -9,10 +9,13 @@ from pathlib import Path
 from bench.cluster.figures import start_figures
 
 
-def _log(path: Path, observer: int, changes: list[tuple[int, str]]) -> str:
+def _log(
+    path: Path, observer: int, changes: list[tuple[int, str]], at: list[float] | None = None
+) -> str:
+    at = at or [float(i) for i in range(len(changes))]
     lines = [
-        json.dumps({"observer": observer, "subject": s, "new": new, "mono": float(i)})
-        for i, (s, new) in enumerate(changes)
+        json.dumps({"observer": observer, "subject": s, "new": new, "mono": t})
+        for (s, new), t in zip(changes, at, strict=True)
     ]
     path.write_text("\n".join(lines) + "\n")
     return str(path)
@@ -34,6 +37,17 @@ def test_sizes_count_the_distinct_up_counts_each_node_held(tmp_path: Path) -> No
     got = start_figures([a, b], live={0, 1, 2, 3})
     assert got["start_false_suspicions"] == 1
     assert got["sizes_seen_median"] == 4
+
+
+def test_the_changes_of_one_instant_count_as_one_size(tmp_path: Path) -> None:
+    # A push/pull brings 1, 2 and 3 at once (one instant), then 4 comes alone: sizes 1, 4, 5.
+    a = _log(
+        tmp_path / "0.jsonl",
+        0,
+        [(1, "alive"), (2, "alive"), (3, "alive"), (4, "alive")],
+        at=[5.0, 5.0, 5.0, 6.0],
+    )
+    assert start_figures([a], live={0})["sizes_seen_max"] == 3
 
 
 def test_no_logs_no_figures(tmp_path: Path) -> None:
