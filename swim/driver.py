@@ -370,7 +370,7 @@ class SwimHandle:
         else:
             self._after(delay, self._receive, data, src)
 
-    def _tick(self, now: float, lag: float) -> None:
+    def _tick(self, now: float) -> None:
         """The timer's tick: the datagrams already waiting first (rule 11), then the machine."""
         if self._raw is not None:
             self._take_waiting()

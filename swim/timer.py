@@ -9,9 +9,8 @@ Rules:
    ends a probe takes back the wake-up at the probe's timeout: at rest a member then wakes
    once a probe, not twice); only a change is written. The tick's own output does not move
    it (the loop would spin).
-3. The loop lag is how late past its deadline the loop runs (a starved loop runs late); each
-   tick is handed its lag, and ``lag()`` gives the last sample and the largest of the last
-   ``LAG_WINDOW`` seconds.
+3. The loop lag is how late past its deadline the loop runs (a starved loop runs late):
+   ``lag()`` gives the last sample and the largest of the last ``LAG_WINDOW`` seconds.
 4. The node's own periodic jobs may ride on the timer (``sleep_near``): a job due within its
    slack of a tick runs with that tick, in the same wake-up of the process, and only a job no
    tick comes near wakes the process itself (at rest a probe tick comes once a second, as
@@ -34,11 +33,9 @@ LAG_SAMPLES = 512  # at most this many kept (a member at rest takes one to ten a
 
 class MemberTimer:
     """Rules 1-4 for one member: ``next_deadline()`` is when its machine wants a tick (trio
-    time), ``tick(now, lag)`` carries one out."""
+    time), ``tick(now)`` carries one out."""
 
-    def __init__(
-        self, next_deadline: Callable[[], float], tick: Callable[[float, float], None]
-    ) -> None:
+    def __init__(self, next_deadline: Callable[[], float], tick: Callable[[float], None]) -> None:
         self._next_deadline = next_deadline
         self._tick = tick
         self._sleep: trio.CancelScope | None = None  # the loop's wait, while it waits
@@ -80,9 +77,8 @@ class MemberTimer:
                 await trio.sleep_forever()
             deadline, self._sleep = self._sleep.deadline, None  # ticking now (rule 2)
             now = trio.current_time()
-            lag = max(0.0, now - deadline)
-            self._lags.append((now, lag))
-            self._tick(now, lag)
+            self._lags.append((now, max(0.0, now - deadline)))
+            self._tick(now)
             for earliest, released in self._riders:  # rule 4
                 if now >= earliest:
                     released.set()

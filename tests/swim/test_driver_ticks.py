@@ -27,9 +27,9 @@ def _stall_after_each_probe(a: SwimHandle, seconds: float, times: int) -> list[b
     tick = a._timer._tick
     seen: list[bool] = []
 
-    def stalling(now: float, lag: float) -> None:
+    def stalling(now: float) -> None:
         before = a.machine._probe
-        tick(now, lag)
+        tick(now)
         p = a.machine._probe
         if p is not None and p is not before and len(seen) < times:
             time.sleep(seconds)
