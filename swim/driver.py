@@ -27,6 +27,10 @@ Rules:
    made, so histories and logs of processes on one host line up, and ``wall`` (epoch s).
 7. At rest a member wakes only when its machine has something due or a packet arrives
    (``timer`` rule 1). The loop lag (``statistics()``) is the timer's (``timer`` rule 3).
+   A loop found running more than a probe timeout late raises the member's local health
+   score by one (Lifeguard's local health: a starved member knows it is the slow one), so
+   its probe timeouts and intervals stretch, and it accuses less, until its probes succeed
+   again; the simulator has no loop to lag, so this is the driver's, not the machine's.
 8. With another ``wire`` format (``swim.memberlist.Memberlist``: memberlist's protocol, as
    Serf speaks it) every packet in and out, every push/pull and every stream the node's
    listener hands over (``handle_stream``) goes through that format's ``Door``; the machine
@@ -105,7 +109,7 @@ class SwimHandle:
         self._sock = sock
         self._raw = raw
         self._sender = Sender(sock, raw, machine.counters.drop)  # rule 9
-        self._timer = MemberTimer(machine.next_deadline, self._tick)
+        self._timer = MemberTimer(machine.next_deadline, self._tick, self._late)
         self._nursery = nursery
         self._log = event_log
         self._rng = rng
@@ -369,6 +373,12 @@ class SwimHandle:
             counters.arrived += 1  # dropped by fault injection before the machine saw it
         else:
             self._after(delay, self._receive, data, src)
+
+    def _late(self, lag: float) -> None:
+        """Rule 7: the loop ran ``lag`` seconds past a deadline."""
+        if lag > self.config.probe_timeout:
+            self.machine.awareness.apply(1)
+            self.machine.counters.slow_ticks += 1
 
     def _tick(self, now: float) -> None:
         """The timer's tick: the datagrams already waiting first (rule 11), then the machine."""

@@ -88,6 +88,7 @@ class Counters:
     arrived: int = 0  # every packet handed in, before any check
     epochs: int = 0  # new boot epochs taken to refute (membership rule 5)
     evicted: int = 0  # members held down long forgotten to make room (newcomers rule 2)
+    slow_ticks: int = 0  # ticks that ran a probe timeout late (the driver's rule 7)
 
     def sent(self, kind: str, size: int) -> None:
         self.sent_packets[kind] += 1
@@ -147,6 +148,7 @@ class SwimStatistics:
     refused_address: int = 0
     epochs: int = 0
     evicted: int = 0
+    slow_ticks: int = 0
     loop_lag: float = 0.0
     loop_lag_max: float = 0.0
 
@@ -181,6 +183,7 @@ class SwimStatistics:
             pushpulls=c.pushpulls,
             **c.summary(),
             evicted=c.evicted,
+            slow_ticks=c.slow_ticks,
             loop_lag=loop_lag,
             loop_lag_max=loop_lag_max,
         )

@@ -9,8 +9,10 @@ Rules:
    ends a probe takes back the wake-up at the probe's timeout: at rest a member then wakes
    once a probe, not twice); only a change is written. The tick's own output does not move
    it (the loop would spin).
-3. The loop lag is how late past its deadline the loop runs (a starved loop runs late):
-   ``lag()`` gives the last sample and the largest of the last ``LAG_WINDOW`` seconds.
+3. The loop lag is how late past its deadline the loop runs (a starved loop runs late),
+   seen when the tick runs or, should a packet be handled first, when that packet moves a
+   deadline already past; once a wait, handed to ``late(lag)``. ``lag()`` gives the last
+   sample and the largest of the last ``LAG_WINDOW`` seconds.
 4. The node's own periodic jobs may ride on the timer (``sleep_near``): a job due within its
    slack of a tick runs with that tick, in the same wake-up of the process, and only a job no
    tick comes near wakes the process itself (at rest a probe tick comes once a second, as
@@ -33,12 +35,19 @@ LAG_SAMPLES = 512  # at most this many kept (a member at rest takes one to ten a
 
 class MemberTimer:
     """Rules 1-4 for one member: ``next_deadline()`` is when its machine wants a tick (trio
-    time), ``tick(now)`` carries one out."""
+    time), ``tick(now)`` carries one out, ``late(lag)`` hears of each lag seen (rule 3)."""
 
-    def __init__(self, next_deadline: Callable[[], float], tick: Callable[[float], None]) -> None:
+    def __init__(
+        self,
+        next_deadline: Callable[[], float],
+        tick: Callable[[float], None],
+        late: Callable[[float], None] = lambda lag: None,
+    ) -> None:
         self._next_deadline = next_deadline
         self._tick = tick
+        self._late = late
         self._sleep: trio.CancelScope | None = None  # the loop's wait, while it waits
+        self._seen_late = False  # this wait's lag is recorded already (rule 3)
         self._riders: list[tuple[float, trio.Event]] = []  # rule 4: (earliest, released)
         self._lags: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)  # (when, lag) s
 
@@ -46,9 +55,16 @@ class MemberTimer:
         """Rule 2: the machine's next deadline may have changed (a packet was handled)."""
         if self._sleep is not None:
             now = trio.current_time()
+            if now > self._sleep.deadline and not self._seen_late:  # rule 3
+                self._record(now, now - self._sleep.deadline)
             deadline = max(now, min(self._next_deadline(), now + BACKSTOP))
             if deadline != self._sleep.deadline:  # most packets change nothing due
                 self._sleep.deadline = deadline
+
+    def _record(self, now: float, lag: float) -> None:
+        self._seen_late = True
+        self._lags.append((now, lag))
+        self._late(lag)
 
     def lag(self) -> tuple[float, float]:
         """Rule 3: (the last lag, the largest of the last ``LAG_WINDOW`` seconds), seconds."""
@@ -73,11 +89,13 @@ class MemberTimer:
             # Capped: a backstop should a change ever fail to move this loop's deadline.
             now = trio.current_time()
             deadline = min(self._next_deadline(), now + BACKSTOP)
+            self._seen_late = False
             with trio.CancelScope(deadline=deadline) as self._sleep:  # moved by packets
                 await trio.sleep_forever()
             deadline, self._sleep = self._sleep.deadline, None  # ticking now (rule 2)
             now = trio.current_time()
-            self._lags.append((now, max(0.0, now - deadline)))
+            if not self._seen_late:
+                self._record(now, max(0.0, now - deadline))
             self._tick(now)
             for earliest, released in self._riders:  # rule 4
                 if now >= earliest:
