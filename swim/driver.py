@@ -41,11 +41,9 @@ Rules:
    through the send queue (``sockets.Sender``): at rest most of a member's task switches.
 10. The node's own periodic jobs may ride on the member's timer (``sleep_near``, ``timer``
    rule 4).
-11. Packets before timeouts: a tick first takes every datagram already waiting in the socket
-   (at most ``TAKEN_AT_ONCE``), and a datagram read is handled at once, never held across a
-   checkpoint (trio's own ``recvfrom`` yields between reading and returning), so an ack that
-   came before a probe's deadline but waited behind a busy loop ends the probe instead of
-   failing it. The receive task reads every datagram waiting in one wake-up.
+11. Packets before timeouts: a datagram read is handled at once (``sockets.Receiver``), and a
+   tick first takes every datagram already waiting, so an ack that came before a probe's
+   deadline but waited behind a busy loop ends the probe instead of failing it.
 """
 
 from __future__ import annotations
@@ -72,6 +70,7 @@ from .members import Member
 from .outputs import DROPPED, Output, SwimStatistics, SyncRequest
 from .sockets import (
     EventLog,
+    Receiver,
     Sender,
     open_event_log,
     open_udp,
@@ -85,8 +84,6 @@ from .wireformat import Door, WireFormat
 __all__ = ["SwimHandle", "open_swim"]
 
 log = logging.getLogger(__name__)
-
-TAKEN_AT_ONCE = 256  # rule 11: datagrams read in one go at most (then others get a turn)
 
 
 class SwimHandle:
@@ -107,8 +104,8 @@ class SwimHandle:
         self.config = machine.config
         self.faults = Faults()
         self._sock = sock
-        self._raw = raw
         self._sender = Sender(sock, raw, machine.counters.drop)  # rule 9
+        self._receiver = Receiver(sock, raw, self._arrived, machine.counters.drop)  # rule 11
         self._timer = MemberTimer(machine.next_deadline, self._tick, self._late)
         self._nursery = nursery
         self._log = event_log
@@ -244,7 +241,7 @@ class SwimHandle:
     # ---- carrying out the machine's output ------------------------------------------------
 
     def _start(self) -> None:
-        for task in (self._recv_loop, self._sender.run, self._timer.serve):
+        for task in (self._receiver.run, self._sender.run, self._timer.serve):
             self._nursery.start_soon(task)
         self._process(self.machine.join(trio.current_time()))
 
@@ -334,32 +331,6 @@ class SwimHandle:
 
     # ---- tasks ----------------------------------------------------------------------------
 
-    async def _recv_loop(self) -> None:
-        if self._raw is not None:  # rule 11: each datagram handled as soon as it is read
-            while True:
-                await trio.lowlevel.wait_readable(self._raw)
-                self._take_waiting()
-        while True:  # a socket without a descriptor (a test's in-memory one)
-            try:
-                data, addr = await self._sock.recvfrom(65536)
-            except OSError as exc:  # e.g. ICMP errors surfacing on some platforms
-                self.machine.counters.drop(f"recv_error_{exc.errno}")
-                continue
-            self._arrived(data, addr)
-
-    def _take_waiting(self) -> None:
-        """Rule 11: the datagrams waiting in the socket, each handled as it is read."""
-        assert self._raw is not None
-        for _ in range(TAKEN_AT_ONCE):
-            try:
-                data, addr = self._raw.recvfrom(65536)
-            except BlockingIOError:
-                return
-            except OSError as exc:  # e.g. ICMP errors surfacing on some platforms
-                self.machine.counters.drop(f"recv_error_{exc.errno}")
-                continue
-            self._arrived(data, addr)
-
     def _arrived(self, data: bytes, addr: Any) -> None:
         """One datagram from the socket: size and faults, then the machine (now or delayed)."""
         counters = self.machine.counters
@@ -382,8 +353,7 @@ class SwimHandle:
 
     def _tick(self, now: float) -> None:
         """The timer's tick: the datagrams already waiting first (rule 11), then the machine."""
-        if self._raw is not None:
-            self._take_waiting()
+        self._receiver.take_waiting()
         # The tick's own output must not move the timer's deadline (it would spin).
         self._process(self.machine.tick(now), wake=False)
 

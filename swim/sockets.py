@@ -10,6 +10,12 @@ Rules:
    the send queue (at most ``SEND_QUEUE`` packets; more are dropped and counted) for the
    send task, so no packet overtakes another. At rest that saves most of a member's task
    switches (issue 33).
+4. ``Receiver``: a datagram read is handed on at once, never held across a checkpoint (trio's
+   own ``recvfrom`` yields between reading and returning, so a busy member could time out a
+   probe whose ack it had already read): the receive task waits for the socket to be
+   readable, then reads every datagram waiting, up to ``TAKEN_AT_ONCE`` before others get a
+   turn; ``take_waiting`` does the same from synchronous code (a tick, before it judges a
+   timeout). A socket without a descriptor (a test's in-memory one) is read through trio.
 """
 
 from __future__ import annotations
@@ -30,10 +36,19 @@ from .framing import FrameError, recv_frame, send_frame
 from .history import HistoryEntry
 from .keyring import TCP_REPLY, TCP_REQUEST
 
-__all__ = ["EventLog", "Sender", "open_event_log", "open_udp", "resolve_node_id", "tcp_request"]
+__all__ = [
+    "EventLog",
+    "Receiver",
+    "Sender",
+    "open_event_log",
+    "open_udp",
+    "resolve_node_id",
+    "tcp_request",
+]
 
 log = logging.getLogger(__name__)
 SEND_QUEUE = 4096  # packets waiting for the send task at most (rule 3)
+TAKEN_AT_ONCE = 256  # rule 4: datagrams read in one go at most (then others get a turn)
 _LITERALS_KEPT = 1024
 
 
@@ -78,6 +93,51 @@ class Sender:
                 self._drop(f"send_error_{exc.errno}")
             finally:
                 self.queued -= 1
+
+
+class Receiver:
+    """Rule 4: the receive path of one UDP socket; ``arrived(data, addr)`` takes each
+    datagram, ``drop(reason)`` counts a read that failed."""
+
+    def __init__(
+        self,
+        sock: trio.socket.SocketType,
+        raw: _socket.socket | None,
+        arrived: Callable[[bytes, Any], None],
+        drop: Callable[[str], Any],
+    ) -> None:
+        self._sock = sock
+        self._raw = raw
+        self._arrived = arrived
+        self._drop = drop
+
+    async def run(self) -> None:
+        """The receive task (never returns)."""
+        if self._raw is not None:
+            while True:
+                await trio.lowlevel.wait_readable(self._raw)
+                self.take_waiting()
+        while True:
+            try:
+                data, addr = await self._sock.recvfrom(65536)
+            except OSError as exc:  # e.g. ICMP errors surfacing on some platforms
+                self._drop(f"recv_error_{exc.errno}")
+                continue
+            self._arrived(data, addr)
+
+    def take_waiting(self) -> None:
+        """Every datagram waiting now (at most ``TAKEN_AT_ONCE``), each handed on as read."""
+        if self._raw is None:
+            return
+        for _ in range(TAKEN_AT_ONCE):
+            try:
+                data, addr = self._raw.recvfrom(65536)
+            except BlockingIOError:
+                return
+            except OSError as exc:  # e.g. ICMP errors surfacing on some platforms
+                self._drop(f"recv_error_{exc.errno}")
+                continue
+            self._arrived(data, addr)
 
 
 def _literal_hosts(family: int) -> Callable[[str], bool]:
