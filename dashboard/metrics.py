@@ -34,6 +34,7 @@ _SWIM_COUNTERS = (
     "refused_new_member",
     "refused_address",
     "epochs",
+    "slow_ticks",
 )
 _SWIM_GAUGES = (
     "members_up",

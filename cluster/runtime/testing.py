@@ -71,6 +71,7 @@ class FakeStatistics:
     refused_new_member: int = 0
     refused_address: int = 0
     epochs: int = 0
+    slow_ticks: int = 0
     sent_packets: Mapping[str, int] = field(default_factory=dict)
     recv_packets: Mapping[str, int] = field(default_factory=dict)
     sent_bytes: Mapping[str, int] = field(default_factory=dict)

@@ -60,7 +60,7 @@ async def test_forward_latency_histogram(
 
 async def test_membership_and_swim(client: Any, runtime: Runtime) -> None:
     runtime.membership.stats = FakeStatistics(  # type: ignore[attr-defined]
-        probes=10, suspicions=2, refutations=1, refused_incarnation=5, epochs=1,
+        probes=10, suspicions=2, refutations=1, refused_incarnation=5, epochs=1, slow_ticks=3,
         sent_packets={"ping": 7, "ack": 3}, recv_packets={"ack": 6}, dropped={"malformed": 4},
     )  # fmt: skip
     m = await scrape(client)
@@ -73,6 +73,7 @@ async def test_membership_and_swim(client: Any, runtime: Runtime) -> None:
     assert m[("rt_swim_refutations_total", ())] == 1
     assert m[("rt_swim_refused_incarnation_total", ())] == 5
     assert m[("rt_swim_epochs_total", ())] == 1
+    assert m[("rt_swim_slow_ticks_total", ())] == 3
     assert m[("rt_swim_packets_total", (("direction", "sent"), ("type", "ping")))] == 7
     assert m[("rt_swim_packets_total", (("direction", "received"), ("type", "ack")))] == 6
     assert m[("rt_swim_dropped_total", (("reason", "malformed"),))] == 4
