@@ -13,9 +13,11 @@ Rules:
 4. ``Receiver``: a datagram read is handed on at once, never held across a checkpoint (trio's
    own ``recvfrom`` yields between reading and returning, so a busy member could time out a
    probe whose ack it had already read): the receive task waits for the socket to be
-   readable, then reads every datagram waiting, up to ``TAKEN_AT_ONCE`` before others get a
-   turn; ``take_waiting`` does the same from synchronous code (a tick, before it judges a
-   timeout). A socket without a descriptor (a test's in-memory one) is read through trio.
+   readable, then reads the datagrams waiting, up to ``TAKEN_AT_ONCE`` of them or for
+   ``TAKE_FOR`` seconds, whichever ends first, before other tasks get a turn (a flood of
+   costly packets must not hold the loop); ``take_waiting`` does the same from synchronous
+   code (a tick, before it judges a timeout). A socket without a descriptor (a test's
+   in-memory one) is read through trio.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import logging
 import os
 import socket as _socket
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import IO, Any
@@ -48,7 +51,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 SEND_QUEUE = 4096  # packets waiting for the send task at most (rule 3)
-TAKEN_AT_ONCE = 256  # rule 4: datagrams read in one go at most (then others get a turn)
+TAKEN_AT_ONCE = 64  # rule 4: datagrams read in one go at most (then others get a turn)
+TAKE_FOR = 0.005  # rule 4: seconds of handling in one go at most
 _LITERALS_KEPT = 1024
 
 
@@ -126,10 +130,14 @@ class Receiver:
             self._arrived(data, addr)
 
     def take_waiting(self) -> None:
-        """Every datagram waiting now (at most ``TAKEN_AT_ONCE``), each handed on as read."""
+        """The datagrams waiting now (rule 4: at most ``TAKEN_AT_ONCE`` or ``TAKE_FOR``
+        seconds), each handed on as read."""
         if self._raw is None:
             return
+        until = time.perf_counter() + TAKE_FOR
         for _ in range(TAKEN_AT_ONCE):
+            if time.perf_counter() > until:
+                return
             try:
                 data, addr = self._raw.recvfrom(65536)
             except BlockingIOError:
