@@ -9,10 +9,11 @@ Rules:
    ends a probe takes back the wake-up at the probe's timeout: at rest a member then wakes
    once a probe, not twice); only a change is written. The tick's own output does not move
    it (the loop would spin).
-3. The loop lag is how late past its deadline the loop runs (a starved loop runs late),
-   seen when the tick runs or, should a packet be handled first, when that packet moves a
-   deadline already past; once a wait, handed to ``late(lag)``. ``lag()`` gives the last
-   sample and the largest of the last ``LAG_WINDOW`` seconds.
+3. The loop lag is how late past its deadline the loop runs (a starved loop runs late).
+   A sample is taken at each tick, against the deadline as last moved; ``lag()`` gives the
+   last and the largest of the last ``LAG_WINDOW`` seconds. ``late(lag)`` hears once a wait
+   how late the loop ran: at the tick, or earlier, should a packet be handled first and move
+   a deadline already past (it would otherwise hide the lateness by moving the deadline).
 4. The node's own periodic jobs may ride on the timer (``sleep_near``): a job due within its
    slack of a tick runs with that tick, in the same wake-up of the process, and only a job no
    tick comes near wakes the process itself (at rest a probe tick comes once a second, as
@@ -47,7 +48,7 @@ class MemberTimer:
         self._tick = tick
         self._late = late
         self._sleep: trio.CancelScope | None = None  # the loop's wait, while it waits
-        self._seen_late = False  # this wait's lag is recorded already (rule 3)
+        self._seen_late = False  # ``late`` has heard of this wait's lag (rule 3)
         self._riders: list[tuple[float, trio.Event]] = []  # rule 4: (earliest, released)
         self._lags: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)  # (when, lag) s
 
@@ -56,15 +57,11 @@ class MemberTimer:
         if self._sleep is not None:
             now = trio.current_time()
             if now > self._sleep.deadline and not self._seen_late:  # rule 3
-                self._record(now, now - self._sleep.deadline)
+                self._seen_late = True
+                self._late(now - self._sleep.deadline)
             deadline = max(now, min(self._next_deadline(), now + BACKSTOP))
             if deadline != self._sleep.deadline:  # most packets change nothing due
                 self._sleep.deadline = deadline
-
-    def _record(self, now: float, lag: float) -> None:
-        self._seen_late = True
-        self._lags.append((now, lag))
-        self._late(lag)
 
     def lag(self) -> tuple[float, float]:
         """Rule 3: (the last lag, the largest of the last ``LAG_WINDOW`` seconds), seconds."""
@@ -94,8 +91,10 @@ class MemberTimer:
                 await trio.sleep_forever()
             deadline, self._sleep = self._sleep.deadline, None  # ticking now (rule 2)
             now = trio.current_time()
+            lag = max(0.0, now - deadline)
+            self._lags.append((now, lag))
             if not self._seen_late:
-                self._record(now, max(0.0, now - deadline))
+                self._late(lag)
             self._tick(now)
             for earliest, released in self._riders:  # rule 4
                 if now >= earliest:
