@@ -83,4 +83,3 @@ async def test_an_ack_that_waited_behind_a_stalled_loop_ends_the_probe(harness: 
         assert changes == []
         assert a.members()[1].state is MemberState.ALIVE
         assert a.statistics().slow_ticks >= STALLS  # each stall made the next tick late
-        assert max(scores) >= 1  # ... and the member knew it was the slow one
