@@ -28,8 +28,7 @@ Rules:
 7. At rest a member wakes only when its machine has something due or a packet arrives
    (``timer`` rule 1). The loop lag (``statistics()``) is the timer's (``timer`` rule 3).
    A loop found running more than a probe timeout late is counted (``slow_ticks``): the
-   member knows it is the slow one. (Raising its local health score for it stretched
-   failure detection in the page tests and showed no gain at 500 nodes: not done.)
+   member's own slowness, told apart from its peers'.
 8. With another ``wire`` format (``swim.memberlist.Memberlist``: memberlist's protocol, as
    Serf speaks it) every packet in and out, every push/pull and every stream the node's
    listener hands over (``handle_stream``) goes through that format's ``Door``; the machine

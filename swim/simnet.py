@@ -73,7 +73,6 @@ from .wire import StateEntry
 __all__ = ["SimNetwork"]
 
 _TICK, _PACKET, _SYNC, _REPLY, _RESUME, _STOP, _WORK = range(7)
-_QUEUE_CAP = QUEUE_CAP  # packets kept for a paused node (a socket buffer)
 STALL_EVENTS = 200_000  # rule 5: events at one virtual instant that make a livelock
 
 
@@ -331,7 +330,7 @@ class SimNetwork:
         elif kind == _STOP:
             node.running = False
         elif node.paused:
-            if kind == _PACKET and len(node.queued) < _QUEUE_CAP:
+            if kind == _PACKET and len(node.queued) < QUEUE_CAP:  # a paused node's socket buffer
                 node.queued.append(payload)
         elif kind == _TICK:
             if when == node.tick_at:

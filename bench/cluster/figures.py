@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "event_logs",
     "loop_lag",
     "memory",
+    "sizes_seen",
     "start_figures",
     "watchers",
 ]
@@ -168,13 +170,32 @@ def event_logs(cluster: LocalCluster) -> list[str]:
 _UP = frozenset({"alive", "probe_failed", "suspected"})
 
 
+def sizes_seen(events: Iterable[dict[str, Any]]) -> dict[int, int]:
+    """Per observer, the distinct cluster sizes it passed through (the Rapid paper's measure of
+    how smoothly a cluster bootstraps): the count of members it held up, itself included,
+    after each instant at which its view changed (the events of one packet or one push/pull
+    share their ``mono``, and nothing can see the view between them)."""
+    up: dict[Any, set[Any]] = {}
+    seen: dict[Any, set[int]] = {}
+    last: dict[Any, Any] = {}
+    for ev in events:
+        o, subject = ev.get("observer"), ev.get("subject")
+        if subject == o:
+            continue
+        u = up.setdefault(o, set())
+        if o in last and last[o] != ev.get("mono"):  # the view as it stood after that instant
+            seen.setdefault(o, {1}).add(len(u) + 1)
+        last[o] = ev.get("mono")
+        (u.add if ev.get("new") in _UP else u.discard)(subject)
+    for o, u in up.items():
+        seen.setdefault(o, {1}).add(len(u) + 1)
+    return {o: len(v) for o, v in seen.items()}
+
+
 def start_figures(logs: list[str], live: set[int]) -> dict[str, Any]:
     """What every node's event log says of a start in which no node was stopped: the false
     suspicions (``suspected`` events about ``live`` members), and the distinct cluster sizes
-    each node passed through (the Rapid paper's measure of how smoothly a cluster
-    bootstraps): the count of members it held up, itself included, after each change it
-    made at one instant (the events of one packet or one push/pull share their ``mono``,
-    and nothing can see the view between them)."""
+    each node passed through (``sizes_seen``; a log with no change of another member: 1)."""
     suspicions = 0
     sizes: list[int] = []
     for path in logs:
@@ -183,27 +204,16 @@ def start_figures(logs: list[str], live: set[int]) -> dict[str, Any]:
                 lines = f.read().splitlines()
         except OSError:
             continue
-        up: set[int] = set()
-        seen = {1}
-        instant = None
+        events = []
         for line in lines:
             try:
                 ev = json.loads(line)
             except ValueError:
                 continue
-            if not isinstance(ev, dict):
-                continue
-            subject, new = ev.get("subject"), ev.get("new")
-            if new == "suspected" and subject in live:
-                suspicions += 1
-            if subject == ev.get("observer"):
-                continue
-            if ev.get("mono") != instant:  # the view as it stood after the last instant
-                seen.add(len(up) + 1)
-                instant = ev.get("mono")
-            (up.add if new in _UP else up.discard)(subject)
-        seen.add(len(up) + 1)
-        sizes.append(len(seen))
+            if isinstance(ev, dict):
+                events.append(ev)
+                suspicions += ev.get("new") == "suspected" and ev.get("subject") in live
+        sizes.append(max(sizes_seen(events).values(), default=1))
     return {
         "start_false_suspicions": suspicions,
         "sizes_seen_max": max(sizes) if sizes else None,

@@ -41,14 +41,20 @@ def _quiet(lines: list[str]) -> Any:
     return say
 
 
+def _searched(lines: list[str]) -> tuple[str, int, float]:
+    """The search's closing line, its runs and its seconds of searching (shrinks not counted)."""
+    done = next(line for line in lines if line.startswith("searched"))
+    return done, int(done.split()[1]), float(done.split(" in ")[1].split(" s ")[0])
+
+
 def bench_speed(seconds: float, jobs: int, work: Path) -> dict[str, Any]:
     lines: list[str] = []
-    search = Search(Options(5, 5), budget_s=seconds / 0.7, seed=7, jobs=jobs, out=work / "speed")
+    search = Search(
+        Options(5, 5), budget_s=seconds / SEARCH_SHARE, seed=7, jobs=jobs, out=work / "speed"
+    )
     run_search(search, say=_quiet(lines))
-    done = next(line for line in lines if line.startswith("searched"))
+    done, runs, wall = _searched(lines)
     print(f"  speed: {done}")
-    runs = int(done.split()[1])
-    wall = float(done.split(" in ")[1].split(" s ")[0])
     rate = float(done.split("(")[1].split("/s")[0])
     virtual = float(done.split(", ")[-1].split("x")[0])
     return {"jobs": jobs, "runs": runs, "wall_s": wall, "runs_per_s": rate, "virtual_x": virtual}
@@ -113,15 +119,14 @@ def bench_clean(
             ),
             say=_quiet(lines),
         )
-        done = next(line for line in lines if line.startswith("searched"))
-        searched = float(done.split(" in ")[1].split(" s ")[0])  # the shrinks not counted
+        done, runs, searched = _searched(lines)
         left -= searched
         found = [line for line in lines if " violated (+" in line]
         drawn = next((line for line in lines if line.startswith("drawn: sizes")), "")
         segments.append(
             {
                 "seed": seed,
-                "runs": int(done.split()[1]),
+                "runs": runs,
                 "searched_s": searched,
                 "wall_s": round(time.monotonic() - t, 1),
                 "violations": len(found),

@@ -26,29 +26,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from bench.cluster.figures import sizes_seen
 from swim import SimNetwork, SwimConfig
-
-_UP = frozenset({"alive", "probe_failed", "suspected"})
-
-
-def sizes_seen(events: Sequence[dict[str, Any]]) -> dict[int, int]:
-    """Per observer, the distinct counts of members it held up (itself included) after each
-    instant at which its view changed."""
-    up: dict[int, set[int]] = {}
-    seen: dict[int, set[int]] = {}
-    last: dict[int, float] = {}
-    for e in events:
-        o, s = e["observer"], e["subject"]
-        if s == o:
-            continue
-        u = up.setdefault(o, set())
-        if last.get(o) not in (None, e["mono"]):
-            seen.setdefault(o, {1}).add(len(u) + 1)
-        last[o] = e["mono"]
-        (u.add if e["new"] in _UP else u.discard)(s)
-    for o, u in up.items():
-        seen.setdefault(o, {1}).add(len(u) + 1)
-    return {o: len(v) for o, v in seen.items()}
 
 
 def run(

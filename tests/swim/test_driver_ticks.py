@@ -1,9 +1,8 @@
 """Packets before timeouts (``swim.driver`` rule 11): a tick first takes every datagram
 already waiting, so an ack that came while the member's loop was busy ends the probe
-instead of failing it; and a tick that runs late knows its member is the slow one (rule 7:
-its local health score goes up). A loop that stalls right after a probe went out is what a
-loaded machine does to a member; the peer runs in a process of its own and answers
-meanwhile."""
+instead of failing it; and a loop that runs late is counted (rule 7). A loop that stalls
+right after a probe went out is what a loaded machine does to a member; the peer runs in a
+process of its own and answers meanwhile."""
 
 from __future__ import annotations
 
@@ -22,20 +21,12 @@ CONFIG = {"probe_interval": 0.5, "probe_timeout": 0.1}
 STALLS = 8
 
 
-def _stall_after_each_probe(
-    a: SwimHandle, seconds: float, times: int, scores: list[int]
-) -> list[bool]:
+def _stall_after_each_probe(a: SwimHandle, seconds: float, times: int) -> list[bool]:
     """After each tick that sent a probe, the loop does nothing else for ``seconds`` (a busy
     process, as on a loaded machine), ``times`` times; each entry says whether the probe's
-    deadline passed during the stall. ``scores`` gets the local health score after each
-    late tick."""
-    tick, late = a._timer._tick, a._timer._late
+    deadline passed during the stall."""
+    tick = a._timer._tick
     seen: list[bool] = []
-
-    def noting(lag: float) -> None:
-        late(lag)
-        if lag > a.config.probe_timeout:
-            scores.append(a.machine.awareness.score)
 
     def stalling(now: float) -> None:
         before = a.machine._probe
@@ -45,7 +36,7 @@ def _stall_after_each_probe(
             time.sleep(seconds)
             seen.append(p.direct_deadline < trio.current_time())
 
-    a._timer._tick, a._timer._late = stalling, noting
+    a._timer._tick = stalling
     return seen
 
 
@@ -73,8 +64,7 @@ async def test_an_ack_that_waited_behind_a_stalled_loop_ends_the_probe(harness: 
         failures = a.statistics().probe_failures
         seen = a.events(0, 10_000).next
         # Past the probe's whole period: its deadline and its end are both due at the tick.
-        scores: list[int] = []
-        stalls = _stall_after_each_probe(a, 2 * config.probe_interval, STALLS, scores)
+        stalls = _stall_after_each_probe(a, 2 * config.probe_interval, STALLS)
         await wait_for_async("the stalls", lambda: len(stalls) == STALLS or None, timeout=60)
         await wait_for_async("the last probe to end", lambda: _ended(a), timeout=10)
         assert all(stalls)  # every stall ran past its probe's deadline
