@@ -28,6 +28,7 @@ from cluster.runtime.admin import ADMIN_QUERIES
 from cluster.runtime.runtime import Runtime
 from cluster.runtime.testing import FakeMembership, FakePeers
 from dashboard import create_app
+from tests.support.pinned import check_pinned
 
 JSON = dict[str, Any]
 REPO = Path(__file__).resolve().parents[2]
@@ -120,6 +121,14 @@ async def test_document_lists_exactly_the_routes_of_api_routes(full_app: QuartTr
         assert ("GET", f"/api/mod/{mod}/pools") in listed
     op = document["paths"]["/api/mod/rt_safe_bdev/{pool}/add_member"]["post"]
     assert op["tags"] == ["rt_safe_bdev"]
+
+
+async def test_the_document_and_the_route_table_are_pinned(full_app: QuartTrio) -> None:
+    """A move of code changes neither (tests/support/pinned.py)."""
+    _, document = await get_json(full_app, "/openapi.json")
+    _, table = await get_json(full_app, "/api/routes")
+    check_pinned("openapi", document)
+    check_pinned("routes", table)
 
 
 async def test_every_route_is_declared(full_app: QuartTrio) -> None:
