@@ -61,8 +61,9 @@ class NodeNetwork(Protocol):
     def require(self) -> None:
         """ClusterError when nothing may be sent to the nodes now."""
 
-    def node_args(self, record: ClusterRecord, rec: NodeRecord, *, viz: bool) -> list[str]:
-        """What a node's command line needs besides its address and ports."""
+    def dashboard_args(self, record: ClusterRecord, rec: NodeRecord) -> list[str]:
+        """What a node's command line needs besides its dashboard port, for the host to reach
+        its dashboard."""
 
     def place(
         self, record: ClusterRecord, used: tuple[set[int], set[int]], *, viz: bool
@@ -120,7 +121,7 @@ class Loopback:
     def require(self) -> None:
         pass
 
-    def node_args(self, record: ClusterRecord, rec: NodeRecord, *, viz: bool) -> list[str]:
+    def dashboard_args(self, record: ClusterRecord, rec: NodeRecord) -> list[str]:
         return []
 
     def place(
@@ -181,9 +182,8 @@ class Namespaces:
     def require(self) -> None:
         netns.require_bridge(self._record)
 
-    def node_args(self, record: ClusterRecord, rec: NodeRecord, *, viz: bool) -> list[str]:
-        # the dashboard reachable from the host through the bridge
-        return ["--viz-bind", record.host_of(rec)] if viz else []
+    def dashboard_args(self, record: ClusterRecord, rec: NodeRecord) -> list[str]:
+        return ["--viz-bind", record.host_of(rec)]  # reached from the host through the bridge
 
     def place(
         self, record: ClusterRecord, used: tuple[set[int], set[int]], *, viz: bool

@@ -87,7 +87,7 @@ def node_command(
     ]
     if viz and rec.dashboard_port >= 0:
         cmd += ["--viz-port", str(rec.dashboard_port)]
-        cmd += network.node_args(record, rec, viz=True)
+        cmd += network.dashboard_args(record, rec)
     else:
         cmd += ["--no-viz"]
     if record.config:
