@@ -46,23 +46,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .netplan import (
-    DEFAULT_SUBNET,
-    NETNS_DIR,
-    check_subnet,
-    enter_argv,
-    ids_cut,
-    link_name,
-    max_slot,
-    namespace_name,
-    network_key,
-    node_address,
-    slot_of,
-)
+from .netplan import NETNS_DIR, check_subnet, ids_cut, link_name, network_key, slot_of
 from .record import BadInput, ClusterError, ClusterRecord, Network, NodeRecord
 
 __all__ = [
-    "DEFAULT_SUBNET",
     "ROUTE_PROTO",
     "UNREACHABLE_METRIC",
     "bridge_present",
@@ -70,21 +57,16 @@ __all__ = [
     "cut",
     "cut_addresses",
     "cut_nodes",
-    "enter_argv",
     "leftovers",
     "make_network",
     "make_node",
-    "max_slot",
-    "namespace_name",
-    "network_key",
-    "node_address",
+    "network_key",  # netplan's; here too for the callers that name it as netns's
     "plan_network",
     "privileged",
     "remove_network",
     "require_bridge",
     "require_privileges",
     "restore",
-    "slot_of",
     "stranded_addresses",
 ]
 
