@@ -1,8 +1,8 @@
 """Local clusters: the cluster directory and record, free ports and who holds a taken one, the
 processes of this host (started detached or forked under a watcher, recorded before they run,
 signalled, ended with proof) and the launcher that runs node processes on them, on this
-host's loopback or each in a network namespace of its own (``netns``), and real Serf agents
-beside them (``serf``, ``mixed``: ``rt_cluster up --serf M``).
+host's loopback or each in a network namespace of its own (``network``, ``netns``), and real
+Serf agents beside them (``serf``, ``mixed``: ``rt_cluster up --serf M``).
 ``rt_cluster``, the scenario runner and the tests' process harness stand on top of it; it
 reaches nodes only through their RPC.
 """
