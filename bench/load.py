@@ -336,7 +336,9 @@ class ClusterControl:
         self.spawned: list[Proc] = []
 
     def states(self) -> dict[str, str]:
-        return {f"node{r.node_id}": self.cluster.state_of(r) for r in self.cluster.record.nodes}
+        return {
+            f"node{r.node_id}": self.cluster.state_of(r.node_id) for r in self.cluster.record.nodes
+        }
 
     def pause_peer(self) -> None:
         self.cluster.pause(1)

@@ -65,13 +65,13 @@ class ClusterNodes:
         return [n.node_id for n in self.cluster.record.nodes]
 
     def state(self, node_id: int) -> str:
-        return self.cluster.state_of(self.cluster.record.node(node_id))
+        return self.cluster.state_of(node_id)
 
     def dashboard(self, node_id: int) -> str:
         return self.cluster.record.node(node_id).dashboard
 
     async def topology(self, node_id: int) -> dict[str, Any] | None:
-        return await self.cluster.topology(self.cluster.record.node(node_id), timeout=2.0)
+        return await self.cluster.topology(node_id, timeout=2.0)
 
     async def kill(self, node_id: int) -> None:
         await self.cluster.kill(node_id)
@@ -98,7 +98,7 @@ class ClusterNodes:
         await self.cluster.heal()
 
     async def fault(self, node_id: int, kind: str, value: float) -> None:
-        await self.cluster.faults(self.cluster.record.node(node_id), kind, value=value)
+        await self.cluster.faults(node_id, kind, value=value)
 
 
 class AttachedNodes:

@@ -260,7 +260,7 @@ class RealBackend:
             if i in self.agents:
                 out[i] = await agents.agent_view(self.agents[i], self.numbers)
                 return
-            body = await self.cluster.topology(self.cluster.record.node(i), ASK_TIMEOUT)
+            body = await self.cluster.topology(i, ASK_TIMEOUT)
             if body is not None and self.agents:
                 out[i] = agents.node_view(body, self.numbers)
             elif body is not None:
@@ -272,10 +272,8 @@ class RealBackend:
 
         async with trio.open_nursery() as nursery:
             for i in observers:
-                if i in ids or i in self.agents:
-                    rec = self.cluster.record.member(i)
-                    if self.cluster.state_of(rec) == "running":
-                        nursery.start_soon(ask, i)
+                if (i in ids or i in self.agents) and self.cluster.state_of(i) == "running":
+                    nursery.start_soon(ask, i)
         return out
 
     async def events(self) -> list[dict[str, Any]]:
@@ -286,8 +284,7 @@ class RealBackend:
         """Read node ``i``'s events before it goes away; then leave it alone (rule 3)."""
         if i in self.agents:
             return
-        rec = self.cluster.record.node(i)
-        if self.cluster.state_of(rec) == "running":
+        if self.cluster.state_of(i) == "running":
             await self.collector.catch_up(i)
         self.collector.rest(i)
 
@@ -310,7 +307,7 @@ class RealBackend:
     async def restart(self, i: int) -> None:
         agent = self.cluster.record.member(i)
         if isinstance(agent, AgentRecord) and isinstance(self.cluster, MixedCluster):
-            await self.cluster.agent_restart(agent)
+            await self.cluster.agent_restart(i)
         else:
             await self.cluster.restart(i)
         self._back(i)
@@ -329,12 +326,12 @@ class RealBackend:
     async def loss(self, percent: float, nodes: Sequence[int]) -> None:
         self._no_agents(nodes, "loss")
         for i in nodes:
-            await self.cluster.faults(self.cluster.record.node(i), "loss", value=percent)
+            await self.cluster.faults(i, "loss", value=percent)
 
     async def delay(self, ms: float, nodes: Sequence[int]) -> None:
         self._no_agents(nodes, "delay")
         for i in nodes:
-            await self.cluster.faults(self.cluster.record.node(i), "delay", value=ms)
+            await self.cluster.faults(i, "delay", value=ms)
 
     def _no_agents(self, members: Sequence[int], what: str) -> None:
         """Rule 7: a Serf agent has no fault injection of its own."""

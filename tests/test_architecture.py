@@ -262,3 +262,73 @@ def test_no_format_skips_in_product_code() -> None:
         if "fmt: skip" in line or "fmt: off" in line
     ]
     assert not found, "\n".join(found)
+
+
+# ---- cluster/local: one network interface, ids on every call, one convergence wait ----------
+
+LOCAL_NETWORK_MODULES = {"network", "netns", "netplan", "record"}
+
+
+def test_only_the_network_modules_of_local_ask_which_network() -> None:
+    """In cluster/local the host and namespace networks are chosen once (``network_of``):
+    outside the network modules nothing reads ``<record>.network`` or ``<node>.netns``
+    (``self.network``, the chosen ``NodeNetwork``, is the one way to ask)."""
+    found = []
+    for src in sources():
+        parts = src.module.split(".")
+        if parts[:2] != ["cluster", "local"] or parts[-1] in LOCAL_NETWORK_MODULES:
+            continue
+        for node in ast.walk(src.tree):
+            if not isinstance(node, ast.Attribute) or node.attr not in ("network", "netns"):
+                continue
+            if node.attr == "network" and ast.unparse(node.value) == "self":
+                continue
+            found.append(f"{src.path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
+
+
+def test_local_cluster_calls_name_nodes_by_id() -> None:
+    """Every public method of a local cluster (its own and inherited) takes node ids or
+    member numbers, never a NodeRecord or AgentRecord."""
+    import inspect
+
+    from cluster.local import LocalCluster, MixedCluster
+
+    records = re.compile(r"\b(NodeRecord|AgentRecord|AnyMember|Member)\b")
+    found = []
+    for cls in (LocalCluster, MixedCluster):
+        for name, fn in inspect.getmembers(cls, inspect.isfunction):
+            if name.startswith("_"):
+                continue
+            for param in inspect.signature(fn).parameters.values():
+                if records.search(str(param.annotation)):
+                    found.append(f"{cls.__name__}.{name}({param.name}: {param.annotation})")
+    assert not found, "\n".join(sorted(set(found)))
+
+
+def test_local_clusters_share_one_convergence_wait() -> None:
+    """One loop waits for a local cluster to converge (cluster.local.convergence); the
+    clusters only say how they look."""
+    loops = [
+        f"{src.module}.{node.name}"
+        for src in sources()
+        if src.module.startswith("cluster.local")
+        for node in ast.walk(src.tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name == "wait_converged"
+        and any(isinstance(n, ast.While) for n in ast.walk(node))
+    ]
+    assert loops == ["cluster.local.convergence.wait_converged"], loops
+
+
+def test_the_netns_plan_touches_nothing_of_the_host() -> None:
+    """cluster/local/netplan.py is pure data (tested without root): it imports no module
+    that reaches the host (sockets, files, processes, netlink)."""
+    pure = {"__future__", "hashlib", "ipaddress", "collections.abc", "pathlib", "record"}
+    src = next(s for s in sources() if s.module == "cluster.local.netplan")
+    used = {
+        (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
+        for node in _all_imports(src.tree)
+        for alias in node.names
+    }
+    assert used <= pure, sorted(used - pure)

@@ -151,7 +151,7 @@ async def rest_run(
         row.update(start_figures(event_logs(cluster), {r.node_id for r in cluster.record.nodes}))
         if loss:
             for rec in cluster.record.nodes:
-                await cluster.faults(rec, "loss", value=loss)
+                await cluster.faults(rec.node_id, "loss", value=loss)
         row.update(await _rest(cluster, 60.0 * minutes, report_every, f"{kind} {n}"))
         row.update(memory([rec.pid for rec in cluster.record.nodes]))
     except ClusterError as exc:

@@ -1,20 +1,23 @@
 """Local clusters: the cluster directory and record, free ports and who holds a taken one, the
 processes of this host (started detached or forked under a watcher, recorded before they run,
 signalled, ended with proof) and the launcher that runs node processes on them, on this
-host's loopback or each in a network namespace of its own (``netns``), and real Serf agents
-beside them (``serf``, ``mixed``: ``rt_cluster up --serf M``).
+host's loopback or each in a network namespace of its own (``network``, ``netns``), and real
+Serf agents beside them (``serf``, ``mixed``: ``rt_cluster up --serf M``).
 ``rt_cluster``, the scenario runner and the tests' process harness stand on top of it; it
 reaches nodes only through their RPC.
 """
 
 from .bookkeeping import TrackedCluster
+from .clusterdir import write_keyring
+from .convergence import sees_all
 from .holders import describe_holders, port_holders, port_trouble
-from .launcher import LocalCluster, NodeFailed, sees_all
+from .launcher import LocalCluster, NodeFailed
 from .ledger import Member, live_members, members, procs_dir
 from .mixed import MixedCluster, alive_names, open_local
-from .netns import DEFAULT_SUBNET, bridge_present, cut_addresses, cut_nodes, leftovers
+from .netns import bridge_present, cut_addresses, cut_nodes, leftovers
+from .netplan import DEFAULT_SUBNET
 from .pids import process_state, start_marker
-from .plan import KEYRING_BY_DEFAULT, MAX_NODES, plan_cluster, write_keyring
+from .plan import KEYRING_BY_DEFAULT, MAX_NODES, plan_cluster
 from .ports import check_port_free, free_port, pick_free_ports
 from .processes import PROJECT_ROOT, Proc, Processes, Watched, Zygote, child_env, log_tail
 from .record import (

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .ledger import Member, fold_endings, forget, live_members, members, procs_dir
+from .network import NodeNetwork, network_of
 from .plan import node_command
 from .processes import Proc, Processes, Zygote, child_env
 from .record import (
@@ -58,6 +59,7 @@ class TrackedCluster:
         self, record: ClusterRecord, *, python: str | None = None, viz: bool = True
     ) -> None:
         self.record = record
+        self.network: NodeNetwork = network_of(record)  # chosen once (``network`` rule 1)
         self.python = python or sys.executable
         self.viz = viz
         self.processes = Processes()
@@ -126,13 +128,17 @@ class TrackedCluster:
 
     # ---- starting (rule 1) ---------------------------------------------------------------
 
-    def node_command(self, rec: NodeRecord) -> list[str]:
-        joins = self.join_addresses(rec) if self.record.wire else ()
-        return node_command(self.record, rec, python=self.python, viz=self.viz, joins=joins)
+    def node_command(self, node_id: int) -> list[str]:
+        joins = self.join_addresses(node_id) if self.record.wire else ()
+        rec = self.record.node(node_id)
+        return node_command(
+            self.record, rec, python=self.python, viz=self.viz, joins=joins, network=self.network
+        )
 
-    def join_addresses(self, rec: AnyMember) -> list[str]:
+    def join_addresses(self, number: int) -> list[str]:
         """Where a starting member of a mixed cluster joins: members that answer already."""
-        return join_addresses(self.record, rec, lambda m: self.state_of(m) != "gone")
+        rec = self.record.member(number)
+        return join_addresses(self.record, rec, lambda m: self.processes.state(m) != "gone")
 
     @contextlib.contextmanager
     def open_zygote(self) -> Iterator[Zygote]:
@@ -143,23 +149,26 @@ class TrackedCluster:
         with self.processes.open_zygote(argv, child_env(), errors) as zygote:
             yield zygote
 
-    def fork(self, zygote: Zygote, rec: NodeRecord, *, save: bool = True) -> NodeRecord:
-        """Start the process of ``rec`` from ``zygote``; its pid is in the record file before
-        this returns, or with ``save=False`` at the next ``save_forks`` (it is in ``record`` at
-        once, and its watcher records it in ``procs/`` before it runs either way)."""
-        self.send_fork(zygote, rec)
-        return self.take_fork(zygote, rec, save=save)
+    def fork(self, zygote: Zygote, node_id: int, *, save: bool = True) -> NodeRecord:
+        """Start the process of node ``node_id`` from ``zygote``; its pid is in the record
+        file before this returns, or with ``save=False`` at the next ``save_forks`` (it is in
+        ``record`` at once, and its watcher records it in ``procs/`` before it runs either
+        way)."""
+        self.send_fork(zygote, node_id)
+        return self.take_fork(zygote, node_id, save=save)
 
-    def send_fork(self, zygote: Zygote, rec: NodeRecord) -> None:
-        """``fork``'s first half: ask ``zygote`` for the process of ``rec``, without waiting."""
+    def send_fork(self, zygote: Zygote, node_id: int) -> None:
+        """``fork``'s first half: ask ``zygote`` for the node's process, without waiting."""
+        rec = self.record.node(node_id)
         with open(rec.log, "ab") as out:
             out.write(f"--- rt_cluster: starting node {rec.node_id} at {time.ctime()}\n".encode())
-        argv = self.node_command(rec)[3:]  # after "python -m cluster.node.cli"
+        argv = self.node_command(node_id)[3:]  # after "python -m cluster.node.cli"
         tag = {"cluster": self.record.name, "node_id": rec.node_id}
         zygote.send(argv, rec.log, procs_dir(self.directory), tag)
 
-    def take_fork(self, zygote: Zygote, rec: NodeRecord, *, save: bool = True) -> NodeRecord:
-        """``fork``'s second half, for the oldest ``send_fork`` to ``zygote`` (``rec``)."""
+    def take_fork(self, zygote: Zygote, node_id: int, *, save: bool = True) -> NodeRecord:
+        """``fork``'s second half, for the oldest ``send_fork`` to ``zygote`` (``node_id``)."""
+        rec = self.record.node(node_id)
         proc = zygote.receive(rec.log)
         new = replace(rec, pid=proc.pid, started=proc.started, state="starting", ended=None)
         if save:
@@ -182,15 +191,18 @@ class TrackedCluster:
 
         self._commit(change)
 
-    def spawn(self, rec: NodeRecord) -> NodeRecord:
-        """Start the process of one node (from a zygote of its own)."""
-        with self.open_zygote() as zygote:
-            return self.fork(zygote, rec)
+    def spawn(self, node_id: int) -> NodeRecord:
+        """Start the process of one node, from a zygote of its own (where its network runs
+        it: in its namespace, if it has one)."""
+        return self.network.spawn(self, node_id)
 
-    def spawn_agent(self, agent: AgentRecord) -> AgentRecord:
-        """Start the process of a Serf agent, joining through the members that answer;
-        its pid is recorded before this returns (rule 5)."""
-        argv = agent_command(self.record, agent, self.join_addresses(agent), serf=serf_binary())
+    def spawn_agent(self, index: int) -> AgentRecord:
+        """Start the process of the Serf agent numbered ``index``, joining through the
+        members that answer; its pid is recorded before this returns (rule 5)."""
+        agent = self.record.member(index)
+        if not isinstance(agent, AgentRecord):
+            raise BadInput(f"member {index} is a node, not a Serf agent")
+        argv = agent_command(self.record, agent, self.join_addresses(index), serf=serf_binary())
         with open(agent.log, "ab") as out:
             out.write(f"--- rt_cluster: starting {agent.name} at {time.ctime()}\n".encode())
         proc = self.processes.spawn(argv, agent.log, dict(os.environ))
@@ -206,26 +218,30 @@ class TrackedCluster:
 
     # ---- watching and ending (rule 3) ----------------------------------------------------
 
-    def state_of(self, rec: AnyMember) -> str:
-        """The member's process state now: ``running``, ``paused`` or ``gone``."""
-        return self.processes.state(rec)
+    def state_of(self, number: int) -> str:
+        """The process state of member ``number`` now: ``running``, ``paused`` or ``gone``."""
+        return self.processes.state(self.record.member(number))
 
-    def signal(self, rec: AnyMember, sig: signal.Signals) -> bool:
+    def signal(self, number: int, sig: signal.Signals) -> bool:
         """Send ``sig`` to the member's process group; False if the process is gone."""
-        return self.processes.signal(rec, sig)
+        return self.processes.signal(self.record.member(number), sig)
 
-    async def wait_gone(self, recs: Sequence[AnyMember], timeout: float) -> list[AnyMember]:
-        """Wait until every process is gone or ``timeout`` s pass; the survivors."""
-        return await self.processes.wait_gone(recs, timeout)
+    async def wait_gone(self, numbers: Sequence[int], timeout: float) -> list[int]:
+        """Wait until every member's process is gone or ``timeout`` s pass; the survivors."""
+        recs = [self.record.member(i) for i in numbers]
+        survivors = await self.processes.wait_gone(recs, timeout)
+        return [_number(r) for r in survivors]
 
     async def terminate(
-        self, recs: Sequence[AnyMember], *, grace: float = 10.0, hard: bool = False
+        self, numbers: Sequence[int], *, grace: float = 10.0, hard: bool = False
     ) -> None:
-        """End the processes (SIGTERM, then SIGKILL after ``grace`` s); verify they are gone."""
+        """End the members' processes (SIGTERM, then SIGKILL after ``grace`` s); verify they
+        are gone."""
+        recs = [self.record.member(i) for i in numbers]
         await self.processes.terminate(recs, grace=grace, hard=hard, name=_node_and_pid)
 
     def live_nodes(self) -> list[NodeRecord]:
-        return [r for r in self.record.nodes if self.state_of(r) != "gone"]
+        return [r for r in self.record.nodes if self.processes.state(r) != "gone"]
 
     def running(self) -> list[Member]:
         """Every process of the cluster that still runs: recorded nodes, and processes only
@@ -247,16 +263,17 @@ class TrackedCluster:
         """Stop a Serf agent gracefully: SIGINT (it leaves the cluster), SIGTERM and SIGKILL
         after ``grace`` seconds."""
         rec = self.record.member(index)
-        self.require_live(rec)
-        self.signal(rec, signal.SIGCONT)  # a paused agent cannot act on SIGINT
-        self.signal(rec, signal.SIGINT)
-        if await self.wait_gone([rec], grace):
-            await self.terminate([rec], grace=0)
+        self.require_live(index)
+        self.signal(index, signal.SIGCONT)  # a paused agent cannot act on SIGINT
+        self.signal(index, signal.SIGINT)
+        if await self.wait_gone([index], grace):
+            await self.terminate([index], grace=0)
         self._update_node(rec, state="stopped")
 
-    def require_live(self, rec: AnyMember) -> None:
-        if self.state_of(rec) == "gone":
-            number = rec.index if isinstance(rec, AgentRecord) else rec.node_id
+    def require_live(self, number: int) -> None:
+        """BadInput when member ``number``'s process is gone."""
+        rec = self.record.member(number)
+        if self.processes.state(rec) == "gone":
             raise BadInput(
                 f"{_who(rec)} is not running (state {rec.state}); "
                 f"start it with: rt_cluster restart {number} --name {self.record.name}"
@@ -266,6 +283,10 @@ class TrackedCluster:
 def _who(rec: AnyMember) -> str:
     """``node 2``, or ``agent serf-3`` for a Serf agent."""
     return f"agent {rec.name}" if isinstance(rec, AgentRecord) else f"node {rec.node_id}"
+
+
+def _number(rec: AnyMember) -> int:
+    return rec.index if isinstance(rec, AgentRecord) else rec.node_id
 
 
 def _node_and_pid(rec: AnyMember) -> str:

@@ -14,15 +14,24 @@ from __future__ import annotations
 import contextlib
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .record import ClusterError, NodeRecord
 
 if TYPE_CHECKING:
-    from .bookkeeping import TrackedCluster
     from .processes import Zygote
 
-__all__ = ["AheadForks", "Forks"]
+__all__ = ["AheadForks", "Forking", "Forks"]
+
+
+class Forking(Protocol):
+    """The halves of a fork ``AheadForks`` asks of its cluster (``TrackedCluster``)."""
+
+    def send_fork(self, zygote: Zygote, node_id: int) -> None: ...
+
+    def take_fork(self, zygote: Zygote, node_id: int, *, save: bool = True) -> NodeRecord: ...
+
+    def save_forks(self) -> None: ...
 
 
 class Forks:
@@ -52,17 +61,17 @@ class Forks:
 class AheadForks(Forks):
     """Rule 2: ``Forks``' queue holds the nodes asked for, not yet answered."""
 
-    def __init__(self, cluster: TrackedCluster, zygote: Zygote) -> None:
+    def __init__(self, cluster: Forking, zygote: Zygote) -> None:
         super().__init__(self._ask)
         self._cluster = cluster
         self._zygote = zygote
 
     def _ask(self, rec: NodeRecord) -> NodeRecord:
-        self._cluster.send_fork(self._zygote, rec)
+        self._cluster.send_fork(self._zygote, rec.node_id)
         return rec
 
     def take(self) -> NodeRecord:
-        return self._cluster.take_fork(self._zygote, super().take(), save=False)
+        return self._cluster.take_fork(self._zygote, super().take().node_id, save=False)
 
     def close(self) -> None:
         try:

@@ -9,7 +9,8 @@ Rules:
 2. An agent is ready once its RPC port accepts a connection. Whom it sees is ``serf
    members`` (``serf.serf_members``), asked in a worker thread and bounded in time.
 3. Converged means every expected member lists every expected member alive, by name: a node
-   in its topology (``name``, ``state``), an agent in ``serf members`` (``status``).
+   in its topology (``name``, ``state``), an agent in ``serf members`` (``status``). The
+   wait is the launcher's (``convergence``); only the look differs.
 4. A partition is cut on the rtsim side only: each node blocks, with its own fault injection,
    every member of the other groups (an agent by the node id the node's topology gives the
    agent's name), both directions of each such path. Serf has no such door, so a path
@@ -20,13 +21,13 @@ Rules:
 from __future__ import annotations
 
 import functools
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import trio
 
-from .launcher import ASK_AT_ONCE, LocalCluster, NodeFailed
+from .convergence import ASK_AT_ONCE
+from .launcher import LocalCluster, NodeFailed
 from .processes import log_tail
 from .record import AgentRecord, BadInput, ClusterError, ClusterRecord, NodeRecord
 from .serf import SerfUnavailable, member_name, serf_members
@@ -34,8 +35,6 @@ from .serf import SerfUnavailable, member_name, serf_members
 __all__ = ["MixedCluster", "alive_names", "open_local"]
 
 MEMBERS_TIMEOUT = 2.0  # seconds an agent gets to say whom it sees, in a look
-LOOK_EVERY = 0.25  # seconds between two looks while waiting for convergence
-Member = NodeRecord | AgentRecord
 
 
 def alive_names(topology: Any) -> set[str] | None:
@@ -57,16 +56,26 @@ def open_local(record: ClusterRecord, *, viz: bool = True) -> LocalCluster:
 class MixedCluster(LocalCluster):
     """A cluster of rtsim nodes and Serf agents; member numbers name either (rule 1)."""
 
+    noun = "members"  # in the convergence wait's messages
+
     # ---- agents starting (rule 2) ---------------------------------------------------------
 
-    async def wait_agent_ready(self, agent: AgentRecord, timeout: float) -> AgentRecord:
+    def _agent(self, index: int) -> AgentRecord:
+        """The record of the agent numbered ``index``; BadInput when it is a node."""
+        agent = self.record.member(index)
+        if not isinstance(agent, AgentRecord):
+            raise BadInput(f"member {index} is a node, not a Serf agent")
+        return agent
+
+    async def wait_agent_ready(self, index: int, timeout: float) -> AgentRecord:
         """Wait until the agent's RPC port answers; record it running. NodeFailed when it
         ends or stays silent for ``timeout`` seconds."""
+        agent = self._agent(index)
         host, _, port = agent.rpc_addr.rpartition(":")
         deadline = trio.current_time() + timeout
         while True:
-            if self.state_of(agent) == "gone":
-                raise await self.agent_failure(agent, "exited during start-up")
+            if self.processes.state(agent) == "gone":
+                raise await self._agent_failure(agent, "exited during start-up")
             with trio.move_on_after(1.0):
                 try:
                     stream = await trio.open_tcp_stream(host, int(port))
@@ -79,11 +88,14 @@ class MixedCluster(LocalCluster):
                     assert isinstance(now, AgentRecord)
                     return now
             if trio.current_time() >= deadline:
-                raise await self.agent_failure(agent, f"did not open its RPC within {timeout:g}s")
+                raise await self._agent_failure(agent, f"did not open its RPC within {timeout:g}s")
             await trio.sleep(0.1)
 
-    async def agent_failure(self, agent: AgentRecord, what: str) -> NodeFailed:
+    async def agent_failure(self, index: int, what: str) -> NodeFailed:
         """Record the agent as failed; the error naming it, how it ended, and its log."""
+        return await self._agent_failure(self._agent(index), what)
+
+    async def _agent_failure(self, agent: AgentRecord, what: str) -> NodeFailed:
         self._update_node(agent, state="failed")
         self.refresh_states()
         now = self.record.member(agent.index)
@@ -96,11 +108,12 @@ class MixedCluster(LocalCluster):
 
     # ---- what each member sees (rule 3) ---------------------------------------------------
 
-    async def seen_alive(self, rec: Member) -> set[str] | None:
-        """The names the member lists alive now; None when it does not say."""
+    async def seen_alive(self, number: int) -> set[str] | None:
+        """The names member ``number`` lists alive now; None when it does not say."""
+        rec = self.record.member(number)
         if isinstance(rec, NodeRecord):
-            return alive_names(await self.topology(rec))
-        if self.state_of(rec) != "running":
+            return alive_names(await self.topology(number))
+        if self.processes.state(rec) != "running":
             return None
         ask = functools.partial(serf_members, rec.rpc_addr, MEMBERS_TIMEOUT)
         try:
@@ -116,48 +129,29 @@ class MixedCluster(LocalCluster):
 
         async def one(i: int) -> None:
             async with limiter:
-                found[i] = await self.seen_alive(self.record.member(i))
+                found[i] = await self.seen_alive(i)
 
         async with trio.open_nursery() as nursery:
             for i in sorted(ids):
                 nursery.start_soon(one, i)
         return found
 
-    async def wait_converged(
-        self,
-        expect: set[int],
-        timeout: float,
-        progress: Callable[[int], None] | None = None,
-        started: float | None = None,
-    ) -> float:
-        """Wait until every member numbered in ``expect`` lists all of them alive by name
-        (rule 3); seconds taken (since ``started``, a ``time.monotonic()``, when given).
-        ``progress`` is told after each look how many do."""
-        t0 = time.monotonic() if started is None else started
-        names = {member_name(self.record.member(i)): i for i in expect}
-        while True:
-            for i in sorted(expect):
-                rec = self.record.member(i)
-                if self.state_of(rec) == "gone":
-                    what = "exited before the cluster converged"
-                    if isinstance(rec, AgentRecord):
-                        raise await self.agent_failure(rec, what)
-                    raise await self.failure(rec, what)
-            views = await self.views(expect)
-            behind = {i: v for i, v in views.items() if v != set(names)}
-            elapsed = time.monotonic() - t0
-            if progress is not None:
-                progress(len(expect) - len(behind))
-            if not behind:
-                return elapsed
-            if elapsed > timeout:
-                raise ClusterError(
-                    f"the cluster did not converge within {timeout:g}s: "
-                    f"{len(expect) - len(behind)} of {len(expect)} members list all "
-                    f"{len(expect)} alive; {_example(self.record, behind, set(names))} "
-                    f"(logs in {self.record.directory})"
-                )
-            await trio.sleep(LOOK_EVERY)
+    async def require_running(self, expect: set[int]) -> None:
+        for i in sorted(expect):
+            rec = self.record.member(i)
+            if self.processes.state(rec) == "gone":
+                what = "exited before the cluster converged"
+                if isinstance(rec, AgentRecord):
+                    raise await self._agent_failure(rec, what)
+                raise await self._failure(rec, what)
+
+    async def behind(self, expect: set[int], ask: set[int]) -> dict[int, Any]:
+        names = {member_name(self.record.member(i)) for i in expect}
+        return {i: v for i, v in (await self.views(ask)).items() if v != names}
+
+    def example(self, expect: set[int], behind: dict[int, Any]) -> str:
+        names = {member_name(self.record.member(i)) for i in expect}
+        return f"; {_example(self.record, behind, names)}" if behind else ""
 
     # ---- operations whose meaning differs for an agent (rule 1) ---------------------------
 
@@ -168,34 +162,35 @@ class MixedCluster(LocalCluster):
             await super().stop(node_id, grace)
 
     async def agent_restart(
-        self, agent: AgentRecord, *, hard: bool = False, timeout: float = 30.0
+        self, index: int, *, hard: bool = False, timeout: float = 30.0
     ) -> AgentRecord:
         """Stop (or SIGKILL) the agent if it runs, start it again on the same ports."""
-        if self.state_of(agent) != "gone":
+        agent = self._agent(index)
+        if self.processes.state(agent) != "gone":
             if hard:
-                await self.terminate([agent], hard=True)
+                await self.terminate([index], hard=True)
                 self._update_node(agent, state="killed")
             else:
-                await self.stop_agent(agent.index)
-        now = self.record.member(agent.index)
-        assert isinstance(now, AgentRecord)
-        return await self.wait_agent_ready(self.spawn_agent(now), timeout)
+                await self.stop_agent(index)
+        self.spawn_agent(index)
+        return await self.wait_agent_ready(index, timeout)
 
     # ---- partitions (rule 4) --------------------------------------------------------------
 
-    async def agent_id_at(self, rec: NodeRecord, agent: AgentRecord) -> int:
-        """The node id node ``rec`` gives ``agent`` in its topology (what its fault injection
-        names it by); ClusterError when it lists none."""
-        body = await self.topology(rec)
+    async def agent_id_at(self, node_id: int, index: int) -> int:
+        """The node id node ``node_id`` gives agent ``index`` in its topology (what its fault
+        injection names it by); ClusterError when it lists none."""
+        agent = self._agent(index)
+        body = await self.topology(node_id)
         listed = body.get("nodes") if body is not None else None
         for m in listed if isinstance(listed, list) else ():
             if isinstance(m, Mapping) and m.get("name") == agent.name:
-                node_id = m.get("node_id")
-                if isinstance(node_id, int) and not isinstance(node_id, bool):
-                    return node_id
+                given = m.get("node_id")
+                if isinstance(given, int) and not isinstance(given, bool):
+                    return given
         said = "did not answer" if body is None else f"lists no node id for {agent.name}"
         raise ClusterError(
-            f"node {rec.node_id} {said}, so its fault injection (which blocks members by "
+            f"node {node_id} {said}, so its fault injection (which blocks members by "
             f"id) cannot cut agent {agent.name}; nothing was changed"
         )
 
@@ -217,16 +212,18 @@ class MixedCluster(LocalCluster):
             for rec in members:
                 if isinstance(rec, AgentRecord):
                     continue
-                if self.state_of(rec) == "gone":
+                if self.processes.state(rec) == "gone":
                     notes.append(f"node {rec.node_id} is not running; skipped")
                     continue
                 ids = [
-                    await self.agent_id_at(rec, m) if isinstance(m, AgentRecord) else m.node_id
+                    await self.agent_id_at(rec.node_id, m.index)
+                    if isinstance(m, AgentRecord)
+                    else m.node_id
                     for m in away
                 ]
-                blocks.append((rec, ids))
-        for rec, ids in blocks:
-            await self.faults(rec, "block", peers=ids)
+                blocks.append((rec.node_id, ids))
+        for node_id, ids in blocks:
+            await self.faults(node_id, "block", peers=ids)
         return notes
 
 

@@ -1,13 +1,11 @@
-"""Nodes with addresses of their own (``rt_cluster up --netns``): a cluster's network
-namespaces, veth pairs and bridge on this host, and the routes that cut and restore the paths
+"""Nodes with addresses of their own (``rt_cluster up --netns``): the netlink calls that carry
+out a cluster's network plan (``netplan``: its names, addresses and cuts as data) on this
+host: its namespaces, veth pairs and bridge, and the routes that cut and restore the paths
 between its nodes.
 
 Rules:
-1. Every name derives from the cluster directory (``network_key``, 6 hex digits): the bridge
-   ``rtb<key>``, per node the namespace ``rtn<key>-<slot>`` and the host end of its veth pair
-   ``rtv<key>-<slot>`` (the end inside is ``eth0``). A node's slot is its address's offset in
-   the subnet (node i of ``up``: slot i+1). Two clusters never share a name, and what a crash
-   left behind is found by name even when no record lists it.
+1. Names, addresses and slots are ``netplan``'s (its rule 1); this module looks them up on
+   the host, makes and removes them.
 2. Nothing is made before the cluster record names it (``record`` rule 4). Making is
    idempotent: leftovers of the same name are removed first. ``remove_network`` removes every
    namespace, link and the bridge named after the key.
@@ -39,7 +37,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import ipaddress
 import os
 import socket
@@ -49,10 +46,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .netplan import NETNS_DIR, check_subnet, ids_cut, link_name, network_key, slot_of
 from .record import BadInput, ClusterError, ClusterRecord, Network, NodeRecord
 
 __all__ = [
-    "DEFAULT_SUBNET",
     "ROUTE_PROTO",
     "UNREACHABLE_METRIC",
     "bridge_present",
@@ -60,33 +57,24 @@ __all__ = [
     "cut",
     "cut_addresses",
     "cut_nodes",
-    "enter_argv",
     "leftovers",
     "make_network",
     "make_node",
-    "max_slot",
-    "namespace_name",
-    "network_key",
-    "node_address",
+    "network_key",  # netplan's; here too for the callers that name it as netns's
     "plan_network",
     "privileged",
     "remove_network",
     "require_bridge",
     "require_privileges",
     "restore",
-    "slot_of",
     "stranded_addresses",
 ]
 
-DEFAULT_SUBNET = "10.77.0.0/24"
 UNREACHABLE_METRIC = 7700  # the host's unreachable route for a subnet (rule 3)
 ROUTE_PROTO = 77  # rtnetlink protocol of the partition routes inside namespaces (rule 5)
-NETNS_DIR = Path("/var/run/netns")  # where ip-netns(8) and pyroute2 name namespaces
 INNER_LINK = "eth0"
 CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
-PRIVATE = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 RTN_UNREACHABLE = 7
-NSEXEC = Path(__file__).with_name("nsexec.py")
 LOCK_DIRS = (Path("/run/lock"), Path(tempfile.gettempdir()))  # where choosing_subnet's lock is
 
 
@@ -96,46 +84,6 @@ def _pyroute2() -> Any:
     import pyroute2  # type: ignore[import-untyped]
 
     return pyroute2
-
-
-# ---- names and addresses (rule 1) ---------------------------------------------------------
-
-
-def network_key(directory: str | Path) -> str:
-    """6 hex digits naming the network of the cluster in ``directory`` (rule 1)."""
-    return hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:6]
-
-
-def namespace_name(network: Network, slot: int) -> str:
-    return f"rtn{network.key}-{slot}"
-
-
-def _link_name(key: str, slot: int) -> str:
-    return f"rtv{key}-{slot}"  # at most 3 + 6 + 1 + 5 = 15 characters (IFNAMSIZ - 1)
-
-
-def node_address(network: Network, slot: int) -> str:
-    return str(ipaddress.IPv4Network(network.subnet)[slot])
-
-
-def slot_of(network: Network, address: str) -> int:
-    """The offset of ``address`` in the subnet (ValueError when it is not in it)."""
-    net = ipaddress.IPv4Network(network.subnet)
-    addr = ipaddress.IPv4Address(address)
-    if addr not in net:
-        raise ValueError(f"{address} is not in {network.subnet}")
-    return int(addr) - int(net.network_address)
-
-
-def max_slot(network: Network) -> int:
-    """The highest slot a node may take (the one above it is the host's, ``gateway``)."""
-    return ipaddress.IPv4Network(network.subnet).num_addresses - 3
-
-
-def enter_argv(namespace: str, argv: Sequence[str]) -> list[str]:
-    """``argv`` (a Python command line) run inside ``namespace``: the same interpreter runs
-    ``nsexec.py``, which enters the namespace and execs ``argv`` (the same pid)."""
-    return [argv[0], "-I", str(NSEXEC), str(NETNS_DIR / namespace), *argv]
 
 
 # ---- privileges (rule 6) ------------------------------------------------------------------
@@ -169,21 +117,10 @@ def require_privileges(what: str) -> None:
 
 def plan_network(directory: str | Path, subnet: str, n: int) -> Network:
     """The network of a cluster of ``n`` nodes in ``subnet``; BadInput when the subnet is not
-    a private IPv4 network with room for them, or this host already uses part of it."""
-    try:
-        net = ipaddress.IPv4Network(subnet, strict=True)
-    except ValueError:
-        raise BadInput(
-            f"--subnet {subnet[:40]!r}: not an IPv4 network like {DEFAULT_SUBNET}"
-        ) from None
-    if not any(net.subnet_of(p) for p in PRIVATE) or not 16 <= net.prefixlen <= 29:
-        raise BadInput(
-            f"--subnet {net}: use a private network (10/8, 172.16/12 or 192.168/16) of /16 to /29"
-        )
-    key = network_key(directory)
-    network = Network(str(net), key, f"rtb{key}", str(net[-2]))
-    if n > max_slot(network):
-        raise BadInput(f"--subnet {net} has room for {max_slot(network)} nodes, not {n}")
+    a private IPv4 network with room for them (``netplan.check_subnet``), or this host already
+    uses part of it."""
+    network = check_subnet(directory, subnet, n)
+    net = ipaddress.IPv4Network(network.subnet)
     trouble = _subnet_trouble(net, network.bridge)
     if trouble:
         free = _free_subnet(network.bridge)
@@ -286,7 +223,7 @@ def make_node(network: Network, node: NodeRecord) -> None:
     """The node's namespace (loopback up, no default route) and its veth pair: ``eth0`` with
     the node's address inside, the other end on the bridge."""
     slot = slot_of(network, node.host)
-    link = _link_name(network.key, slot)
+    link = link_name(network.key, slot)
     _remove_namespace(node.netns)
     with _netlink() as ipr:
         if (old := _index(ipr, link)) is not None:
@@ -425,16 +362,7 @@ def cut_nodes(record: ClusterRecord) -> dict[int, list[int] | None]:
     known); {} for a cluster without namespaces."""
     if record.network is None:
         return {}
-    by_address = {record.host_of(n): n.node_id for n in record.nodes}
-    cuts: dict[int, list[int] | None] = {}
-    for n in record.nodes:
-        addresses = cut_addresses(n)
-        cuts[n.node_id] = (
-            None
-            if addresses is None
-            else sorted(by_address[a] for a in addresses if a in by_address)
-        )
-    return cuts
+    return ids_cut(record, {n.node_id: cut_addresses(n) for n in record.nodes})
 
 
 def cut_addresses(node: NodeRecord) -> list[str] | None:

@@ -11,7 +11,13 @@ from pathlib import Path
 
 from .record import ClusterError
 
-__all__ = ["check_port_free", "ephemeral_range", "free_port", "pick_free_ports"]
+__all__ = [
+    "check_port_free",
+    "ephemeral_range",
+    "free_port",
+    "next_free_port",
+    "pick_free_ports",
+]
 
 EPHEMERAL_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
 QUIET_LOW = 10000  # the lowest port picked when any free one will do
@@ -38,6 +44,14 @@ def check_port_free(host: str, port: int, *, udp: bool) -> str | None:
 def free_port(host: str = "127.0.0.1", *, udp: bool = True) -> int:
     """One port free now for TCP (and UDP, the default: a runtime port carries both)."""
     return pick_free_ports(host, 1, udp=udp)[0]
+
+
+def next_free_port(host: str, used: set[int], *, udp: bool) -> int:
+    """The port after the highest used one when it is free, else any free port."""
+    port = max(used, default=0) + 1
+    if 1024 < port < 65536 and check_port_free(host, port, udp=udp) is None:
+        return port
+    return pick_free_ports(host, 1, udp=udp, avoid=used)[0]
 
 
 def ephemeral_range() -> tuple[int, int]:

@@ -199,7 +199,7 @@ class AgentRecord:
 @dataclass(frozen=True, slots=True)
 class Network:
     """The network of a cluster whose nodes live in namespaces of their own (rule 4): every
-    name in it is derived from ``key`` (``cluster.local.netns``), so leftovers are found by
+    name in it is derived from ``key`` (``cluster.local.netplan``), so leftovers are found by
     name even when the record lost track of them."""
 
     subnet: str  # e.g. "10.77.0.0/24"; node addresses are taken from it in order

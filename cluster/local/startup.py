@@ -43,7 +43,8 @@ from typing import Any
 
 import trio
 
-from .launcher import ASK_AT_ONCE, LocalCluster
+from .convergence import ASK_AT_ONCE
+from .launcher import LocalCluster
 from .mixed import MixedCluster
 from .record import ClusterError, ClusterRecord, NodeRecord
 
@@ -106,26 +107,26 @@ async def _ready_round(
     """Ask every node in ``waiting`` once (rule 5), waiting ``timeout`` seconds for each
     answer; those that answer are recorded running in one write and leave ``waiting``.
     NodeFailed for a node that died or has no dashboard."""
-    found: list[tuple[NodeRecord, dict[str, Any]]] = []
+    found: list[tuple[int, dict[str, Any]]] = []
     failed: list[ClusterError] = []
     limiter = trio.CapacityLimiter(ASK_AT_ONCE)
 
     async def one(rec: NodeRecord) -> None:
         async with limiter:
             try:
-                ident = await cluster.probe_ready(rec, timeout)
+                ident = await cluster.probe_ready(rec.node_id, timeout)
             except ClusterError as exc:
                 failed.append(exc)
                 return
         if ident is not None:
-            found.append((rec, ident))
+            found.append((rec.node_id, ident))
 
     async with trio.open_nursery() as nursery:
         for rec in waiting.values():
             nursery.start_soon(one, rec)
     cluster.mark_ready(found)
-    for rec, _ in found:
-        del waiting[rec.node_id]
+    for node_id, _ in found:
+        del waiting[node_id]
     if failed:
         raise failed[0]
 
@@ -182,7 +183,7 @@ async def _start_all(
             break
         if time.monotonic() >= deadline:
             late = next(iter(waiting.values()))
-            raise await cluster.failure(late, f"did not come up within {timeout:g}s")
+            raise await cluster.failure(late.node_id, f"did not come up within {timeout:g}s")
         await trio.sleep(READY_ROUND)
 
 
@@ -190,11 +191,11 @@ async def _start_agents(cluster: MixedCluster, tally: _Tally, deadline: float) -
     """Start every agent (rule 7) and wait until each answers, by ``deadline`` (monotonic)."""
     spawned = []
     for agent in cluster.record.agents:
-        spawned.append(cluster.spawn_agent(agent))
+        spawned.append(cluster.spawn_agent(agent.index))
         tally.started += 1
     tally.report()
     for agent in spawned:
-        await cluster.wait_agent_ready(agent, max(1.0, deadline - time.monotonic()))
+        await cluster.wait_agent_ready(agent.index, max(1.0, deadline - time.monotonic()))
         tally.listening += 1
         tally.report()
 

@@ -101,7 +101,7 @@ def target_nodes(cluster: LocalCluster, node: str) -> list[int]:
             raise UsageError(f"no node of cluster {cluster.record.name!r} is running")
         return live
     rec = node_record(cluster, int(node))  # a number: checked by the parser
-    cluster.require_live(rec)
+    cluster.require_live(rec.node_id)
     return [rec.node_id]
 
 
@@ -115,7 +115,7 @@ def live_state(rec: NodeRecord | AgentRecord) -> str:
 async def converge_live(cluster: LocalCluster, started: float) -> tuple[int, float]:
     """Wait until every live member (node, or Serf agent) lists every live member alive: (how
     many, seconds since ``started``, the ``time.monotonic()`` at which the command began)."""
-    agents = {a.index for a in cluster.record.agents if cluster.state_of(a) != "gone"}
+    agents = {a.index for a in cluster.record.agents if cluster.state_of(a.index) != "gone"}
     expect = {n.node_id for n in cluster.live_nodes()} | agents
     return len(expect), await cluster.wait_converged(expect, 60.0, started=started)
 

@@ -113,7 +113,7 @@ async def cmd_node(args: argparse.Namespace) -> int:
     else:
         began = time.monotonic()
         if isinstance(rec, AgentRecord) and isinstance(cluster, MixedCluster):
-            pid = (await cluster.agent_restart(rec, hard=args.kill)).pid
+            pid = (await cluster.agent_restart(nid, hard=args.kill)).pid
         else:
             pid = (await cluster.restart(nid, hard=args.kill)).pid
         msg = f"{who} restarted: pid {pid}"
@@ -131,9 +131,9 @@ def _check_node_command(
     run (kill, stop, pause, resume), pause of a paused one, resume of a running one."""
     if command == "restart":
         return
-    cluster.require_live(rec)
-    state = cluster.state_of(rec)
     number = rec.index if isinstance(rec, AgentRecord) else rec.node_id
+    cluster.require_live(number)
+    state = cluster.state_of(number)
     if command == "pause" and state == "paused":
         raise UsageError(
             f"{who} is already paused; resume it with: {command_for(cluster, f'resume {number}')}"
@@ -198,11 +198,11 @@ async def cmd_fault(args: argparse.Namespace) -> int:
     peer = None if args.peer is None else member_record(cluster, args.peer)
     targets = target_nodes(cluster, args.node)
     for nid in targets:
-        rec = node_record(cluster, nid)
+        node_record(cluster, nid)  # a node, not an agent
         peer_id = args.peer
         if isinstance(peer, AgentRecord) and isinstance(cluster, MixedCluster):
-            peer_id = await cluster.agent_id_at(rec, peer)  # the id this node gives it
-        await cluster.faults(rec, args.command, peer=peer_id, value=value)
+            peer_id = await cluster.agent_id_at(nid, peer.index)  # the id this node gives it
+        await cluster.faults(nid, args.command, peer=peer_id, value=value)
     unit = "%" if args.command == "loss" else " ms"
     scope = f" to/from node {args.peer}" if peer is not None else ""
     if isinstance(peer, AgentRecord):

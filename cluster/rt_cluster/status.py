@@ -71,7 +71,7 @@ async def _views(cluster: LocalCluster, seen: Look) -> Views:
         node = seen.get(n.node_id)
         views[n.node_id] = None if node is None else node.alive_names()
     for a in cluster.record.agents:
-        views[a.index] = await cluster.seen_alive(a)
+        views[a.index] = await cluster.seen_alive(a.index)
     return views
 
 

@@ -143,15 +143,15 @@ def node_look(rec: NodeRecord, process: str, topology: Any = None, faults: Any =
 async def look(cluster: LocalCluster, timeout: float = ASK_TIMEOUT) -> Look:
     """Ask every running node of the cluster's record what it sees and which faults it has."""
     recs = cluster.record.nodes
-    process = {rec.node_id: cluster.state_of(rec) for rec in recs}
+    process = {rec.node_id: cluster.state_of(rec.node_id) for rec in recs}
     topologies: dict[int, Any] = {}
     faults: dict[int, Any] = {}
 
     async def ask_topology(rec: NodeRecord) -> None:
-        topologies[rec.node_id] = await cluster.topology(rec, timeout)
+        topologies[rec.node_id] = await cluster.topology(rec.node_id, timeout)
 
     async def ask_faults(rec: NodeRecord) -> None:
-        faults[rec.node_id] = await cluster.read_faults(rec, timeout)
+        faults[rec.node_id] = await cluster.read_faults(rec.node_id, timeout)
 
     async with trio.open_nursery() as nursery:
         for rec in recs:

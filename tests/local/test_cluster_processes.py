@@ -39,7 +39,7 @@ def view(name: str, node: int) -> dict[int, str]:
 
     async def ask() -> dict[str, Any] | None:
         c = LocalCluster(load_record(name))
-        return await c.topology(c.record.node(node), timeout=2.0)
+        return await c.topology(node, timeout=2.0)
 
     body = trio.run(ask)
     return {} if body is None else {m["node_id"]: m["state"] for m in body["nodes"]}

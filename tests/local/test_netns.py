@@ -29,7 +29,6 @@ import trio
 from cluster.local import ClusterError, Member, Processes, live_members, read_record
 from cluster.local.attached import AttachedCluster, read_hostfile
 from cluster.local.netns import (
-    NETNS_DIR,
     UNREACHABLE_METRIC,
     leftovers,
     network_key,
@@ -37,6 +36,7 @@ from cluster.local.netns import (
     remove_network,
     stranded_addresses,
 )
+from cluster.local.netplan import NETNS_DIR
 from tests.support import open_harness, wait_for
 from tests.support.clusters import NO_WORKLOAD, run_main, wait_nothing_holds
 

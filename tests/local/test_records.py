@@ -39,6 +39,7 @@ from cluster.local import (
 )
 from cluster.local import plan as plan_module
 from cluster.local.ledger import fold_endings, forget
+from cluster.local.network import network_of
 from cluster.rt_cluster.cli import build_parser
 from tests.support import hold_port, wait_for
 
@@ -203,7 +204,9 @@ def test_clusters_get_a_gossip_keyring_unless_asked_not_to(
     lines = path.read_bytes().splitlines()
     assert len(lines) == 1
     assert len(base64.b64decode(lines[0], validate=True)) == 32
-    cmd = plan_module.node_command(rec, rec.nodes[1], python="py", viz=False)
+    cmd = plan_module.node_command(
+        rec, rec.nodes[1], python="py", viz=False, network=network_of(rec)
+    )
     assert cmd[cmd.index("--keyring") + 1] == str(path)
     # another cluster, another key
     other = plan_cluster(tmp_path / "o", "o", 1, base_port=0, runtime_base_port=0, keyring=True)
@@ -212,7 +215,9 @@ def test_clusters_get_a_gossip_keyring_unless_asked_not_to(
     off = plan_cluster(tmp_path / "n", "n", 1, base_port=0, runtime_base_port=0, keyring=False)
     assert off.keyring == ""
     assert not (tmp_path / "n" / "keyring").exists()
-    assert "--keyring" not in plan_module.node_command(off, off.nodes[0], python="py", viz=False)
+    assert "--keyring" not in plan_module.node_command(
+        off, off.nodes[0], python="py", viz=False, network=network_of(off)
+    )
     # the default follows KEYRING_BY_DEFAULT; `up --no-keyring` asks for none
     monkeypatch.setattr(plan_module, "KEYRING_BY_DEFAULT", True)
     default = plan_cluster(tmp_path / "d", "d", 1, base_port=0, runtime_base_port=0)

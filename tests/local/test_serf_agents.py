@@ -43,12 +43,13 @@ async def test_agents_join_each_other_are_killed_and_ended_by_pid(cluster_home: 
     cluster = open_local(rec)
     assert isinstance(cluster, MixedCluster)
     cluster.create()
-    first = cluster.spawn_agent(_agent(cluster, 1))
+    first = cluster.spawn_agent(1)
     assert first.pid > 0
     assert first.pgid == first.pid  # a session of its own: signals go to its group
     assert _agent(cluster, 1).pid == first.pid  # recorded as soon as the spawn returned
-    await cluster.wait_agent_ready(first, 20)
-    second = await cluster.wait_agent_ready(cluster.spawn_agent(_agent(cluster, 2)), 20)
+    await cluster.wait_agent_ready(1, 20)
+    cluster.spawn_agent(2)
+    second = await cluster.wait_agent_ready(2, 20)
     want = {"serf-1": "alive", "serf-2": "alive"}
     wait_for("both agents to list both", lambda: serf_members(second.rpc_addr) == want)
     assert await cluster.views({1, 2}) == {1: set(want), 2: set(want)}

@@ -30,6 +30,7 @@ from cluster.local import (
 )
 from cluster.local import plan as plan_module
 from cluster.local.ledger import fold_endings
+from cluster.local.network import network_of
 from cluster.local.serf import (
     AGENT_CONFIG,
     MAX_JOINS,
@@ -173,7 +174,12 @@ def test_a_node_of_a_mixed_cluster_speaks_memberlist_and_joins_by_address(
 ) -> None:
     rec = _mixed(tmp_path / "c", base_port=0, runtime_base_port=0)
     cmd = plan_module.node_command(
-        rec, rec.nodes[1], python="py", viz=False, joins=["127.0.0.1:1", "127.0.0.1:2"]
+        rec,
+        rec.nodes[1],
+        python="py",
+        viz=False,
+        joins=["127.0.0.1:1", "127.0.0.1:2"],
+        network=network_of(rec),
     )
     at = cmd.index("--wire")
     assert cmd[at : at + 10] == [
@@ -190,12 +196,12 @@ def test_a_node_of_a_mixed_cluster_speaks_memberlist_and_joins_by_address(
     ]
     assert "--hostfile" not in cmd
     # one more node takes the number after every member's, and no hostfile line
-    added = plan_module.plan_node(rec, induct=False, viz=False)
+    added = plan_module.plan_node(rec, induct=False, viz=False, network=network_of(rec))
     assert added.node_id == 4
     taken = {n.runtime_port for n in rec.nodes} | {a.gossip_port for a in rec.agents}
     assert added.runtime_port not in taken
     with pytest.raises(BadInput, match="--induct"):
-        plan_module.plan_node(rec, induct=True, viz=False)
+        plan_module.plan_node(rec, induct=True, viz=False, network=network_of(rec))
 
 
 def test_a_starting_member_joins_through_members_that_answer_node_0_first(
