@@ -53,15 +53,14 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 
-from . import wire
 from .config import SwimConfig
 from .lifeguard import Awareness, Suspicion, suspicion_bounds
 from .members import MemberState, overrides
+from .messages import Alive, Dead, StateEntry, Suspect
 from .newcomers import Newcomers
 from .outbox import Outbox
 from .outputs import Counters
 from .table import Entry, MemberTable
-from .wire import Alive, Dead, StateEntry, Suspect
 
 __all__ = ["BOOT_RANDOM_BITS", "MAX_INCARNATION", "MAX_JUMP", "Membership", "ordered_boot"]
 
@@ -184,8 +183,8 @@ class Membership:
                 t = min(t, e.suspicion.deadline())
         return t
 
-    def accusation_of(self, node_id: int) -> list[bytes]:
-        """What we hold against ``node_id`` (suspected, dead, left), encoded to hand to it.
+    def accusation_of(self, node_id: int) -> list[Suspect | Dead]:
+        """What we hold against ``node_id`` (suspected, dead, left), to hand to it.
 
         Empty if we hold it up and unsuspected. Rule 6 and ``machine`` rule 6.
         """
@@ -200,7 +199,7 @@ class Membership:
             m = Dead(e.incarnation, node_id, node_id)
         else:
             return []
-        return [wire.encode_part(m)]
+        return [m]
 
     def longest_suspected(self, exclude: int) -> Entry | None:
         best: tuple[float, int] | None = None
