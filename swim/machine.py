@@ -45,12 +45,23 @@ import random
 from collections.abc import Iterable, Sequence
 
 from .config import SwimConfig
-from .exchange import MAX_NODE_ID
 from .intake import Intake
 from .lifeguard import Awareness
 from .members import Member, MemberState
 from .membership import MAX_INCARNATION, Membership, ordered_boot
-from .messages import Ack, Alive, Dead, Message, Nack, Ping, PingReq, StateEntry, Suspect, type_name
+from .messages import (
+    MAX_NODE_ID,
+    Ack,
+    Alive,
+    Dead,
+    Message,
+    Nack,
+    Ping,
+    PingReq,
+    StateEntry,
+    Suspect,
+    type_name,
+)
 from .outbox import Outbox
 from .outputs import Counters, Output
 from .probes import Prober

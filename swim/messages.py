@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .members import MemberState
 
 __all__ = [
+    "MAX_NODE_ID",
     "Ack",
     "Alive",
     "BadMessage",
@@ -27,6 +28,8 @@ __all__ = [
     "Suspect",
     "type_name",
 ]
+
+MAX_NODE_ID = (1 << 31) - 1  # the highest node id handed out or accepted (cluster.ground.parse's)
 
 
 class BadMessage(Exception):

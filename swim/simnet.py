@@ -62,12 +62,12 @@ from typing import Any
 from .config import SwimConfig
 from .machine import SwimMachine
 from .members import Member
+from .messages import StateEntry
 from .outputs import DROPPED, Output
 from .simcpu import QUEUE_CAP, CpuModel, Packet
 from .simlink import Links
 from .simnodes import NodeMaker, SimNode, address
 from .simsync import SyncState, keys_match
-from .wire import StateEntry
 
 __all__ = ["SimNetwork"]
 

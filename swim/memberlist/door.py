@@ -28,7 +28,6 @@ from ..config import SwimConfig
 from ..machine import SwimMachine
 from ..messages import BadMessage, StateEntry
 from ..outputs import DROPPED, Datagram, Output, SyncRequest
-from ..wire import MAX_PARTS
 from ..wireformat import Link
 from . import codec, stream
 from .codec import Kind
@@ -104,7 +103,7 @@ class MemberlistDoor:
             return DROPPED
         if decoded.skipped:
             m.counters.drop("skipped_part")  # the other parts still count
-        msgs = self.edge.inbound(decoded.messages, src)[:MAX_PARTS]
+        msgs = self.edge.inbound(decoded.messages, src)[: codec.MAX_PARTS]
         if not msgs:
             return DROPPED
         return m.receive_messages(msgs, src, now, len(data))

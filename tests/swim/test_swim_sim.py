@@ -81,7 +81,7 @@ def test_buddy_probe_carries_the_suspicion() -> None:
     assert net.state(0, 3) == "suspected"
     m0.outbox.queue.clear()  # only the probe itself can tell node 3 now
     m0.table._swaps, m0.table._pos, m0.table._end = {0: 3}, 0, 1  # 3 is next to probe
-    m0._next_probe = net.now
+    m0.prober.next_probe = net.now
     out = m0.tick(net.now)
     assert out.datagrams
     assert out.datagrams[0].dest == 3
