@@ -74,7 +74,7 @@ class RtsimDoor:
         return m.receive_messages(msgs, src, now, len(data))
 
     def send(self, dg: Datagram) -> bytes:
-        data = wire.encode_compound([wire.encode_part(p) for p in dg.messages])
+        data = wire.encode_compound([wire.cached_part(p) for p in dg.messages])
         if self.keyring is not None:
             data = self.keyring.seal(data, UDP)
         self.machine.counters.sent(dg.kind, len(data))
