@@ -1,7 +1,7 @@
 """Every parser of untrusted swim input, under generated input: one exception, typed results.
 
 ``wire.decode_untrusted`` (UDP packets), ``wire.decode_state_untrusted`` (push/pull state),
-``exchange.open_sealed`` (sealed TCP frames) and ``SwimMachine.receive`` (the whole intake)
+``exchange.open_sealed`` (sealed TCP frames) and ``RtsimDoor.receive`` (the whole intake)
 either return well-typed values or fail with ``BadMessage``; nothing else ever escapes.
 """
 
