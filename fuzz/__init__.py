@@ -73,7 +73,7 @@ TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target("wire", "swim.wire.decode_untrusted: one UDP packet", ("swim",)),
-        Target("machine", "SwimMachine.receive: UDP packets, plain or sealed", ("swim",)),
+        Target("machine", "swim.RtsimDoor.receive: UDP packets, plain or sealed", ("swim",)),
         Target("state", "push/pull state frames, both sides (swim.exchange)", ("swim", "cluster")),
         Target("rpc_frame", "cluster.node.frames: request and reply frames", ("cluster",)),
         Target("rpc_stream", "cluster.node.rpc: bytes on a server connection", ("cluster",), 8192),

@@ -6,7 +6,9 @@ Public surface (``import swim``; see docs/architecture.md and docs/membership.md
 - ``MemberState``, ``Member``, ``MemberEvent``: the table and its changes.
 - ``History``, ``HistoryEntry``, ``HistoryPage``: the numbered ring of a member's changes
   (``SwimHandle.events(after, limit)``, ``SwimHandle.since(member_id)``).
-- ``SwimMachine``: the sans-IO state machine (bytes and time in, ``Output`` out).
+- ``SwimMachine``: the sans-IO state machine (messages and time in, ``Output`` out).
+- ``Rtsim``, ``RtsimDoor``: our own wire format, the door the machine's bytes go through
+  (``RtsimDoor(machine).receive(data, addr, now)``, ``.send(datagram)``).
 - ``open_swim(...)`` -> ``SwimHandle``: the trio driver over UDP and TCP push/pull;
   ``open_swim(..., wire_format=swim.memberlist.Memberlist(name))`` speaks memberlist's
   protocol (Serf's) instead of ours.
@@ -29,6 +31,7 @@ from .keyring import Keyring, load_keyring, new_key_line
 from .machine import SwimMachine
 from .members import Member, MemberEvent, MemberState
 from .outputs import Datagram, Output, SwimStatistics, SyncRequest
+from .rtsimdoor import Rtsim, RtsimDoor
 from .simnet import SimNetwork
 from .wire import BadMessage, decode_untrusted
 
@@ -46,6 +49,8 @@ __all__ = [
     "MemberEvent",
     "MemberState",
     "Output",
+    "Rtsim",
+    "RtsimDoor",
     "SimNetwork",
     "SwimConfig",
     "SwimHandle",

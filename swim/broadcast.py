@@ -7,15 +7,20 @@ Rules:
    one gossip tick's fanout (``gossip_nodes``), then is dropped. Only sends to members held
    alive count: a suspected or dead member cannot pass the news on, so the budget is never
    spent on the failed member a rumour is about.
-3. ``take(budget)`` fills a packet: fewest transmissions first, then newest first.
+3. ``take(budget)`` fills a packet: fewest transmissions first, then newest first. A queued
+   update is a record with its size in bytes, measured once when it is queued.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 __all__ = ["BroadcastQueue", "retransmit_limit"]
+
+P = TypeVar("P", bound=Hashable)  # a queued update (the outbox's: a message record)
 
 
 def retransmit_limit(retransmit_mult: int, n_members: int, fanout: int = 1) -> int:
@@ -26,34 +31,35 @@ def retransmit_limit(retransmit_mult: int, n_members: int, fanout: int = 1) -> i
 
 
 @dataclass(slots=True)
-class _Item:
+class _Item(Generic[P]):
     subject: int
-    part: bytes
+    part: P
+    size: int
     order: int
     sent: int = 0
 
 
-class BroadcastQueue:
-    """Encoded updates keyed by subject, each with a transmission count."""
+class BroadcastQueue(Generic[P]):
+    """Updates keyed by subject, each with its size and a transmission count."""
 
     __slots__ = ("_items", "_order")
 
     def __init__(self) -> None:
-        self._items: dict[int, _Item] = {}
+        self._items: dict[int, _Item[P]] = {}
         self._order = 0
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def push(self, subject: int, part: bytes) -> None:
-        """Queue an encoded update about ``subject``, replacing any older one about it."""
+    def push(self, subject: int, part: P, size: int) -> None:
+        """Queue an update of ``size`` bytes about ``subject``, replacing any older one."""
         self._order += 1
-        self._items[subject] = _Item(subject, part, self._order)
+        self._items[subject] = _Item(subject, part, size, self._order)
 
     def has(self, subject: int) -> bool:
         return subject in self._items
 
-    def pending(self, subject: int) -> bytes | None:
+    def pending(self, subject: int) -> P | None:
         item = self._items.get(subject)
         return item.part if item else None
 
@@ -62,9 +68,9 @@ class BroadcastQueue:
         budget: int,
         limit: int,
         per_part_overhead: int = 5,
-        skip: frozenset[bytes] = frozenset(),
+        skip: frozenset[P] = frozenset(),
         count: bool = True,
-    ) -> list[bytes]:
+    ) -> list[P]:
         """Parts that fit in ``budget`` bytes, least-sent first; each counts as sent once
         (unless ``count`` is false: rule 2).
 
@@ -73,10 +79,10 @@ class BroadcastQueue:
         """
         if not self._items or budget <= 0:
             return []
-        out: list[bytes] = []
+        out: list[P] = []
         items = sorted(self._items.values(), key=lambda it: (it.sent, -it.order))
         for it in items:
-            cost = len(it.part) + per_part_overhead
+            cost = it.size + per_part_overhead
             if cost > budget or it.part in skip:
                 continue
             budget -= cost

@@ -13,9 +13,9 @@ Rules:
    are counted and the loop goes on.
 3. ``handle.faults`` is applied to every packet sent and received, and to TCP push/pulls in
    both directions (blocked peers are refused, lossy peers lose exchanges).
-4. With a keyring (``config.keyring``) every TCP exchange is sealed both ways
-   (``exchange.seal``/``open_sealed``); a frame that does not open is refused and counted
-   (``auth``). UDP packets are sealed and opened by the machine.
+4. Bytes are the door's (``wireformat``): the member's wire format decodes every packet in,
+   encodes every datagram out, and runs every push/pull; with a keyring it seals and opens
+   them (``swim.rtsimdoor``: our format, ``swim.memberlist``: memberlist's).
 5. A packet moves the member's timer (``timer``: its rules) to the machine's next deadline;
    a packet the machine refused before decoding (``DROPPED``) costs no look at all: under a
    flood, shed packets stay cheap, and a start-up's storm of join rumors does not tick the
@@ -29,12 +29,14 @@ Rules:
    (``timer`` rule 1). The loop lag (``statistics()``) is the timer's (``timer`` rule 3).
    A loop found running more than a probe timeout late is counted (``slow_ticks``): the
    member's own slowness, told apart from its peers'.
-8. With another ``wire`` format (``swim.memberlist.Memberlist``: memberlist's protocol, as
-   Serf speaks it) every packet in and out, every push/pull and every stream the node's
-   listener hands over (``handle_stream``) goes through that format's ``Door``; the machine
-   is the same. Our own TCP swim frames are then refused. Faults apply to the door's streams
-   too: a stream from a blocked member is refused, and one that does not say who sends it
-   (memberlist's push/pull) is refused while any member is blocked here.
+8. There is always a door, the ``wire_format``'s (``swim.rtsimdoor.Rtsim()`` by default;
+   ``swim.memberlist.Memberlist``: memberlist's protocol, as Serf speaks it): every packet in
+   and out, every push/pull, every ``"swim"`` frame (``handle_tcp``) and every stream the
+   node's listener hands over (``handle_stream``) goes through it; the machine is the same.
+   A push/pull fails the same way for every format (``wireformat`` rule 2), counted by the
+   ``BadMessage`` reason or as ``tcp_failed``. Faults apply to the door's exchanges too: one
+   from a blocked member is refused, and one that does not say who sends it (memberlist's
+   push/pull) is refused while any member is blocked here.
 9. A packet goes out at once from the code that made it when the socket takes it, else
    through the send queue (``sockets.Sender``): at rest most of a member's task switches.
 10. The node's own periodic jobs may ride on the member's timer (``sleep_near``, ``timer``
@@ -57,26 +59,17 @@ from typing import Any
 
 import trio
 
-from . import exchange, wire
 from .config import SwimConfig
 from .exchange import Seed, parse_seed
 from .faults import Faults
 from .history import History, HistoryPage
-from .keyring import TCP_REPLY, TCP_REQUEST
 from .machine import SwimMachine
 from .members import Member
+from .messages import BadMessage, StateEntry
 from .outputs import DROPPED, Output, SwimStatistics, SyncRequest
-from .sockets import (
-    EventLog,
-    Receiver,
-    Sender,
-    open_event_log,
-    open_udp,
-    resolve_node_id,
-    tcp_request,
-)
+from .rtsimdoor import Rtsim
+from .sockets import EventLog, Receiver, Sender, open_event_log, open_udp, resolve_node_id
 from .timer import MemberTimer
-from .wire import StateEntry
 from .wireformat import Door, WireFormat
 
 __all__ = ["SwimHandle", "open_swim"]
@@ -94,11 +87,11 @@ class SwimHandle:
         nursery: trio.Nursery,
         event_log: EventLog | None,
         rng: random.Random,
-        door: Door | None = None,
+        door: Door,
         raw: stdsocket.socket | None = None,
     ) -> None:
         self.machine = machine
-        self.door = door  # memberlist's protocol at the edge, or None for ours
+        self.door = door  # the member's wire format (rule 8)
         self.config = machine.config
         self.faults = Faults()
         self._sock = sock
@@ -111,6 +104,7 @@ class SwimHandle:
         self._changed = trio.Event()
         self._syncing: set[tuple[str, int]] = set()
         self._history = History()
+        self._link = _Link(self)
         # Fixed once: under trio's own clock both run at the same rate; under a MockClock,
         # ``mono`` then follows virtual time.
         self._mono_offset = time.monotonic() - trio.current_time()
@@ -189,52 +183,15 @@ class SwimHandle:
     def describe(self, member_id: int) -> dict[str, Any] | None:
         """A member's memberlist ``name``, ``tags`` and whether it is an rtsim node; None
         when this member speaks our own protocol (ids are the names) or does not know it."""
-        return None if self.door is None else self.door.describe(member_id)
+        return self.door.describe(member_id)
 
     async def handle_stream(self, conn: trio.SocketStream, first: bytes) -> None:
         """Answer one stream of the door's format whose first bytes are ``first``."""
-        if self.door is None:
-            return
-
-        def merge(entries: list[StateEntry], peer: int | None) -> None:
-            self._process(self.machine.merge_state(entries, trio.current_time(), peer))
-
-        def refused(peer: int | None) -> bool:  # rule 8
-            if peer is None:
-                return bool(self.faults.blocked)
-            return self.faults.verdict(peer, self._rng) is not None
-
-        await self.door.serve(conn, first, merge, refused)
+        await self.door.serve(conn, first, self._link)
 
     async def handle_tcp(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Answer one TCP request frame of kind ``"swim"`` (join, push/pull, induct)."""
-        if self.door is not None:
-            return self._refuse("bad_tcp_op", "this member speaks memberlist's protocol")
-        keyring = self.config.keyring
-        try:
-            msg = exchange.open_sealed(keyring, msg, TCP_REQUEST, self.config.max_frame_bytes)
-        except wire.BadMessage as exc:
-            return self._refuse(exc.reason, "the request does not open with our keyring")
-        reply = await self._answer_tcp(msg)
-        return exchange.seal(keyring, reply, TCP_REPLY)
-
-    async def _answer_tcp(self, msg: dict[str, Any]) -> dict[str, Any]:
-        op = msg.get("op")
-        if op == "induct":
-            return exchange.induct_reply(self.machine.next_free_id())
-        if op != "pushpull":
-            return self._refuse("bad_tcp_op", f"unknown swim op {op!r:.40}")
-        peer = exchange.sender(msg)
-        if self.faults.verdict(peer, self._rng) is not None:
-            return self._refuse("tcp_refused", "refused by fault injection")
-        try:
-            entries = wire.decode_state_untrusted(msg.get("state"))
-        except wire.BadMessage as exc:
-            return self._refuse(exc.reason, str(exc))
-        await trio.sleep(self.faults.delay(peer))
-        reply = exchange.pushpull_reply(self.node_id, self.machine.local_state())
-        self._process(self.machine.merge_state(entries, trio.current_time(), peer))
-        return reply
+        return await self.door.answer(msg, self._link)
 
     # ---- carrying out the machine's output ------------------------------------------------
 
@@ -256,7 +213,7 @@ class SwimHandle:
         for dg in out.datagrams:
             dest = dg.dest if dg.dest is not None else self.machine.table.id_at(*dg.addr)
             delay = self._admit(dest, "out")
-            data = dg.data if self.door is None else self.door.send(dg.data)
+            data = self.door.send(dg)  # encoded and counted as sent, whatever faults do
             if delay is not None and data is not None:
                 self._after(delay, self._sender.send_nowait, data, dg.addr)
         for req in out.syncs:
@@ -266,10 +223,6 @@ class SwimHandle:
                 self._nursery.start_soon(self._pushpull, req)
         if wake:
             self._timer.move()
-
-    def _refuse(self, reason: str, error: str) -> dict[str, Any]:
-        self.machine.counters.drop(reason)
-        return exchange.error_reply(error)
 
     def _admit(self, peer: int | None, way: str) -> float | None:
         """Faults on one packet to/from ``peer``: None if dropped (counted), else its delay (s)."""
@@ -287,11 +240,7 @@ class SwimHandle:
             fn(*args)
 
     def _receive(self, data: bytes, src: tuple[str, int]) -> None:
-        now = trio.current_time()
-        if self.door is None:
-            out = self.machine.receive(data, src, now)
-        else:
-            out = self.door.receive(data, src, now)
+        out = self.door.receive(data, src, trio.current_time())
         self._process(out, wake=out is not DROPPED)
 
     async def _pushpull(self, req: SyncRequest) -> None:
@@ -300,24 +249,10 @@ class SwimHandle:
             if self.faults.verdict(req.dest, self._rng) is not None:
                 self.machine.counters.drop("tcp_faulted")
                 return
-            c = self.config
-            if self.door is not None:
-                with trio.fail_after(c.tcp_timeout):
-                    await trio.sleep(self.faults.delay(req.dest))
-                    peer, entries = await self.door.pushpull(req.host, req.port, req.join)
-                via = peer if req.dest is None else req.dest
-                self._process(self.machine.merge_state(entries, trio.current_time(), via))
-                return
-            local = self.machine.local_state()
-            request = exchange.pushpull_request(self.node_id, local, join=req.join)
-            request = exchange.seal(c.keyring, request, TCP_REQUEST)
-            reply: Any = None
-            with trio.move_on_after(c.tcp_timeout):
+            with trio.fail_after(self.config.tcp_timeout):
                 await trio.sleep(self.faults.delay(req.dest))
-                reply = await tcp_request(req.host, req.port, request, c.max_frame_bytes)
-            reply = exchange.open_sealed(c.keyring, reply, TCP_REPLY, c.max_frame_bytes)
-            sender, entries = exchange.read_pushpull_reply(reply)
-        except wire.BadMessage as exc:
+                sender, entries = await self.door.pushpull(req)
+        except BadMessage as exc:
             self.machine.counters.drop(exc.reason)
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
             self.machine.counters.drop("tcp_failed")
@@ -385,16 +320,17 @@ async def open_swim(
     goes on in the background and is retried every ``rejoin_interval``.
 
     With a ``wire_format`` (``swim.memberlist.Memberlist(name)``) the member speaks that
-    format instead of ours (rule 8); it needs a ``node_id`` (no induct).
+    format instead of ours (``swim.rtsimdoor.Rtsim()``: rule 8); it needs a ``node_id`` (no
+    induct).
     """
     seed_addrs = [parse_seed(s) for s in seeds]
     rng = rng or random.Random()
     me = advertise or host
-    machine_config = config
-    if wire_format is not None:
-        if node_id is None or induct:
-            raise ValueError("a member speaking another wire format needs a node id (no induct)")
-        machine_config = wire_format.machine_config(config, me)
+    if wire_format is None:
+        wire_format = Rtsim()
+    elif node_id is None or induct:
+        raise ValueError("a member speaking another wire format needs a node id (no induct)")
+    machine_config = wire_format.machine_config(config, me)
     async with open_udp(host, port) as (sock, raw):
         bound_port = int(sock.getsockname()[1])
         node_id = await resolve_node_id(node_id, induct, seed_addrs, config)
@@ -408,12 +344,36 @@ async def open_swim(
             now=now,
             seeds=seed_addrs,
             wall_offset=time.time() - now,  # boots are ordered by the wall clock
-            incarnation=0 if wire_format is None else wire_format.first_incarnation,
+            incarnation=wire_format.first_incarnation,
+            read_limit=wire_format.read_limit(config),
         )
         async with open_event_log(event_log) as events, trio.open_nursery() as nursery:
-            door = None if wire_format is None else wire_format.open_door(machine, config)
+            door = wire_format.open_door(machine, config)
             handle = SwimHandle(machine, sock, nursery, events, rng, door, raw)
             handle._start()
             log.info("node %s: swim bound on %s:%s, told as %s", node_id, host, bound_port, me)
             yield handle
             nursery.cancel_scope.cancel()
+
+
+class _Link:
+    """What the door may ask of the handle while it answers a peer (``wireformat.Link``)."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: SwimHandle) -> None:
+        self._handle = handle
+
+    def merge(self, entries: list[StateEntry], peer: int | None) -> None:
+        h = self._handle
+        h._process(h.machine.merge_state(entries, trio.current_time(), peer))
+
+    def refused(self, peer: int | None) -> bool:
+        h = self._handle
+        return h.faults.verdict(peer, h._rng) is not None
+
+    def any_blocked(self) -> bool:
+        return bool(self._handle.faults.blocked)
+
+    def delay(self, peer: int | None) -> float:
+        return self._handle.faults.delay(peer)

@@ -24,7 +24,7 @@ import msgpack
 
 from . import wire
 from .keyring import Keyring
-from .wire import BadMessage, StateEntry
+from .messages import MAX_NODE_ID, BadMessage, StateEntry
 
 __all__ = [
     "MAX_NODE_ID",
@@ -43,8 +43,6 @@ __all__ = [
 ]
 
 Seed = tuple[str, int] | str
-
-MAX_NODE_ID = (1 << 31) - 1  # the highest node id handed out or accepted (cluster.ground.parse's)
 
 
 def parse_seed(seed: Seed) -> tuple[str, int]:

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from .config import SwimConfig
 from .keyring import UDP, Keyring
+from .messages import BadMessage
 from .outputs import Counters
 from .table import MemberTable
-from .wire import BadMessage
 
 __all__ = ["MAX_STRANGERS", "Intake"]
 
@@ -49,9 +49,10 @@ class Intake:
         table: MemberTable,
         counters: Counters,
         keyring: Keyring | None,
+        max_bytes: int,
     ) -> None:
         c = config
-        self.max_bytes = c.max_packet_bytes  # another wire format's edge may raise it
+        self.max_bytes = max_bytes  # the member's wire format's read limit (``wireformat`` rule 3)
         self._table = table
         self._counters = counters
         self._keyring = keyring

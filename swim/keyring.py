@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .wire import BadMessage
+from .messages import BadMessage
 
 __all__ = [
     "MAX_KEYS",

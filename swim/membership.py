@@ -16,7 +16,8 @@ Rules:
    stale suspicion or death of a third member (one we hold alive at a newer incarnation)
    gets that newer ``alive`` back; the author of a suspicion of a member we hold dead at that
    incarnation gets our own suspicion, the confirmation a lone accuser lacks (``machine``
-   rule 6), at most once a protocol period per author and subject.
+   rule 6), at most once a protocol period per author and subject. How each correction is
+   sent: ``corrections``.
 
 No single message can make a live member unrefutable. Incarnations live in
 0..``MAX_INCARNATION`` (the codec's range), and:
@@ -53,15 +54,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable
 
-from . import wire
 from .config import SwimConfig
+from .corrections import Corrections
 from .lifeguard import Awareness, Suspicion, suspicion_bounds
 from .members import MemberState, overrides
+from .messages import Alive, Dead, StateEntry, Suspect
 from .newcomers import Newcomers
 from .outbox import Outbox
 from .outputs import Counters
 from .table import Entry, MemberTable
-from .wire import Alive, Dead, StateEntry, Suspect
 
 __all__ = ["BOOT_RANDOM_BITS", "MAX_INCARNATION", "MAX_JUMP", "Membership", "ordered_boot"]
 
@@ -79,8 +80,6 @@ def ordered_boot(wall_s: float, rng: random.Random) -> int:
     ms = min(max(0, int(wall_s * 1000)), (1 << (62 - BOOT_RANDOM_BITS)) - 1)
     return ms << BOOT_RANDOM_BITS | rng.getrandbits(BOOT_RANDOM_BITS)
 
-
-CONFIRMED_MAX = 4096  # rule 3: (asker, subject) pairs remembered to pace confirmations
 
 _ALIVE, _SUSPECTED, _DEAD, _LEFT = (
     MemberState.ALIVE,
@@ -117,7 +116,7 @@ class Membership:
         self.rejoined = False  # a member held dead came back (``resync`` rule 3)
         self.left = False
         self.suspects: set[int] = set()  # ids with a running suspicion
-        self._confirmed: dict[tuple[int, int], float] = {}  # rule 3: (asker, subject) -> when
+        self.corrections = Corrections(table, outbox, config.probe_interval)  # rule 3
 
     def apply(
         self, m: Alive | Suspect | Dead, cause: str, now: float, via: int | None = None
@@ -184,8 +183,8 @@ class Membership:
                 t = min(t, e.suspicion.deadline())
         return t
 
-    def accusation_of(self, node_id: int) -> list[bytes]:
-        """What we hold against ``node_id`` (suspected, dead, left), encoded to hand to it.
+    def accusation_of(self, node_id: int) -> list[Suspect | Dead]:
+        """What we hold against ``node_id`` (suspected, dead, left), to hand to it.
 
         Empty if we hold it up and unsuspected. Rule 6 and ``machine`` rule 6.
         """
@@ -200,7 +199,7 @@ class Membership:
             m = Dead(e.incarnation, node_id, node_id)
         else:
             return []
-        return [wire.encode_part(m)]
+        return [m]
 
     def longest_suspected(self, exclude: int) -> Entry | None:
         best: tuple[float, int] | None = None
@@ -246,7 +245,7 @@ class Membership:
                 return
         elif m.incarnation < inc:
             if inc - m.incarnation <= MAX_JUMP:
-                self._answer(m.src, Alive(inc, me.node_id, me.host, me.port, me.boot))
+                self.corrections.answer(m.src, Alive(inc, me.node_id, me.host, me.port, me.boot))
             else:  # rule 5: its author could not accept our alive; a new boot it can
                 self._refute(m, now, epoch=True)
             return
@@ -260,7 +259,9 @@ class Membership:
             # A copy of the claim our last new boot answered: its holders take that boot as
             # a restart already, so answer the accuser; a new boot per copy would only churn.
             if not isinstance(m, Alive):
-                self._answer(m.src, Alive(me.incarnation, me.node_id, me.host, me.port, me.boot))
+                self.corrections.answer(
+                    m.src, Alive(me.incarnation, me.node_id, me.host, me.port, me.boot)
+                )
             return
         if epoch:
             self._epoch_for = m.incarnation
@@ -275,7 +276,7 @@ class Membership:
         alive = Alive(me.incarnation, me.node_id, me.host, me.port, me.boot)
         self.out.broadcast(me.node_id, alive)
         if isinstance(m, Suspect | Dead):
-            self._answer(m.src, alive)
+            self.corrections.answer(m.src, alive)
 
     def admit_waiting(self, now: float) -> None:
         """``newcomers`` rule 1: let in the newcomers that waited for this period's budget."""
@@ -296,41 +297,6 @@ class Membership:
             self.counters.drop("refused_incarnation")
             return False
         return True
-
-    def _confirm_to(self, node_id: int, dead: Entry, now: float) -> None:
-        """Rule 3: ``node_id`` still suspects a member we hold dead: our confirmation (a
-        suspicion, never the death itself, so a member wrongly held dead can still refute).
-
-        At most one a protocol period per asker and subject: two members that both hold the
-        subject dead would otherwise answer each other's confirmation for ever."""
-        key, seen = (node_id, dead.node_id), self._confirmed
-        last = seen.get(key)
-        if last is not None and now - last < self.config.probe_interval:
-            return
-        if len(seen) >= CONFIRMED_MAX:
-            recent = now - self.config.probe_interval
-            self._confirmed = seen = {k: t for k, t in seen.items() if t > recent}
-            if len(seen) >= CONFIRMED_MAX:
-                seen.clear()
-        seen[key] = now
-        e = self.table.get(node_id)
-        if e is not None and e.state.is_up and e is not self.me:
-            confirm = Suspect(dead.incarnation, dead.node_id, self.me.node_id)
-            self.out.send((e.host, e.port), e.node_id, "suspect", confirm)
-
-    def _correct(self, via: int | None, m: Suspect | Dead, e: Entry) -> None:
-        """Rule 3: ``via`` passed on a stale accusation of ``e``, which we hold alive at a
-        newer incarnation: our ``alive`` for it, straight back."""
-        if via is None or via == e.node_id or e.state is not _ALIVE:
-            return
-        if m.incarnation < e.incarnation:
-            alive = Alive(e.incarnation, e.node_id, e.host, e.port, e.boot)
-            self._answer(via, alive, "correct")
-
-    def _answer(self, node_id: int, alive: Alive, kind: str = "refute") -> None:
-        e = self.table.get(node_id)
-        if e is not None and e.state.is_up and e is not self.me:
-            self.out.send((e.host, e.port), e.node_id, kind, alive)
 
     def _alive(self, m: Alive, cause: str, now: float) -> None:
         e = self.table.get(m.node)
@@ -386,8 +352,8 @@ class Membership:
             return
         if not overrides(_SUSPECTED, m.incarnation, e.state, e.incarnation):
             if e.state is _DEAD and m.incarnation == e.incarnation and m.src != self.me.node_id:
-                self._confirm_to(m.src, e, now)  # rule 3: a lone accuser asked around
-            self._correct(via, m, e)
+                self.corrections.confirm_to(m.src, e, now)  # rule 3: a lone accuser asked around
+            self.corrections.correct(via, m, e)
             return
         if not self._within_reach(e, m.incarnation):
             return
@@ -411,7 +377,7 @@ class Membership:
         if e is None:
             return
         if not overrides(_DEAD, m.incarnation, e.state, e.incarnation):
-            self._correct(via, m, e)
+            self.corrections.correct(via, m, e)
             return
         if not self._within_reach(e, m.incarnation):
             return

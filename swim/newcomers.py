@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .config import SwimConfig
+from .messages import Alive
 from .outputs import Counters
 from .table import MemberTable
-from .wire import Alive
 
 __all__ = ["WAITING", "Newcomers"]
 

@@ -1,12 +1,16 @@
 """Outbox: what one machine sends, with queued updates piggybacked, and what it reports.
 
 Rules:
-1. Every datagram is a compound packet filled up to ``max_packet_bytes`` with queued updates
+1. Every datagram is a list of messages filled up to ``max_packet_bytes`` with queued updates
    (least-sent first), so gossip rides on probes for free.
 2. The outbox only collects; ``flush()`` hands the lot to the caller as one ``Output``.
-3. Counters of sent packets are kept here, at the one place packets are made.
-4. With a keyring every datagram is sealed here (``keyring.UDP``), and the packet budget is
-   ``max_packet_bytes`` less the seal's overhead, so a sealed packet still fits the cap.
+3. A datagram holds records, never bytes: the driver's door for the member's wire format
+   encodes (and seals, and counts) it. The budget is measured in our own format's bytes
+   (``wire.cached_part``, which our door's encoding then finds remembered) whichever door
+   carries the packet, so the machine packs the same packets under every format (a door may
+   leave out parts it cannot say).
+4. With a keyring the packet budget is ``max_packet_bytes`` less the seal's overhead, so a
+   packet the door seals still fits the cap.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from . import wire
 from .broadcast import BroadcastQueue, retransmit_limit
 from .config import SwimConfig
 from .members import MemberEvent, MemberState
+from .messages import Alive, Dead, Message, Suspect
 from .outputs import Counters, Datagram, Output, SyncRequest
 from .table import Entry, MemberTable
-from .wire import Alive, Dead, Message, Suspect
 
 __all__ = ["Outbox"]
 
@@ -32,9 +36,9 @@ class Outbox:
         self.config = config
         self.table = table
         self.counters = counters
-        self.queue = BroadcastQueue()
-        self._keyring = config.keyring
-        self._cap = config.max_packet_bytes - (0 if self._keyring is None else _keyring.OVERHEAD)
+        self.queue: BroadcastQueue[Message] = BroadcastQueue()
+        sealed = config.keyring is not None
+        self._cap = config.max_packet_bytes - (_keyring.OVERHEAD if sealed else 0)
         self._dgrams: list[Datagram] = []
         self._syncs: list[SyncRequest] = []
         self._events: list[MemberEvent] = []
@@ -46,16 +50,16 @@ class Outbox:
 
     def broadcast(self, subject: int, m: Alive | Suspect | Dead) -> None:
         """Queue an update about ``subject`` for gossip (replacing an older one about it)."""
-        self.queue.push(subject, wire.encode_part(m))
+        self.queue.push(subject, m, _size(m))
 
     def send(self, addr: tuple[str, int], dest: int | None, kind: str, m: Message) -> None:
-        self.send_parts(addr, dest, kind, [wire.encode_part(m)])
+        self.send_parts(addr, dest, kind, [m])
 
     def send_parts(
-        self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[bytes]
+        self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[Message]
     ) -> None:
         """Send ``parts`` with as many queued updates piggybacked as the packet cap allows."""
-        used = sum(len(p) + 5 for p in parts) + wire.compound_overhead(0)
+        used = sum(_size(p) + 5 for p in parts) + wire.compound_overhead(0)
         room = self._cap - used
         if room > 0:
             count = self._relays(dest)
@@ -98,12 +102,10 @@ class Outbox:
             )
         )
 
-    def _emit(self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[bytes]) -> None:
-        data = wire.encode_compound(parts)
-        if self._keyring is not None:
-            data = self._keyring.seal(data, _keyring.UDP)
-        self.counters.sent(kind, len(data))
-        self._dgrams.append(Datagram(addr, data, dest, kind))
+    def _emit(
+        self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[Message]
+    ) -> None:
+        self._dgrams.append(Datagram(addr, tuple(parts), dest, kind))
 
     def flush(self) -> Output:
         if not (self._dgrams or self._syncs or self._events):
@@ -113,3 +115,8 @@ class Outbox:
         self._syncs.clear()
         self._events.clear()
         return out
+
+
+def _size(m: Message) -> int:
+    """A message's bytes in our own format (rule 3)."""
+    return len(wire.cached_part(m))

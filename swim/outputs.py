@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .members import MemberEvent
+from .messages import Message
 
 __all__ = [
     "DROPPED",
@@ -42,10 +43,11 @@ NEW_MEMBER_REASONS = frozenset({"new_member_rate", "table_full"})
 
 @dataclass(frozen=True, slots=True)
 class Datagram:
-    """A UDP packet for ``addr``; ``dest`` is the member id when known, ``kind`` its label."""
+    """A UDP packet for ``addr``, as the messages it holds (the door encodes them); ``dest``
+    is the member id when known, ``kind`` its label."""
 
     addr: tuple[str, int]
-    data: bytes
+    messages: tuple[Message, ...]
     dest: int | None
     kind: str
 

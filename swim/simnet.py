@@ -26,7 +26,8 @@ Hostile input: ``inject(i, data, src)`` delivers raw bytes to node i as if from 
 
 CPU: with ``cpu=(decoded, shed)`` (seconds per packet) a node works through its packets one
 at a time (``simcpu``; packets lost to a full buffer in ``overflow``); ``cpu=None`` (the
-default) makes work free.
+default) makes work free. Links: partitions, faults, loss, duplication and delay are the link
+model's (``simlink``); this module schedules.
 
 Rules:
 1. One seeded ``random.Random`` drives everything (the network and every machine), and ties in
@@ -34,7 +35,8 @@ Rules:
 2. TCP push/pull is a reliable request and reply, each delayed like a packet, handing the
    state over as records (``simsync.SyncState``), not bytes (the codec has its own tests). It
    fails when the sides are partitioned, blocked, killed or paused, or when one cannot open
-   what the other seals. UDP packets are really sealed and opened by the machines.
+   what the other seals. UDP packets are really encoded, sealed, opened and decoded, by each
+   machine's door of our own format (``swim.rtsimdoor``), as on a real node.
 3. ``bootstrap=True`` starts every machine knowing every other (no join traffic, no events)
    from one shared ``Roster`` (``table`` rule 4): building n machines costs O(n), and a
    push/pull sends only the rows a table holds apart from the roster; ``False`` makes each
@@ -44,9 +46,8 @@ Rules:
 5. A livelock ends the run: more than ``STALL_EVENTS`` events at one virtual instant (a timer
    that re-arms itself for now, forever) raise ``SimStalled``, naming the instant and the
    node, instead of spinning without end.
-6. Seeds as a hostfile gives them (``resync``): every node's address in id order, one node
-   added appending its own, the same tuple shared by every machine made since; ``seeds``
-   instead names the only nodes to join through.
+6. Seeds as a hostfile gives them, or the ``seeds`` named (``simnodes`` rule 2); the nodes,
+   and how each is made, are ``simnodes``'.
 """
 
 from __future__ import annotations
@@ -56,19 +57,17 @@ import gc
 import heapq
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .config import SwimConfig
-from .faults import Faults
 from .machine import SwimMachine
-from .members import Member, MemberState
-from .membership import ordered_boot
+from .members import Member
+from .messages import StateEntry
 from .outputs import DROPPED, Output
-from .simcpu import QUEUE_CAP, CpuModel, Packet, Worker
+from .simcpu import QUEUE_CAP, CpuModel, Packet
+from .simlink import Links
+from .simnodes import NodeMaker, SimNode, address
 from .simsync import SyncState, keys_match
-from .table import Entry, Roster
-from .wire import StateEntry
 
 __all__ = ["SimNetwork"]
 
@@ -78,19 +77,6 @@ STALL_EVENTS = 200_000  # rule 5: events at one virtual instant that make a live
 
 class SimStalled(RuntimeError):
     """Rule 5: the simulation handled ``STALL_EVENTS`` events without time passing."""
-
-
-@dataclass(slots=True)
-class _Node:
-    node_id: int
-    machine: SwimMachine
-    gen: int
-    faults: Faults = field(default_factory=Faults)
-    running: bool = True
-    paused: bool = False
-    queued: list[tuple[bytes, tuple[str, int]]] = field(default_factory=list)
-    tick_at: float = float("inf")
-    worker: Worker = field(default_factory=Worker)  # the cpu model's buffer
 
 
 class SimNetwork:
@@ -114,8 +100,7 @@ class SimNetwork:
             raise ValueError("a simulated network needs at least one node")
         self.config = config or SwimConfig()
         self.rng = random.Random(seed)
-        self.loss, self.dup = float(loss), float(dup)
-        self.delay = (float(delay[0]), float(max(delay)))
+        self.links = Links(self.rng, loss, dup, delay)
         self.now = 0.0
         self.events: list[dict[str, Any]] = []
         self.record_events = record_events
@@ -123,29 +108,19 @@ class SimNetwork:
         self.packets = 0
         self.cpu = None if cpu is None else CpuModel(*cpu)
         self.overflow: dict[int, int] = {} if self.cpu is None else self.cpu.overflow
-        self._seed_ids = None if seeds is None else [s for s in seeds if 0 <= s < n] or [0]
-        self._hostfile = tuple(self.address(i) for i in range(n))  # rule 6
+        self._maker = NodeMaker(n, self.config, self.rng, seeds)
+        self.boots = self._maker.boots  # node id -> the boots of its machines, in order
         self._heap: list[tuple[float, int, int, int, int, Any]] = []
         self._seq = 0
-        self._nodes: dict[int, _Node] = {}
+        self._nodes: dict[int, SimNode] = {}
         self._addr: dict[tuple[str, int], int] = {}
-        self.boots: dict[int, list[int]] = {}  # node id -> the boots of its machines, in order
-        self._groups: dict[int, int] | None = None
         if bootstrap:
-            # Rule 3: one shared roster (``table`` rule 4), so the build is linear in n.
-            rngs = [random.Random(self.rng.getrandbits(64)) for _ in range(n)]
-            boots = [ordered_boot(self.now, r) for r in rngs]  # what each would draw first
-            roster = Roster(
-                Entry(i, *self.address(i), 0, MemberState.ALIVE, boots[i], self.now)
-                for i in range(n)
-            )
-            for i in range(n):
-                node = self._new_node(i, 0, rng=rngs[i], boot=boots[i], roster=roster)
-                self._nodes[i] = node
+            for node in self._maker.bootstrap(n, self.now):  # rule 3
+                self._add_node(node)
                 self._schedule_tick(node)
         else:
             for i in range(n):
-                self._nodes[i] = self._new_node(i, gen=0)
+                self._add_node(self._maker.make(i, 0, self.now))
             for node in self._nodes.values():
                 self._apply(node, node.machine.join(self.now))
 
@@ -153,37 +128,12 @@ class SimNetwork:
 
     @staticmethod
     def address(i: int) -> tuple[str, int]:
-        return (f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}", 7946)
+        return address(i)
 
-    def _new_node(
-        self,
-        i: int,
-        gen: int,
-        config: SwimConfig | None = None,
-        addr: tuple[str, int] | None = None,
-        *,
-        rng: random.Random | None = None,
-        boot: int | None = None,
-        roster: Roster | None = None,
-    ) -> _Node:
-        addr = addr or self.address(i)
-        if self._seed_ids is not None:
-            seeds: Sequence[tuple[str, int]] = [self.address(s) for s in self._seed_ids]
-        else:
-            seeds = self._hostfile
-        m = SwimMachine(
-            config or self.config,
-            i,
-            *addr,
-            rng=rng or random.Random(self.rng.getrandbits(64)),
-            now=self.now,
-            seeds=seeds,
-            boot=boot,
-            roster=roster,
-        )
-        self._addr[addr] = i
-        self.boots.setdefault(i, []).append(m.boot)
-        return _Node(i, m, gen)
+    def _add_node(self, node: SimNode) -> SimNode:
+        self._nodes[node.node_id] = node
+        self._addr[node.machine.address] = node.node_id
+        return node
 
     def ids(self) -> list[int]:
         return sorted(self._nodes)
@@ -226,16 +176,16 @@ class SimNetwork:
         queued, node.queued = node.queued, []
         for data, src in queued:
             if node.running:
-                self._apply(node, node.machine.receive(data, src, self.now))
+                self._apply(node, node.door.receive(data, src, self.now))
         node.tick_at = float("inf")
         self._schedule_tick(node)
 
     def restart(self, i: int) -> None:
         """Replace node i by a fresh machine (same id and address, new boot) that joins."""
         old = self._nodes[i]
-        node = self._new_node(i, old.gen + 1, old.machine.config, old.machine.address)
+        node = self._maker.make(i, old.gen + 1, self.now, old.machine.config, old.machine.address)
         node.faults = old.faults
-        self._nodes[i] = node
+        self._add_node(node)
         self._apply(node, node.machine.join(self.now))
 
     def add(self, config: SwimConfig | None = None, at: int | None = None) -> int:
@@ -249,8 +199,8 @@ class SimNetwork:
             addr = self._nodes[at].machine.address
         i = max(self._nodes) + 1
         if addr is None:
-            self._hostfile += (self.address(i),)  # appended to the hostfile, as real nodes are
-        self._nodes[i] = node = self._new_node(i, 0, config, addr)
+            self._maker.append_host(i)  # appended to the hostfile, as real nodes are
+        node = self._add_node(self._maker.make(i, 0, self.now, config, addr))
         self._apply(node, node.machine.join(self.now))
         return i
 
@@ -262,11 +212,11 @@ class SimNetwork:
 
     def partition(self, groups: Iterable[Iterable[int]]) -> None:
         """Split the network: traffic flows only inside a group (unlisted nodes: own group)."""
-        self._groups = {i: g for g, members in enumerate(groups) for i in members}
+        self.links.partition(groups)
 
     def heal(self) -> None:
         """Remove the partition and every node's faults."""
-        self._groups = None
+        self.links.heal()
         for node in self._nodes.values():
             node.faults.heal()
 
@@ -323,7 +273,7 @@ class SimNetwork:
             self.run_until(min(end, self.now + step))
         return True
 
-    def _dispatch(self, node: _Node, kind: int, when: float, payload: Any) -> None:
+    def _dispatch(self, node: SimNode, kind: int, when: float, payload: Any) -> None:
         m = node.machine
         if kind == _RESUME:
             self.resume(node.node_id)
@@ -338,7 +288,7 @@ class SimNetwork:
                 self._apply(node, m.tick(when))
         elif kind == _PACKET:
             if self.cpu is None:
-                self._apply(node, m.receive(payload[0], payload[1], when))
+                self._apply(node, node.door.receive(payload[0], payload[1], when))
             else:
                 self._enqueue(node, payload, when)
         elif kind == _WORK:
@@ -351,23 +301,23 @@ class SimNetwork:
         elif kind == _REPLY:
             self._merge(node, payload[1], when, payload[0])
 
-    def _merge(self, node: _Node, state: SyncState, when: float, peer: int) -> None:
+    def _merge(self, node: SimNode, state: SyncState, when: float, peer: int) -> None:
         """A push/pull state arrives, as records (rule 2)."""
         entries = state.rows_for(node.machine.table)
         self._apply(node, node.machine.merge_state(entries, when, peer=peer))
 
-    def _enqueue(self, node: _Node, packet: Packet, when: float) -> None:
+    def _enqueue(self, node: SimNode, packet: Packet, when: float) -> None:
         """The cpu model: the packet waits its turn in the socket buffer."""
         assert self.cpu is not None
         start = self.cpu.arrive(node.node_id, node.worker, packet, when)
         if start is not None:
             self._push(start, _WORK, node.node_id, node.gen, None)
 
-    def _work(self, node: _Node, when: float) -> None:
+    def _work(self, node: SimNode, when: float) -> None:
         """Handle the oldest waiting packet; the next one after this one's cost."""
         assert self.cpu is not None
         data, src = node.worker.inbox.popleft()
-        out = node.machine.receive(data, src, when)
+        out = node.door.receive(data, src, when)
         self._apply(node, out)
         nxt = self.cpu.done(node.worker, when, out is DROPPED)
         if nxt is not None:
@@ -375,7 +325,7 @@ class SimNetwork:
 
     # ---- carrying out a machine's output --------------------------------------------------
 
-    def _apply(self, node: _Node, out: Output) -> None:
+    def _apply(self, node: SimNode, out: Output) -> None:
         i = node.node_id
         for ev in out.events:
             if self.record_events or self.on_event is not None:
@@ -385,17 +335,18 @@ class SimNetwork:
                 if self.on_event is not None:
                     self.on_event(d)
         for dg in out.datagrams:
+            data = node.door.send(dg)  # rule 2: real bytes, sealed as a node would
             j = self._addr.get(dg.addr)
             if j is None or self._cut(i, j):
                 continue
             self.packets += 1
-            if self.loss and self.rng.random() * 100.0 < self.loss:
+            if self.links.lost():
                 continue
             t = self.now + self._latency(i, j)
-            self._push(t, _PACKET, j, self._nodes[j].gen, (dg.data, node.machine.address))
-            if self.dup and self.rng.random() * 100.0 < self.dup:
+            self._push(t, _PACKET, j, self._nodes[j].gen, (data, node.machine.address))
+            if self.links.duplicated():
                 t2 = self.now + self._latency(i, j)
-                self._push(t2, _PACKET, j, self._nodes[j].gen, (dg.data, node.machine.address))
+                self._push(t2, _PACKET, j, self._nodes[j].gen, (data, node.machine.address))
         for sync in out.syncs:
             j = self._addr.get((sync.host, sync.port))
             if j is None or self._cut(i, j, tcp=True):
@@ -413,20 +364,14 @@ class SimNetwork:
             return True
         if tcp and not keys_match(a.machine, b.machine):
             return True
-        if self._groups is not None and self._groups.get(i, -1 - i) != self._groups.get(j, -1 - j):
-            return True
-        return (
-            a.faults.verdict(j, self.rng) is not None or b.faults.verdict(i, self.rng) is not None
-        )
+        return self.links.cut(i, a.faults, j, b.faults)
 
     def _latency(self, i: int | None = None, j: int | None = None) -> float:
-        lo, hi = self.delay
-        t = lo if hi <= lo else self.rng.uniform(lo, hi)
-        if i is not None and j is not None:
-            t += self._nodes[i].faults.delay(j) + self._nodes[j].faults.delay(i)
-        return t
+        if i is None or j is None:
+            return self.links.latency()
+        return self.links.latency((i, self._nodes[i].faults, j, self._nodes[j].faults))
 
-    def _schedule_tick(self, node: _Node) -> None:
+    def _schedule_tick(self, node: SimNode) -> None:
         t = max(node.machine.next_deadline(), self.now)
         if t < node.tick_at and t != float("inf"):
             node.tick_at = t

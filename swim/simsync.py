@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .machine import SwimMachine
+from .messages import StateEntry
 from .table import Entry, MemberTable
-from .wire import StateEntry
 
 __all__ = ["SyncState", "keys_match"]
 

@@ -33,11 +33,12 @@ from typing import IO, Any
 
 import trio
 
-from . import exchange, wire
+from . import exchange
 from .config import SwimConfig
 from .framing import FrameError, recv_frame, send_frame
 from .history import HistoryEntry
 from .keyring import TCP_REPLY, TCP_REQUEST
+from .messages import BadMessage
 
 __all__ = [
     "EventLog",
@@ -205,7 +206,7 @@ async def resolve_node_id(
         reply: Any = None
         with trio.move_on_after(config.tcp_timeout):
             reply = await tcp_request(host, port, request, 1 << 16)
-        with suppress(wire.BadMessage):
+        with suppress(BadMessage):
             reply = exchange.open_sealed(config.keyring, reply, TCP_REPLY, 1 << 16)
             return exchange.read_induct_reply(reply)
     raise ConnectionError(f"no seed of {list(seeds)} answered the induct request")

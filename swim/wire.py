@@ -13,21 +13,37 @@ Rules:
 2. Bodies are msgpack arrays of plain ints, strings and bools; extension types, floats and maps
    are rejected. Nothing is ever unpickled.
 3. The push/pull state that travels over TCP is validated here too (``decode_state_untrusted``).
+4. The records themselves are the machine's (``messages``); this module only turns them into
+   bytes and back, for the door of our own format (``swim.rtsimdoor``) and the TCP exchanges.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 
 from .members import MemberState
+from .messages import (
+    Ack,
+    Alive,
+    BadMessage,
+    Dead,
+    Message,
+    Nack,
+    Ping,
+    PingReq,
+    StateEntry,
+    Suspect,
+    type_name,
+)
 
 __all__ = [
     "MAX_UDP_BYTES",
+    "PART_CACHE",
     "VERSION",
     "Ack",
     "Alive",
@@ -40,27 +56,22 @@ __all__ = [
     "PingReq",
     "StateEntry",
     "Suspect",
+    "cached_part",
     "decode_state_untrusted",
     "decode_untrusted",
     "encode",
     "encode_compound",
     "encode_part",
     "encode_state",
+    "type_name",
 ]
 
 VERSION = 1
 MAX_UDP_BYTES = 65507
 MAX_PARTS = 255
+PART_CACHE = 4096  # encoded parts remembered (``cached_part``)
 _U16, _U32, _U63 = (1 << 16) - 1, (1 << 32) - 1, (1 << 63) - 1
 _MAX_HOST = 255
-
-
-class BadMessage(Exception):
-    """Untrusted bytes that are not a valid message; ``reason`` labels the drop counter."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
 
 
 class MsgType(enum.IntEnum):
@@ -74,85 +85,6 @@ class MsgType(enum.IntEnum):
     COMPOUND = 8
 
 
-@dataclass(frozen=True, slots=True)
-class Ping:
-    """Probe of ``target``; the ack goes to the advertised ``src_host:src_port``."""
-
-    seq: int
-    target: int
-    src: int
-    src_host: str
-    src_port: int
-
-
-@dataclass(frozen=True, slots=True)
-class PingReq:
-    """Ask a helper to ping ``target`` for ``src`` and relay the ack (or a nack)."""
-
-    seq: int
-    target: int
-    target_host: str
-    target_port: int
-    nack: bool
-    src: int
-    src_host: str
-    src_port: int
-
-
-@dataclass(frozen=True, slots=True)
-class Ack:
-    seq: int
-    src: int
-
-
-@dataclass(frozen=True, slots=True)
-class Nack:
-    seq: int
-    src: int
-
-
-@dataclass(frozen=True, slots=True)
-class Alive:
-    """``node`` is alive at ``incarnation``, reachable at host:port, booted with ``boot``."""
-
-    incarnation: int
-    node: int
-    host: str
-    port: int
-    boot: int
-
-
-@dataclass(frozen=True, slots=True)
-class Suspect:
-    incarnation: int
-    node: int
-    src: int
-
-
-@dataclass(frozen=True, slots=True)
-class Dead:
-    """``node`` is dead at ``incarnation`` per ``src``; ``src == node`` means it left."""
-
-    incarnation: int
-    node: int
-    src: int
-
-
-Message = Ping | PingReq | Ack | Nack | Alive | Suspect | Dead
-
-
-@dataclass(frozen=True, slots=True)
-class StateEntry:
-    """One member in a push/pull state exchange."""
-
-    node: int
-    host: str
-    port: int
-    incarnation: int
-    state: MemberState
-    boot: int
-
-
 _TYPE_OF: dict[type[Any], MsgType] = {
     Ping: MsgType.PING,
     PingReq: MsgType.PING_REQ,
@@ -162,14 +94,6 @@ _TYPE_OF: dict[type[Any], MsgType] = {
     Suspect: MsgType.SUSPECT,
     Dead: MsgType.DEAD,
 }
-
-
-_NAME_OF = {cls: t.name.lower() for cls, t in _TYPE_OF.items()}
-
-
-def type_name(msg: Message) -> str:
-    """Counter label of a message: ``ping``, ``ping_req``, ``ack``..."""
-    return _NAME_OF[type(msg)]
 
 
 def encode_part(msg: Message) -> bytes:
@@ -197,6 +121,13 @@ def encode_part(msg: Message) -> bytes:
             body = [msg.incarnation, msg.node, msg.src]
     packed: bytes = msgpack.packb(body, use_bin_type=True)
     return bytes([_TYPE_OF[type(msg)]]) + packed
+
+
+@functools.lru_cache(maxsize=PART_CACHE)
+def cached_part(msg: Message) -> bytes:
+    """``encode_part``, remembered for the last ``PART_CACHE`` messages: a queued update is
+    measured once by the outbox and then encoded by the door each time it is sent."""
+    return encode_part(msg)
 
 
 def encode(msg: Message) -> bytes:

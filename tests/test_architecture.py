@@ -332,3 +332,59 @@ def test_the_netns_plan_touches_nothing_of_the_host() -> None:
         for alias in node.names
     }
     assert used <= pure, sorted(used - pure)
+
+
+# ---- swim: one door per wire format -------------------------------------------------------
+
+# The machine's modules: messages and time in, messages and events out (swim.machine's rules).
+SWIM_MACHINE = (
+    "swim.machine",
+    "swim.probes",
+    "swim.relays",
+    "swim.membership",
+    "swim.corrections",
+    "swim.newcomers",
+    "swim.intake",
+    "swim.resync",
+    "swim.table",
+    "swim.broadcast",
+)
+# Who may read and write rtsim's own bytes: the package's public surface, the TCP frames, the
+# door, and the outbox, which measures its packet budget in them (swim.outbox rule 3).
+OWN_CODEC_USERS = frozenset({"swim", "swim.exchange", "swim.rtsimdoor", "swim.outbox"})
+CODECS = ("swim.wire", "swim.exchange", "swim.rtsimdoor", "swim.memberlist")
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_swim_machine_imports_no_wire_codec(graph: dict[str, set[str]]) -> None:
+    """The machine takes and hands out messages (``swim.messages``); bytes are a door's
+    (``swim.wireformat`` rule 1), so no machine module imports a codec or a door."""
+    found = [
+        f"{m} -> {t}" for m in SWIM_MACHINE for t in sorted(graph.get(m, ())) if _under(t, CODECS)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_swim_driver_always_has_a_door() -> None:
+    """``swim.driver`` rule 8: every wire format is a door, ours included, so the driver never
+    asks whether it has one."""
+    text = (ROOT / "swim" / "driver.py").read_text()
+    found = re.findall(r"door is (?:not )?None|Door \| None", text)
+    assert not found, found
+
+
+def test_each_wire_format_is_read_and_written_by_its_own_room(graph: dict[str, set[str]]) -> None:
+    """Our own packets (``swim.wire``) are read and written only by their door, their TCP
+    frames and the outbox's budget: not by the machine, the driver or memberlist's room; and
+    nothing else in ``swim`` imports memberlist's room (the node passes ``Memberlist(name)``)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        if "swim.wire" in targets and module not in OWN_CODEC_USERS:
+            found.append(f"{module} -> swim.wire")
+        inside = _under(module, ("swim",)) and not _under(module, ("swim.memberlist",))
+        if inside and any(_under(t, ("swim.memberlist",)) for t in targets):
+            found.append(f"{module} -> swim.memberlist")
+    assert not found, "\n".join(found)

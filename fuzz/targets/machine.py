@@ -1,5 +1,6 @@
-"""Target ``machine``: UDP packets through ``SwimMachine.receive``, the node's whole receive path
-(intake, keyring, decoder, membership), with its timers run between packets.
+"""Target ``machine``: UDP packets through our own format's door (``swim.rtsimdoor.RtsimDoor``) into
+the machine, the node's whole receive path (intake, keyring, decoder, membership), with its
+timers run between packets.
 
 Input: one flags byte (bit 0: the member has a keyring and the target seals each packet with it;
 bit 1: with a keyring, send the bytes unsealed instead, as a stranger without the key would),
@@ -8,7 +9,8 @@ of three known members or a stranger, ``wait`` (tenths of a second) advances the
 timers run before the packet arrives.
 
 Promises checked: ``receive`` and ``tick`` raise nothing (a refused packet is counted), and no
-datagram the machine asks to send is larger than ``max_packet_bytes`` (``SwimConfig``).
+datagram the machine asks to send, as the door encodes it, is larger than ``max_packet_bytes``
+(``SwimConfig``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import random
 from swim import MemberState, Output, SwimConfig, SwimMachine
 from swim.keyring import UDP, Keyring
 from swim.outputs import MALFORMED_REASONS
+from swim.rtsimdoor import RtsimDoor
 from swim.wire import StateEntry
 
 from ..mutators import Layout, msgpack_mutator
@@ -52,9 +55,10 @@ def _source(byte: int) -> tuple[str, int]:
     return "10.0.0.9", 9000 + byte
 
 
-def _check(out: Output, config: SwimConfig) -> None:
+def _check(door: RtsimDoor, out: Output, config: SwimConfig) -> None:
     for dg in out.datagrams:
-        assert len(dg.data) <= config.max_packet_bytes, (dg.kind, len(dg.data))
+        data = door.send(dg)
+        assert len(data) <= config.max_packet_bytes, (dg.kind, len(data))
 
 
 def test_one_input(data: bytes) -> bool:
@@ -66,15 +70,16 @@ def test_one_input(data: bytes) -> bool:
     now = 100.0
     m = SwimMachine(config, 0, HOST, 7000, rng=random.Random(7), now=now, boot=10)
     m.preload(MEMBERS)
+    door = RtsimDoor(m)
     for part in chunks(data[1:]):
         if len(part) < 2:
             break
         now += part[1] / 10
-        _check(m.tick(now), config)
+        _check(door, m.tick(now), config)
         packet = part[2:]
         if keyed and not flags & 2:
             packet = KEYRING.seal(packet, UDP)
-        _check(m.receive(packet, _source(part[0]), now), config)
+        _check(door, door.receive(packet, _source(part[0]), now), config)
     m.members()
     m.leader_id()
     m.next_deadline()

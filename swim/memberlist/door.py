@@ -1,11 +1,12 @@
 """The driver's memberlist door: packets in and out, push/pulls, and the TCP streams.
 
 Rules:
-1. A packet in passes the machine's intake first (its size and its sender's rate), then is
-   opened, checked and decoded here, translated by the edge, and handed to the machine
-   already decoded (``SwimMachine.receive_messages``). Refusals are counted by reason.
-2. A packet out is the machine's own packet, translated part by part; parts the edge
-   cannot say are left out, and a packet left empty is not sent.
+1. A packet in passes the machine's intake first (its size, up to ``MAX_PACKET``: this
+   format's ``read_limit``, and its sender's rate), then is opened, checked and decoded here,
+   translated by the edge, and handed to the machine as messages
+   (``SwimMachine.receive_messages``). Refusals are counted by reason.
+2. A packet out is the machine's datagram, translated message by message; messages the edge
+   cannot say are left out, and a packet left empty is not sent (nor counted).
 3. A stream is served within ``tcp_timeout`` and ``max_frame_bytes``; a refused request
    gets memberlist's error reply when it was readable, and the stream is closed. At most
    ``MAX_STREAMS`` are served at once (memberlist allows 128 push/pulls); one more is closed
@@ -17,17 +18,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
-from .. import wire
+from .. import exchange
 from ..config import SwimConfig
 from ..machine import SwimMachine
-from ..outputs import DROPPED, Output
-from ..wire import BadMessage, StateEntry
+from ..messages import BadMessage, StateEntry
+from ..outputs import DROPPED, Datagram, Output, SyncRequest
+from ..wireformat import Link
 from . import codec, stream
 from .codec import Kind
 from .edge import UNKNOWN_PEER, Edge
@@ -38,9 +39,6 @@ log = logging.getLogger(__name__)
 
 MAX_PACKET = 65507  # memberlist reads packets of up to 64 KiB
 MAX_STREAMS = 16
-
-
-Merge = Callable[[list[StateEntry], int | None], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +58,10 @@ class Memberlist:
         except ValueError:
             raise ValueError(f"memberlist members are told an IP address, not {told!r}") from None
         return dataclasses.replace(config, keyring_file=None)
+
+    def read_limit(self, config: SwimConfig) -> int:
+        """memberlist reads packets of up to 64 KiB (``MAX_PACKET``)."""
+        return MAX_PACKET
 
     def open_door(self, machine: SwimMachine, config: SwimConfig) -> MemberlistDoor:
         return MemberlistDoor(machine, config, self.name, self.tags)
@@ -86,7 +88,6 @@ class MemberlistDoor:
             drop=counters.drop,
             holds=lambda node: node in machine.table,
         )
-        machine.intake.max_bytes = MAX_PACKET
         self.streams = 0  # served now (rule 3)
 
     # ---- packets (rules 1 and 2) --------------------------------------------------------------
@@ -102,17 +103,19 @@ class MemberlistDoor:
             return DROPPED
         if decoded.skipped:
             m.counters.drop("skipped_part")  # the other parts still count
-        msgs = self.edge.inbound(decoded.messages, src)[: wire.MAX_PARTS]
+        msgs = self.edge.inbound(decoded.messages, src)[: codec.MAX_PARTS]
         if not msgs:
             return DROPPED
         return m.receive_messages(msgs, src, now, len(data))
 
-    def send(self, data: bytes) -> bytes | None:
-        """memberlist's packet for the machine's packet ``data`` (None: nothing to say)."""
-        parts = self.edge.outbound(wire.decode_untrusted(data, MAX_PACKET))
+    def send(self, dg: Datagram) -> bytes | None:
+        """memberlist's packet for the machine's datagram ``dg`` (None: nothing to say)."""
+        parts = self.edge.outbound(dg.messages)
         if not parts:
             return None
-        return codec.encode_packet(parts[: codec.MAX_PARTS], self.keyring)
+        data = codec.encode_packet(parts[: codec.MAX_PARTS], self.keyring)
+        self.machine.counters.sent(dg.kind, len(data))
+        return data
 
     # ---- push/pull ----------------------------------------------------------------------------
 
@@ -122,46 +125,40 @@ class MemberlistDoor:
     def describe(self, member_id: int) -> dict[str, Any] | None:
         return self.edge.describe(member_id)
 
-    async def pushpull(self, host: str, port: int, join: bool) -> tuple[int, list[StateEntry]]:
-        """A push/pull with ``host:port`` (``BadMessage``/``OSError`` when it fails); the reply
-        does not say who sent it (``UNKNOWN_PEER``)."""
+    async def pushpull(self, req: SyncRequest) -> tuple[int | None, list[StateEntry]]:
+        """A push/pull with ``req``'s member (``BadMessage``/``OSError`` when it fails); the
+        reply does not say who sent it: it is the member asked, if known (``UNKNOWN_PEER``)."""
         c = self.config
         theirs = await stream.request_pushpull(
-            host,
-            port,
+            req.host,
+            req.port,
             self._local(),
-            join=join,
+            join=req.join,
             keyring=self.keyring,
             max_bytes=c.max_frame_bytes,
             max_states=c.max_members,
         )
-        return UNKNOWN_PEER, self.edge.states_in(theirs)
+        via = UNKNOWN_PEER if req.dest is None else req.dest
+        return via, self.edge.states_in(theirs)
 
-    async def serve(
-        self,
-        conn: trio.SocketStream,
-        first: bytes,
-        merge: Merge,
-        refused: Callable[[int | None], bool],
-    ) -> None:
-        """Answer one memberlist stream (rule 3); ``merge`` takes the peer's push/pull, and
-        ``refused(sender)`` says whether faults cut the sender off (None: not known)."""
+    async def answer(self, msg: dict[str, Any], link: Link) -> dict[str, Any]:
+        """Our own ``"swim"`` frames are refused: this member speaks memberlist's protocol."""
+        self.machine.counters.drop("bad_tcp_op")
+        return exchange.error_reply("this member speaks memberlist's protocol")
+
+    async def serve(self, conn: trio.SocketStream, first: bytes, link: Link) -> None:
+        """Answer one memberlist stream (rule 3); ``link`` merges the peer's push/pull and
+        says whether faults cut the sender off."""
         if self.streams >= MAX_STREAMS:
             self.machine.counters.drop("stream_busy")
             return
         self.streams += 1
         try:
-            await self._serve(conn, first, merge, refused)
+            await self._serve(conn, first, link)
         finally:
             self.streams -= 1
 
-    async def _serve(
-        self,
-        conn: trio.SocketStream,
-        first: bytes,
-        merge: Merge,
-        refused: Callable[[int | None], bool],
-    ) -> None:
+    async def _serve(self, conn: trio.SocketStream, first: bytes, link: Link) -> None:
         c = self.config
         try:
             with trio.fail_after(c.tcp_timeout):
@@ -169,15 +166,15 @@ class MemberlistDoor:
                     conn, first, self.keyring, c.max_frame_bytes
                 )
                 if kind == Kind.PUSH_PULL:
-                    if refused(None):  # driver rule 8: a push/pull does not say who sends it
+                    if link.any_blocked():  # driver rule 8: a push/pull does not say who sends
                         raise BadMessage("tcp_refused", "refused by fault injection")
                     join, states = await stream.read_pushpull(reader, c.max_members)
                     entries = self.edge.states_in(states)
                     reply = stream.pushpull_bytes(self._local(), join)
                     await conn.send_all(stream.sealed_stream(self.keyring, reply))
-                    merge(entries, UNKNOWN_PEER)
+                    link.merge(entries, UNKNOWN_PEER)
                 elif kind == Kind.PING:
-                    await self._tcp_ping(conn, await reader.map(), refused)
+                    await self._tcp_ping(conn, await reader.map(), link)
                 else:
                     raise BadMessage("unknown_type", f"a stream of type {kind}")
         except BadMessage as exc:
@@ -189,9 +186,7 @@ class MemberlistDoor:
         except trio.TooSlowError:
             self.machine.counters.drop("tcp_timeout")
 
-    async def _tcp_ping(
-        self, conn: trio.SocketStream, body: dict[bytes, Any], refused: Callable[[int | None], bool]
-    ) -> None:
+    async def _tcp_ping(self, conn: trio.SocketStream, body: dict[bytes, Any], link: Link) -> None:
         """memberlist's fallback probe: an ack on the stream, unless the sender is cut off."""
         ping = codec.decode_body(Kind.PING, body)
         assert isinstance(ping, codec.Ping)
@@ -199,7 +194,7 @@ class MemberlistDoor:
             self.machine.counters.drop("misdirected")
             return
         sender = self.edge.known(ping.source_node)
-        if refused(sender):
+        if link.any_blocked() if sender is None else link.refused(sender):
             self.machine.counters.drop("tcp_refused")
             return
         reply = stream.ack_bytes(ping.seq)

@@ -1,6 +1,6 @@
 """The memberlist edge: memberlist's name-keyed messages to the machine's id-keyed ones, and back.
 
-The machine keeps its integer ids and its own wire format; only this edge knows names.
+The machine keeps its integer ids and its own messages; only this edge knows names.
 
 Rules:
 1. Ids. This node keeps its own id. A member that says, in its node meta, that it is the
@@ -29,9 +29,9 @@ from typing import Any
 
 import msgpack
 
-from .. import wire
+from .. import messages as ours
 from ..members import MemberState
-from ..wire import StateEntry
+from ..messages import StateEntry
 from . import codec
 from .codec import VSN, NodeState
 
@@ -178,23 +178,23 @@ class Edge:
 
     # ---- inbound ------------------------------------------------------------------------------
 
-    def inbound(self, msgs: Iterable[codec.Message], src: tuple[str, int]) -> list[wire.Message]:
+    def inbound(self, msgs: Iterable[codec.Message], src: tuple[str, int]) -> list[ours.Message]:
         """The machine's messages for memberlist ``msgs`` that came from ``src``."""
-        out: list[wire.Message] = []
+        out: list[ours.Message] = []
         for m in msgs:
             got = self._one_in(m, src)
             if got is not None:
                 out.append(got)
         return out
 
-    def _one_in(self, m: codec.Message, src: tuple[str, int]) -> wire.Message | None:
+    def _one_in(self, m: codec.Message, src: tuple[str, int]) -> ours.Message | None:
         match m:
             case codec.Ping():
                 if m.node not in ("", self.name):
                     self._drop("misdirected")
                     return None
                 host, port = (m.source_ip, m.source_port) if m.source_ip and m.source_port else src
-                return wire.Ping(m.seq, self.node_id, self._source(m.source_node, *src), host, port)
+                return ours.Ping(m.seq, self.node_id, self._source(m.source_node, *src), host, port)
             case codec.IndirectPing():
                 target = self.id_of(m.node) if m.node else self._id_at(m.target_ip, m.port)
                 if target is None:
@@ -202,25 +202,25 @@ class Edge:
                     return None
                 host, port = (m.source_ip, m.source_port) if m.source_ip and m.source_port else src
                 sender = self._source(m.source_node, *src)
-                return wire.PingReq(m.seq, target, m.target_ip, m.port, m.nack, sender, host, port)
+                return ours.PingReq(m.seq, target, m.target_ip, m.port, m.nack, sender, host, port)
             case codec.Ack():
-                return wire.Ack(m.seq, self._pending.pop(m.seq, UNKNOWN_PEER))
+                return ours.Ack(m.seq, self._pending.pop(m.seq, UNKNOWN_PEER))
             case codec.Nack():
-                return wire.Nack(m.seq, self._source("", *src))
+                return ours.Nack(m.seq, self._source("", *src))
             case codec.Alive():
                 node = self.id_of(m.node, m.meta)
                 if node is None:
                     return None
                 if m.vsn and node != self.node_id:
                     self.members[node].vsn = m.vsn
-                return wire.Alive(m.incarnation, node, m.ip, m.port, self._boot_of(node))
+                return ours.Alive(m.incarnation, node, m.ip, m.port, self._boot_of(node))
             case codec.Suspect() | codec.Dead():
                 return self._accusation_in(m, src)
         return None
 
     def _accusation_in(
         self, m: codec.Suspect | codec.Dead, src: tuple[str, int]
-    ) -> wire.Message | None:
+    ) -> ours.Message | None:
         node = self._ids.get(m.node)
         if node is None:  # rule 4
             self._drop("unknown_member")
@@ -233,12 +233,12 @@ class Edge:
             accuser = self._source("", *src)
         if accuser is None:
             return None
-        kind = wire.Suspect if isinstance(m, codec.Suspect) else wire.Dead
+        kind = ours.Suspect if isinstance(m, codec.Suspect) else ours.Dead
         return kind(m.incarnation, node, accuser)
 
     # ---- outbound -----------------------------------------------------------------------------
 
-    def outbound(self, msgs: Iterable[wire.Message]) -> list[bytes]:
+    def outbound(self, msgs: Iterable[ours.Message]) -> list[bytes]:
         """memberlist message bytes for the machine's ``msgs`` (some may have none: rule 4)."""
         out: list[bytes] = []
         for m in msgs:
@@ -253,18 +253,18 @@ class Edge:
         while len(self._pending) > PENDING:
             self._pending.popitem(last=False)
 
-    def _one_out(self, m: wire.Message) -> codec.Message | None:
+    def _one_out(self, m: ours.Message) -> codec.Message | None:
         match m:
-            case wire.Ack():
+            case ours.Ack():
                 return codec.Ack(m.seq)
-            case wire.Nack():
+            case ours.Nack():
                 return codec.Nack(m.seq)
-            case wire.Ping() | wire.PingReq():
+            case ours.Ping() | ours.PingReq():
                 target = self.members.get(m.target)
                 if target is None:
                     return None
                 self._remember(m.seq, m.target)
-                if isinstance(m, wire.Ping):
+                if isinstance(m, ours.Ping):
                     return codec.Ping(m.seq, target.name, m.src_host, m.src_port, self.name)
                 return codec.IndirectPing(
                     m.seq,
@@ -282,12 +282,12 @@ class Edge:
         if m.incarnation > _U32:  # rule 4
             self._drop("unsayable")
             return None
-        if isinstance(m, wire.Alive):
+        if isinstance(m, ours.Alive):
             return codec.Alive(
                 m.incarnation, subject.name, m.host, m.port, subject.meta, subject.vsn
             )
         accuser = self.members.get(m.src)
-        kind = codec.Suspect if isinstance(m, wire.Suspect) else codec.Dead
+        kind = codec.Suspect if isinstance(m, ours.Suspect) else codec.Dead
         return kind(m.incarnation, subject.name, accuser.name if accuser else self.name)
 
     # ---- push/pull ----------------------------------------------------------------------------

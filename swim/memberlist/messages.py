@@ -11,7 +11,7 @@ import enum
 import ipaddress
 from dataclasses import dataclass
 
-from ..wire import BadMessage
+from ..messages import BadMessage
 
 __all__ = [
     "MAX_META",

@@ -31,7 +31,7 @@ import msgpack
 import trio
 
 from ..keyring import Keyring
-from ..wire import BadMessage
+from ..messages import BadMessage
 from . import codec
 from .codec import Kind, NodeState
 

@@ -29,9 +29,9 @@ def _stall_after_each_probe(a: SwimHandle, seconds: float, times: int) -> list[b
     seen: list[bool] = []
 
     def stalling(now: float) -> None:
-        before = a.machine._probe
+        before = a.machine.prober.probe
         tick(now)
-        p = a.machine._probe
+        p = a.machine.prober.probe
         if p is not None and p is not before and len(seen) < times:
             time.sleep(seconds)
             seen.append(p.direct_deadline < trio.current_time())
@@ -41,7 +41,7 @@ def _stall_after_each_probe(a: SwimHandle, seconds: float, times: int) -> list[b
 
 
 def _ended(a: SwimHandle) -> bool | None:
-    p = a.machine._probe
+    p = a.machine.prober.probe
     return True if p is None or p.done else None
 
 

@@ -86,16 +86,16 @@ def test_awareness_is_clamped_and_scales() -> None:
 
 
 def test_broadcast_queue_least_sent_first_and_budget() -> None:
-    q = BroadcastQueue()
-    q.push(1, b"a" * 10)
-    q.push(2, b"b" * 10)
+    q: BroadcastQueue[bytes] = BroadcastQueue()
+    q.push(1, b"a" * 10, 10)
+    q.push(2, b"b" * 10, 10)
     assert retransmit_limit(2, 5) == 2
     assert retransmit_limit(4, 1000) == 16
     first = q.take(budget=16, limit=3)  # room for one: the newest
     assert first == [b"b" * 10]
     second = q.take(budget=100, limit=3)
     assert second[0] == b"a" * 10  # least sent first
-    q.push(1, b"c" * 10)  # replaces the older update about member 1
+    q.push(1, b"c" * 10, 10)  # replaces the older update about member 1
     assert q.pending(1) == b"c" * 10
     assert len(q) == 2
     for _ in range(3):
@@ -104,8 +104,8 @@ def test_broadcast_queue_least_sent_first_and_budget() -> None:
 
 
 def test_queue_skip_leaves_parts_alone() -> None:
-    q = BroadcastQueue()
-    q.push(1, b"x")
+    q: BroadcastQueue[bytes] = BroadcastQueue()
+    q.push(1, b"x", 1)
     assert q.take(100, 5, skip=frozenset({b"x"})) == []
     assert q.take(100, 5) == [b"x"]
 

@@ -10,6 +10,7 @@ from swim import SimNetwork, SwimConfig, SwimMachine
 from swim.broadcast import BroadcastQueue, retransmit_limit
 from swim.lifeguard import suspicion_bounds
 from swim.members import MemberState
+from swim.rtsimdoor import RtsimDoor
 from swim.wire import Suspect
 
 CFG = SwimConfig()
@@ -19,8 +20,8 @@ def test_budget_counts_only_sends_to_live_members_and_covers_one_fanout() -> Non
     """``broadcast`` rule 2. Below ten members memberlist's budget is 2 sends: spent on the
     failed member a rumour is about, it left a survivor unaware, and 2 sends for a fanout of 3
     left one of three survivors unaware of a rumour about once in 27 (issue 13)."""
-    q = BroadcastQueue()
-    q.push(7, b"news")
+    q: BroadcastQueue[bytes] = BroadcastQueue()
+    q.push(7, b"news", 4)
     for _ in range(5):  # sends to suspected or dead members are free
         assert q.take(100, limit=2, count=False) == [b"news"]
     assert q.take(100, limit=2) == [b"news"]
@@ -96,13 +97,8 @@ def _answers(m: SwimMachine, msg: object, sender: tuple[str, int]) -> list[tuple
     """What ``m`` sends straight back to ``sender`` for one packet carrying ``msg``."""
     from swim import wire
 
-    out = m.receive(wire.encode_compound([wire.encode_part(msg)]), sender, 1.0)  # type: ignore[arg-type]
-    return [
-        (d.kind, part)
-        for d in out.datagrams
-        if d.addr == sender
-        for part in wire.decode_untrusted(d.data, CFG.max_packet_bytes)
-    ]
+    out = RtsimDoor(m).receive(wire.encode_compound([wire.encode_part(msg)]), sender, 1.0)  # type: ignore[arg-type]
+    return [(d.kind, part) for d in out.datagrams if d.addr == sender for part in d.messages]
 
 
 def test_a_member_passing_on_a_stale_accusation_gets_the_refutation_back() -> None:

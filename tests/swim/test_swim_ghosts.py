@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from swim import SimNetwork, SwimConfig, SwimStatistics
 from swim.exchange import MAX_NODE_ID
 from swim.members import MemberState
+from swim.rtsimdoor import RtsimDoor
 from swim.wire import Alive, StateEntry, encode, encode_compound, encode_part
 
 STRANGER = ("10.66.6.6", 4444)  # an address that is nobody's: a spoofer
@@ -248,8 +249,8 @@ def test_intake_buckets_stay_bounded_while_a_member_keeps_moving() -> None:
     boot = m0.table.get(2).boot  # type: ignore[union-attr]
     for inc in range(1, 2001):  # "2 moved" 2,000 times, and spoke from its new address
         addr, now = ghost_addr(inc), net.now + inc * 0.05
-        m0.receive(encode(Alive(inc, 2, *addr, boot)), ("10.77.0.1", inc), now)
+        RtsimDoor(m0).receive(encode(Alive(inc, 2, *addr, boot)), ("10.77.0.1", inc), now)
         assert m0.table.id_at(*addr) == 2
-        m0.receive(encode(Alive(inc, 2, *addr, boot)), addr, now)  # a member's: a bucket
+        RtsimDoor(m0).receive(encode(Alive(inc, 2, *addr, boot)), addr, now)  # a member's: a bucket
     assert not m0.counters.dropped  # every one was taken
     assert len(m0.intake._buckets) <= 2 * len(m0.table) + 64

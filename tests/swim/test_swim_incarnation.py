@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from swim import SimNetwork, SwimConfig
 from swim.members import MemberState
 from swim.membership import MAX_INCARNATION, MAX_JUMP
+from swim.rtsimdoor import RtsimDoor
 from swim.wire import (
     Ack,
     Alive,
@@ -152,7 +153,7 @@ def test_a_suspected_member_that_restarted_comes_back_at_any_incarnation() -> No
     assert net.state(0, 2) == "suspected"
     net.block(2, [0, 1])  # member 2 cannot refute: only the restart can clear it
     later = m0.table.get(2).boot + 1  # type: ignore[union-attr]
-    m0.receive(encode(Alive(0, 2, *net.address(2), later)), net.address(2), net.now)
+    RtsimDoor(m0).receive(encode(Alive(0, 2, *net.address(2), later)), net.address(2), net.now)
     assert net.state(0, 2) == "alive"
     assert m0.table.get(2).boot == later  # type: ignore[union-attr]
 
@@ -173,11 +174,11 @@ def test_the_ghost_of_an_earlier_boot_does_not_undo_a_restart() -> None:
     net.inject(0, encode(Suspect(inc, 2, 1)), STRANGER)
     net.run_for(0.0)
     assert net.state(0, 2) == "suspected"
-    m0.receive(encode(Alive(0, 2, *net.address(2), old)), net.address(1), net.now)
+    RtsimDoor(m0).receive(encode(Alive(0, 2, *net.address(2), old)), net.address(1), net.now)
     assert m0.table.get(2).boot == new  # type: ignore[union-attr]
     assert net.state(0, 2) == "suspected"
     # A later boot is still a restart.
-    m0.receive(encode(Alive(0, 2, *net.address(2), new + 1)), net.address(2), net.now)
+    RtsimDoor(m0).receive(encode(Alive(0, 2, *net.address(2), new + 1)), net.address(2), net.now)
     assert net.state(0, 2) == "alive"
 
 
@@ -201,7 +202,7 @@ def test_the_ghost_of_an_earlier_boot_fools_no_observer_that_never_held_it() -> 
     net.inject(1, encode(Suspect(inc, 2, 0)), STRANGER)
     net.run_for(0.0)
     assert net.state(1, 2) == "suspected"
-    m1.receive(encode(Alive(0, 2, *net.address(2), old)), net.address(0), net.now)
+    RtsimDoor(m1).receive(encode(Alive(0, 2, *net.address(2), old)), net.address(0), net.now)
     assert m1.table.get(2).boot == new  # type: ignore[union-attr]
     assert net.state(1, 2) == "suspected"
 
@@ -213,7 +214,7 @@ def test_a_boot_from_the_far_future_is_refused_and_counted() -> None:
     net.run_for(0.0)
     net.block(2, [0, 1])
     before = m0.counters.dropped["refused_incarnation"]
-    m0.receive(encode(Alive(0, 2, *net.address(2), 2**62)), net.address(2), net.now)
+    RtsimDoor(m0).receive(encode(Alive(0, 2, *net.address(2), 2**62)), net.address(2), net.now)
     assert net.state(0, 2) == "suspected"
     assert m0.counters.dropped["refused_incarnation"] == before + 1
 

@@ -16,6 +16,7 @@ from swim import BadMessage, SimNetwork, SwimConfig, decode_untrusted, open_swim
 from swim.exchange import open_sealed, pushpull_request, seal
 from swim.keyring import OVERHEAD, SEAL_VERSION, TCP_REPLY, TCP_REQUEST, UDP, Keyring, load_keyring
 from swim.members import MemberState
+from swim.rtsimdoor import RtsimDoor
 from swim.wire import VERSION, Ping, StateEntry, encode
 from tests.support import wait_for_async
 from tests.swim.test_swim_driver import FAST, run_member
@@ -178,10 +179,11 @@ def test_sealed_tcp_frames_round_trip_and_refuse_plain_ones() -> None:
 def test_without_a_keyring_packets_are_exactly_the_plain_format() -> None:
     net = SimNetwork(2, seed=1)
     m0 = net.machine(0)
-    out = m0.receive(encode(Ping(1, 0, 1, *net.address(1))), net.address(1), 1.0)
+    out = RtsimDoor(m0).receive(encode(Ping(1, 0, 1, *net.address(1))), net.address(1), 1.0)
     (dg,) = out.datagrams
-    assert dg.data[0] == VERSION
-    assert decode_untrusted(dg.data)
+    data = RtsimDoor(m0).send(dg)
+    assert data[0] == VERSION
+    assert decode_untrusted(data)
 
 
 def test_with_a_keyring_every_packet_is_sealed_and_fits_the_cap(tmp_path: Path) -> None:
@@ -198,10 +200,11 @@ def test_with_a_keyring_every_packet_is_sealed_and_fits_the_cap(tmp_path: Path) 
     m0 = net.machine(0)
     plain = encode(Ping(1, 0, 1, *net.address(1)))
     sealed = cfg.keyring.seal(plain, UDP)  # type: ignore[union-attr]
-    (dg,) = m0.receive(sealed, net.address(1), net.now).datagrams
-    assert dg.data[0] == SEAL_VERSION
-    assert decode_untrusted(cfg.keyring.open_untrusted(dg.data, UDP))  # type: ignore[union-attr]
-    assert m0.receive(plain, net.address(1), net.now).datagrams == ()
+    (dg,) = RtsimDoor(m0).receive(sealed, net.address(1), net.now).datagrams
+    data = RtsimDoor(m0).send(dg)
+    assert data[0] == SEAL_VERSION
+    assert decode_untrusted(cfg.keyring.open_untrusted(data, UDP))  # type: ignore[union-attr]
+    assert RtsimDoor(m0).receive(plain, net.address(1), net.now).datagrams == ()
     assert m0.counters.summary()["dropped_auth"] == 1
     assert max(sizes) <= cfg.max_packet_bytes
 

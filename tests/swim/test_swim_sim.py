@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from swim import MemberState, SimNetwork, SwimConfig
+from swim.rtsimdoor import RtsimDoor
 
 
 def all_see(net: SimNetwork, subject: int, state: str, observers: list[int] | None = None) -> bool:
@@ -80,14 +81,14 @@ def test_buddy_probe_carries_the_suspicion() -> None:
     assert net.state(0, 3) == "suspected"
     m0.outbox.queue.clear()  # only the probe itself can tell node 3 now
     m0.table._swaps, m0.table._pos, m0.table._end = {0: 3}, 0, 1  # 3 is next to probe
-    m0._next_probe = net.now
+    m0.prober.next_probe = net.now
     out = m0.tick(net.now)
     assert out.datagrams
     assert out.datagrams[0].dest == 3
     m3 = net.machine(3)
-    reply = m3.receive(out.datagrams[0].data, m0.address, net.now)
+    reply = RtsimDoor(m3).receive(RtsimDoor(m0).send(out.datagrams[0]), m0.address, net.now)
     assert m3.me.incarnation == 1
-    m0.receive(reply.datagrams[0].data, m3.address, net.now + 0.001)
+    RtsimDoor(m0).receive(RtsimDoor(m3).send(reply.datagrams[0]), m3.address, net.now + 0.001)
     assert net.state(0, 3) == "alive"
     assert m0.table.get(3) is not None
     assert m0.table.get(3).incarnation == 1

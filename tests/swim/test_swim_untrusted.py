@@ -1,7 +1,7 @@
 """Every parser of untrusted swim input, under generated input: one exception, typed results.
 
 ``wire.decode_untrusted`` (UDP packets), ``wire.decode_state_untrusted`` (push/pull state),
-``exchange.open_sealed`` (sealed TCP frames) and ``SwimMachine.receive`` (the whole intake)
+``exchange.open_sealed`` (sealed TCP frames) and ``RtsimDoor.receive`` (the whole intake)
 either return well-typed values or fail with ``BadMessage``; nothing else ever escapes.
 """
 
@@ -20,6 +20,7 @@ from swim.exchange import open_sealed
 from swim.keyring import TCP_REQUEST, Keyring
 from swim.members import MemberState
 from swim.outputs import Output
+from swim.rtsimdoor import RtsimDoor
 from swim.wire import (
     Ack,
     Alive,
@@ -142,7 +143,7 @@ _NET.run_for(2.0)
 def test_the_machine_takes_any_packet_from_anywhere(data: bytes, src: tuple[str, int]) -> None:
     m = _NET.machine(0)
     before = m.counters.arrived
-    assert isinstance(m.receive(data, src, _NET.now), Output)
+    assert isinstance(RtsimDoor(m).receive(data, src, _NET.now), Output)
     assert m.counters.arrived == before + 1
 
 
@@ -152,6 +153,6 @@ def test_the_keyed_machine_takes_any_packet_too(tmp_path: Path) -> None:
     net = SimNetwork(2, SwimConfig(keyring_file=str(keys)), seed=1)
     m = net.machine(0)
     for data in (b"", b"\xa1", b"\xa1" + bytes(40), msgpack.packb([1, 2]), bytes(3000)):
-        assert m.receive(data, net.address(1), 1.0).datagrams == ()
+        assert RtsimDoor(m).receive(data, net.address(1), 1.0).datagrams == ()
     assert m.counters.summary()["dropped_auth"] == 4
     assert m.counters.summary()["dropped_malformed"] == 1  # the oversized one

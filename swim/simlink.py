@@ -1,0 +1,61 @@
+"""The simulated network's link model: partitions, per-node faults, loss, duplication, delay.
+
+Rules:
+1. Every draw comes from the network's one seeded ``random.Random``, in the order the
+   scheduler asks, so a run stays a pure function of its arguments (``simnet`` rule 1).
+2. Traffic flows only inside a partition's group (an unlisted node is a group of its own),
+   and only when neither end's faults (``swim.faults``: block, loss) cut the other off.
+3. A packet's delay is uniform in ``delay`` (seconds), plus both ends' injected delays; loss
+   and duplication (percent) are drawn per packet, only when set.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+
+from .faults import Faults
+
+__all__ = ["Links"]
+
+
+class Links:
+    """The links between simulated nodes (see the module docstring)."""
+
+    __slots__ = ("delay", "dup", "groups", "loss", "rng")
+
+    def __init__(
+        self, rng: random.Random, loss: float, dup: float, delay: tuple[float, float]
+    ) -> None:
+        self.rng = rng
+        self.loss, self.dup = float(loss), float(dup)
+        self.delay = (float(delay[0]), float(max(delay)))
+        self.groups: dict[int, int] | None = None
+
+    def partition(self, groups: Iterable[Iterable[int]]) -> None:
+        self.groups = {i: g for g, members in enumerate(groups) for i in members}
+
+    def heal(self) -> None:
+        self.groups = None
+
+    def cut(self, i: int, a: Faults, j: int, b: Faults) -> bool:
+        """Rule 2: is traffic between node i (faults ``a``) and node j (``b``) dropped?"""
+        g = self.groups
+        if g is not None and g.get(i, -1 - i) != g.get(j, -1 - j):
+            return True
+        return a.verdict(j, self.rng) is not None or b.verdict(i, self.rng) is not None
+
+    def lost(self) -> bool:
+        return bool(self.loss) and self.rng.random() * 100.0 < self.loss
+
+    def duplicated(self) -> bool:
+        return bool(self.dup) and self.rng.random() * 100.0 < self.dup
+
+    def latency(self, ends: tuple[int, Faults, int, Faults] | None = None) -> float:
+        """Rule 3: one delay (s); ``ends`` ``(i, a, j, b)`` add both ends' injected delays."""
+        lo, hi = self.delay
+        t = lo if hi <= lo else self.rng.uniform(lo, hi)
+        if ends is not None:
+            i, a, j, b = ends
+            t += a.delay(j) + b.delay(i)
+        return t

@@ -1,0 +1,106 @@
+"""The simulated network's nodes: what one is, and how each is made (``simnet`` rules 3 and 6).
+
+Rules:
+1. Node i lives at ``address(i)`` (a 10.x.y.z address, port 7946) unless it took a stopped
+   node's address; each node's machine speaks our own format through its own door
+   (``rtsimdoor``), so packets are really encoded, sealed, opened and decoded.
+2. Seeds as a hostfile gives them (``resync``): every node's address in id order, one node
+   added appending its own, the same tuple shared by every machine made since; ``seeds``
+   instead names the only nodes to join through.
+3. A bootstrapped network shares one ``Roster`` (``table`` rule 4): each machine draws its
+   rng and first boot from the network's rng in id order, so the build is linear in n.
+4. Every machine's boot is recorded, per node id, in the order made (``boots``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .config import SwimConfig
+from .faults import Faults
+from .machine import SwimMachine
+from .members import MemberState
+from .membership import ordered_boot
+from .rtsimdoor import RtsimDoor
+from .simcpu import Packet, Worker
+from .table import Entry, Roster
+
+__all__ = ["NodeMaker", "SimNode", "address"]
+
+
+def address(i: int) -> tuple[str, int]:
+    return (f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}", 7946)
+
+
+@dataclass(slots=True)
+class SimNode:
+    """One simulated member: its machine and door, its faults, and its place in the run."""
+
+    node_id: int
+    machine: SwimMachine
+    gen: int
+    door: RtsimDoor
+    faults: Faults = field(default_factory=Faults)
+    running: bool = True
+    paused: bool = False
+    queued: list[Packet] = field(default_factory=list)
+    tick_at: float = float("inf")
+    worker: Worker = field(default_factory=Worker)  # the cpu model's buffer
+
+
+class NodeMaker:
+    """Makes the machines of one simulated network (see the module docstring)."""
+
+    def __init__(
+        self, n: int, config: SwimConfig, rng: random.Random, seeds: Sequence[int] | None
+    ) -> None:
+        self.config = config
+        self.rng = rng
+        self._seed_ids = None if seeds is None else [s for s in seeds if 0 <= s < n] or [0]
+        self._hostfile = tuple(address(i) for i in range(n))  # rule 2
+        self.boots: dict[int, list[int]] = {}  # node id -> the boots of its machines (rule 4)
+
+    def bootstrap(self, n: int, now: float) -> list[SimNode]:
+        """Rule 3: n machines that know each other from one shared roster."""
+        rngs = [random.Random(self.rng.getrandbits(64)) for _ in range(n)]
+        boots = [ordered_boot(now, r) for r in rngs]  # what each would draw first
+        roster = Roster(
+            Entry(i, *address(i), 0, MemberState.ALIVE, boots[i], now) for i in range(n)
+        )
+        return [self.make(i, 0, now, rng=rngs[i], boot=boots[i], roster=roster) for i in range(n)]
+
+    def append_host(self, i: int) -> None:
+        """A node added at a new address joins the hostfile, as real nodes are (rule 2)."""
+        self._hostfile += (address(i),)
+
+    def make(
+        self,
+        i: int,
+        gen: int,
+        now: float,
+        config: SwimConfig | None = None,
+        addr: tuple[str, int] | None = None,
+        *,
+        rng: random.Random | None = None,
+        boot: int | None = None,
+        roster: Roster | None = None,
+    ) -> SimNode:
+        addr = addr or address(i)
+        if self._seed_ids is not None:
+            seeds: Sequence[tuple[str, int]] = [address(s) for s in self._seed_ids]
+        else:
+            seeds = self._hostfile
+        m = SwimMachine(
+            config or self.config,
+            i,
+            *addr,
+            rng=rng or random.Random(self.rng.getrandbits(64)),
+            now=now,
+            seeds=seeds,
+            boot=boot,
+            roster=roster,
+        )
+        self.boots.setdefault(i, []).append(m.boot)
+        return SimNode(i, m, gen, RtsimDoor(m))
