@@ -32,13 +32,26 @@ ALLOWED: dict[str, frozenset[str]] = {
     "api": frozenset({"ground", "runtime"}),
     "modules": frozenset({"ground", "runtime", "api", "storage"}),
     "dashboard": frozenset({"ground", "runtime", "api"}),
-    "node": frozenset({"ground", "runtime", "api", "dashboard", "swim"}),
-    "local": frozenset({"ground", "node"}),
+    "rpc": frozenset({"ground", "runtime", "swim"}),
+    "hosts": frozenset({"ground"}),
+    "node": frozenset({"ground", "runtime", "api", "dashboard", "swim", "rpc", "hosts"}),
+    "local": frozenset({"ground", "rpc", "hosts"}),
     "scenarios": frozenset({"ground", "local", "swim"}),
     "rt_cluster": frozenset({"ground", "local", "scenarios"}),
     "facade": frozenset({"ground", "runtime", "node"}),
 }
-CLUSTER_ROOMS = ("ground", "runtime", "api", "modules", "storage", "node", "local", "rt_cluster")
+CLUSTER_ROOMS = (
+    "ground",
+    "runtime",
+    "api",
+    "modules",
+    "storage",
+    "rpc",
+    "hosts",
+    "node",
+    "local",
+    "rt_cluster",
+)
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 HTTP_WORDS = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\b|/api/|/openapi")

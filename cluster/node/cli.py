@@ -28,9 +28,7 @@ from cluster.ground.errors import ApiError, PeerUnavailable, PeerUnreachable, Se
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, parse_port
 from cluster.ground.safeyaml import YamlError, YamlTooLarge, load_file
 from cluster.ground.settings import Settings, load_settings
-
-from .frames import Call, Compose, Migrate, Monitor, Pools, Stop
-from .rpc import PeerTimeout, rpc_call
+from cluster.rpc import Call, Compose, Migrate, Monitor, PeerTimeout, Pools, Stop, rpc_call
 
 __all__ = ["main"]
 

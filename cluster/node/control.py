@@ -31,9 +31,7 @@ from cluster.api import unknown_node
 from cluster.ground.errors import ApiError, BadRequest
 from cluster.ground.ids import ADMIN_POOL_ID, PoolId
 from cluster.ground.parse import MAX_NODE_ID, ParseError, float_value, int_value
-from cluster.runtime import UnknownNode
-
-from .frames import (
+from cluster.rpc import (
     Adopt,
     Block,
     Compose,
@@ -45,6 +43,8 @@ from .frames import (
     Pools,
     Stop,
 )
+from cluster.runtime import UnknownNode
+
 from .rpc import Handler
 
 if TYPE_CHECKING:

@@ -20,10 +20,8 @@ import trio
 
 import swim
 from cluster.ground.errors import PeerUnavailable, PeerUnreachable
+from cluster.rpc import Block, Call, Compose, Monitor, PoolMonitor, rpc_call
 from cluster.runtime import FORWARD_TIMEOUT, BlockCall, MemberLike
-
-from .frames import Block, Call, Compose, Monitor, PoolMonitor
-from .rpc import rpc_call
 
 __all__ = ["RpcPeers"]
 

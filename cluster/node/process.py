@@ -34,13 +34,13 @@ import trio
 
 from cluster.ground.errors import SettingsError
 from cluster.ground.settings import Settings
+from cluster.hosts import advertised_host, resolve_identity
+from cluster.rpc import Swim
 from cluster.runtime import Runtime, preload_modules, serve_workload, startup_compose
 from swim import SwimConfig, SwimHandle, open_swim
 from swim.memberlist import Memberlist
 
 from .control import Control
-from .frames import Swim
-from .hostfile import advertised_host, resolve_identity
 from .logs import configure_logging, set_node_id
 from .peers import RpcPeers
 from .ranks import place_node

@@ -27,8 +27,8 @@ from cluster.ground.settings import (
     load_settings,
     parse_settings_text,
 )
+from cluster.hosts.hostfile import parse_hostfile, resolve_identity
 from cluster.node import cli, process
-from cluster.node.hostfile import parse_hostfile, resolve_identity
 from tests.ground.test_safeyaml import ALIAS_BOMB
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,28 +24,30 @@ from cluster.ground.errors import (
 )
 from cluster.ground.settings import load_settings
 from cluster.node import (
+    Node,
+    RpcLimits,
+    RpcPeers,
+    RpcServerStats,
+    fds,
+    open_node,
+    open_rpc_listeners,
+    serve_rpc,
+)
+from cluster.rpc import (
     Adopt,
     Compose,
     Faults,
     Identity,
     Migrate,
     Monitor,
-    Node,
     PeerTimeout,
     PoolMonitor,
     Pools,
     RpcError,
-    RpcLimits,
-    RpcPeers,
-    RpcServerStats,
     Stop,
     Swim,
     encode,
-    fds,
-    open_node,
-    open_rpc_listeners,
     rpc_call,
-    serve_rpc,
 )
 from cluster.runtime.testing import FakeMember
 from swim import recv_frame, send_frame
