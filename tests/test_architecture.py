@@ -36,8 +36,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "hosts": frozenset({"ground"}),
     "node": frozenset({"ground", "runtime", "api", "dashboard", "swim", "rpc", "hosts"}),
     "local": frozenset({"ground", "rpc", "hosts"}),
-    "scenarios": frozenset({"ground", "local", "swim"}),
-    "rt_cluster": frozenset({"ground", "local", "scenarios"}),
+    "scenarios": frozenset({"ground", "local", "swim", "rt_cluster"}),
+    "rt_cluster": frozenset({"ground", "local"}),
     "facade": frozenset({"ground", "runtime", "node"}),
 }
 CLUSTER_ROOMS = (

@@ -16,7 +16,7 @@ from cluster.local import (
     pick_free_ports,
 )
 from cluster.rpc import Monitor, rpc_call
-from cluster.rt_cluster.cli import main
+from scenarios.command import main
 from tests.support import HOST, Harness, held_socket
 from tests.support.clusters import quiet_config, rt_cluster, up_argv
 
