@@ -191,8 +191,8 @@ class Control:
             container.info.pool_query,
             container.export_state(),
         )
-        peers = self.node.peers
-        await self.runtime.forward(target, f"adopt {pool_id}", lambda _, m: peers.call(m, adopt))
+        _, member = self.runtime.reach(target)
+        await self.node.peers.call(member, adopt, f"adopt {pool_id}")
         await self.runtime.destroy(str(pool_id))
         return {"ok": True, "pool_id": str(pool_id), "to": target}
 
