@@ -53,7 +53,7 @@ from bench.loadbounds import FD_SLACK, PEER_BACK, problems, table
 from bench.loadgen import summary
 from cluster.ground.errors import ApiError
 from cluster.local import LocalCluster, Proc, Processes, child_env, launch, plan_cluster
-from cluster.node import Identity, rpc_call
+from cluster.rpc import Identity, rpc_call
 
 __all__ = ["Control", "LoadConfig", "Spawned", "Target", "problems", "run_load", "table"]
 

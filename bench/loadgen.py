@@ -47,8 +47,8 @@ import trio
 
 from bench.api.load import Conn
 from cluster.ground.errors import ApiError
-from cluster.node import Identity, rpc_call
 from cluster.node.fds import nofile_limit, raise_nofile_limit
+from cluster.rpc import Identity, rpc_call
 
 __all__ = ["PATHS", "Kind", "main", "summary"]
 

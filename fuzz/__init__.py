@@ -75,14 +75,14 @@ TARGETS: dict[str, Target] = {
         Target("wire", "swim.wire.decode_untrusted: one UDP packet", ("swim",)),
         Target("machine", "swim.RtsimDoor.receive: UDP packets, plain or sealed", ("swim",)),
         Target("state", "push/pull state frames, both sides (swim.exchange)", ("swim", "cluster")),
-        Target("rpc_frame", "cluster.node.frames: request and reply frames", ("cluster",)),
+        Target("rpc_frame", "cluster.rpc.frames: request and reply frames", ("cluster",)),
         Target("rpc_stream", "cluster.node.rpc: bytes on a server connection", ("cluster",), 8192),
         Target(
             "settings", "cluster.ground.settings.parse_settings_text", ("cluster", "swim"), 8192
         ),
         Target("safeyaml", "cluster.ground.safeyaml.load_marked", ("cluster", "yaml"), 8192),
         Target("scenario", "scenarios.parse_scenario (real and sim)", ("scenarios", "swim"), 8192),
-        Target("hostfile", "cluster.node.hostfile.parse_hostfile_text", ("cluster",)),
+        Target("hostfile", "cluster.hosts.hostfile.parse_hostfile_text", ("cluster",)),
         Target("query", "dashboard.params.parse_pairs: a query string", ("dashboard",)),
         Target("numbers", "cluster.ground.parse: ids, ports, sizes, rates, booleans", ("cluster",)),
         Target("keyring", "swim.keyring.load_keyring: a keyring file", ("swim",)),

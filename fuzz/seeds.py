@@ -5,7 +5,7 @@ written from the project's own encoders and tables.
 
 Rules:
 1. ``ok-*`` inputs are valid: made by the encoders (``swim.wire``, ``swim.exchange``,
-   ``cluster.node.frames``, ``swim.memberlist``), dumped from the settings' own defaults, or
+   ``cluster.rpc.frames``, ``swim.memberlist``), dumped from the settings' own defaults, or
    copied from the scenario library and from real Serf agents' captures
    (``fuzz.memberlist_seeds``); ``tests/fuzz`` checks that each one is still accepted, so a
    format that changes cannot leave its fuzzer starting from inputs refused at the first byte.
@@ -33,7 +33,7 @@ import msgpack
 import yaml
 
 from cluster.ground.settings import Settings
-from cluster.node import frames
+from cluster.rpc import frames
 from scenarios.records import EXPECT_KINDS, STEP_KINDS
 from scenarios.spec import TOP_KEYS
 from swim import MemberState, SwimConfig, exchange, wire

@@ -357,7 +357,7 @@ async def open_swim(
 
 
 class _Link:
-    """What the door may ask of the handle while it answers a peer (``wireformat.Link``)."""
+    """What the door may ask of the handle while it answers a peer (``wireformat.DoorLink``)."""
 
     __slots__ = ("_handle",)
 

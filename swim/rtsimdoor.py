@@ -28,7 +28,7 @@ from .machine import SwimMachine
 from .messages import BadMessage, StateEntry
 from .outputs import DROPPED, Datagram, Output, SyncRequest
 from .sockets import tcp_request
-from .wireformat import Link
+from .wireformat import DoorLink
 
 __all__ = ["Rtsim", "RtsimDoor"]
 
@@ -96,7 +96,7 @@ class RtsimDoor:
         reply = exchange.open_sealed(self.keyring, reply, TCP_REPLY, c.max_frame_bytes)
         return exchange.read_pushpull_reply(reply)
 
-    async def answer(self, msg: dict[str, Any], link: Link) -> dict[str, Any]:
+    async def answer(self, msg: dict[str, Any], link: DoorLink) -> dict[str, Any]:
         """The reply to one ``"swim"`` frame of the node's RPC (rule 4)."""
         try:
             msg = exchange.open_sealed(self.keyring, msg, TCP_REQUEST, self.config.max_frame_bytes)
@@ -105,7 +105,7 @@ class RtsimDoor:
         reply = await self._answer(msg, link)
         return exchange.seal(self.keyring, reply, TCP_REPLY)
 
-    async def _answer(self, msg: dict[str, Any], link: Link) -> dict[str, Any]:
+    async def _answer(self, msg: dict[str, Any], link: DoorLink) -> dict[str, Any]:
         m = self.machine
         op = msg.get("op")
         if op == "induct":
@@ -124,7 +124,7 @@ class RtsimDoor:
         link.merge(entries, peer)
         return reply
 
-    async def serve(self, conn: trio.SocketStream, first: bytes, link: Link) -> None:
+    async def serve(self, conn: trio.SocketStream, first: bytes, link: DoorLink) -> None:
         """Rule 5: no stream is ours (the node's RPC carries our frames)."""
 
     def _refuse(self, reason: str, error: str) -> dict[str, Any]:

@@ -27,10 +27,10 @@ from .machine import SwimMachine
 from .messages import StateEntry
 from .outputs import Datagram, Output, SyncRequest
 
-__all__ = ["Door", "Link", "WireFormat"]
+__all__ = ["Door", "DoorLink", "WireFormat"]
 
 
-class Link(Protocol):
+class DoorLink(Protocol):
     """What a door may ask of the driver while it answers a peer."""
 
     def merge(self, entries: list[StateEntry], peer: int | None) -> None:
@@ -56,10 +56,10 @@ class Door(Protocol):
     async def pushpull(self, req: SyncRequest) -> tuple[int | None, list[StateEntry]]:
         """``(whom to attribute it to, their state)``; raises as rule 2 says."""
 
-    async def answer(self, msg: dict[str, Any], link: Link) -> dict[str, Any]:
+    async def answer(self, msg: dict[str, Any], link: DoorLink) -> dict[str, Any]:
         """The reply to a ``"swim"`` frame of the node's RPC."""
 
-    async def serve(self, conn: trio.SocketStream, first: bytes, link: Link) -> None:
+    async def serve(self, conn: trio.SocketStream, first: bytes, link: DoorLink) -> None:
         """Answer one stream of this format that the node's listener hands over."""
 
     def describe(self, member_id: int) -> dict[str, Any] | None: ...

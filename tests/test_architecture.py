@@ -2,8 +2,10 @@
 between modules or between folders, the runtime without the concrete Runtime class or HTTP
 words, size limits on modules and functions, and no formatter escapes in product code.
 
-A room is a folder with one job. Imports under ``if TYPE_CHECKING:`` are left out (they cost
-nothing at run time and cannot form a run-time cycle); imports inside functions count.
+A room is a folder with one job. Every import counts between rooms and folders: at the top,
+inside a function and under ``if TYPE_CHECKING:`` (a type hint is an edge too). Only the test of
+cycles between modules leaves ``TYPE_CHECKING`` imports out (they cannot form a run-time cycle);
+cluster/storage holds even those to one direction.
 """
 
 from __future__ import annotations
@@ -32,13 +34,26 @@ ALLOWED: dict[str, frozenset[str]] = {
     "api": frozenset({"ground", "runtime"}),
     "modules": frozenset({"ground", "runtime", "api", "storage"}),
     "dashboard": frozenset({"ground", "runtime", "api"}),
-    "node": frozenset({"ground", "runtime", "api", "dashboard", "swim"}),
-    "local": frozenset({"ground", "node"}),
-    "scenarios": frozenset({"ground", "local", "swim"}),
-    "rt_cluster": frozenset({"ground", "local", "scenarios"}),
+    "rpc": frozenset({"ground", "runtime", "swim"}),
+    "hosts": frozenset({"ground"}),
+    "node": frozenset({"ground", "runtime", "api", "swim", "rpc", "hosts"}),
+    "local": frozenset({"ground", "rpc", "hosts"}),
+    "scenarios": frozenset({"ground", "local", "swim", "rt_cluster"}),
+    "rt_cluster": frozenset({"ground", "local"}),
     "facade": frozenset({"ground", "runtime", "node"}),
 }
-CLUSTER_ROOMS = ("ground", "runtime", "api", "modules", "storage", "node", "local", "rt_cluster")
+CLUSTER_ROOMS = (
+    "ground",
+    "runtime",
+    "api",
+    "modules",
+    "storage",
+    "rpc",
+    "hosts",
+    "node",
+    "local",
+    "rt_cluster",
+)
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 HTTP_WORDS = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\b|/api/|/openapi")
@@ -89,10 +104,12 @@ def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
         yield from _runtime_nodes(child)
 
 
-def imports(src: Source, known: set[str]) -> set[str]:
-    """The project modules ``src`` imports at run time (a name that is a module counts too)."""
+def imports(src: Source, known: set[str], *, typing: bool = True) -> set[str]:
+    """The project modules ``src`` imports (a name that is a module counts too): every import,
+    at the top, inside a function or under ``if TYPE_CHECKING:``; with ``typing=False`` only
+    those that run."""
     found: set[str] = set()
-    for node in _runtime_nodes(src.tree):
+    for node in ast.walk(src.tree) if typing else _runtime_nodes(src.tree):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -111,9 +128,18 @@ def imports(src: Source, known: set[str]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports, every import counted."""
     srcs = sources()
     known = {s.module for s in srcs}
     return {s.module: imports(s, known) for s in srcs}
+
+
+@pytest.fixture(scope="module")
+def run_graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports when it runs (``TYPE_CHECKING`` imports left out)."""
+    srcs = sources()
+    known = {s.module for s in srcs}
+    return {s.module: imports(s, known, typing=False) for s in srcs}
 
 
 def test_every_import_between_rooms_is_allowed(graph: dict[str, set[str]]) -> None:
@@ -170,8 +196,8 @@ def _cycle(graph: dict[str, set[str]], *, nested: bool = False) -> list[str] | N
     return None
 
 
-def test_no_import_cycle_between_modules(graph: dict[str, set[str]]) -> None:
-    cycle = _cycle(graph)
+def test_no_import_cycle_between_modules(run_graph: dict[str, set[str]]) -> None:
+    cycle = _cycle(run_graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
 
 
@@ -388,3 +414,73 @@ def test_each_wire_format_is_read_and_written_by_its_own_room(graph: dict[str, s
         if inside and any(_under(t, ("swim.memberlist",)) for t in targets):
             found.append(f"{module} -> swim.memberlist")
     assert not found, "\n".join(found)
+
+
+def test_no_cycle_between_the_top_level_folders(graph: dict[str, set[str]]) -> None:
+    """The design card's folders (swim, cluster, dashboard, scenarios) point one way, counting
+    every import: inside a function and under ``TYPE_CHECKING`` too. A room of ``cluster/``
+    that needs a higher folder is handed it (a name, a callable, a ``Command``)."""
+    top = {p: set() for p in PACKAGES}
+    for module, targets in graph.items():
+        mine = module.split(".")[0]
+        top[mine].update(t.split(".")[0] for t in targets if t.split(".")[0] != mine)
+    cycle = _cycle(top, nested=True)
+    assert cycle is None, "top-level folders import each other: " + " -> ".join(cycle or ())
+
+
+def test_no_import_cycle_in_storage_even_for_type_hints(graph: dict[str, set[str]]) -> None:
+    """``cluster/storage`` modules see each other one way; a module that needs one above it
+    for a type takes a Protocol (``recovery.Recoverable``), not the class under
+    ``TYPE_CHECKING``."""
+    storage = {
+        m: {t for t in targets if t.startswith("cluster.storage")}
+        for m, targets in graph.items()
+        if m.startswith("cluster.storage")
+    }
+    cycle = _cycle(storage)
+    assert cycle is None, "storage modules import each other: " + " -> ".join(cycle or ())
+
+
+# A class name that two product modules define, and why that is one meaning (or two kept apart
+# by their packages on purpose). Any other name defined twice fails: give one of them its own.
+SHARED_CLASS_NAMES: dict[str, str] = {
+    **dict.fromkeys(
+        ("Ack", "Alive", "Dead", "Nack", "Ping", "Suspect"),
+        "one SWIM message in two wire formats: ours (swim.wire) and memberlist's "
+        "(swim.memberlist.messages), which the edge translates into each other",
+    ),
+    "Faults": "the RPC request (cluster.rpc.frames) that sets a node's injected faults "
+    "(swim.faults.Faults): the request is named for what it carries",
+    "History": "swim.history's numbered ring of a member's table changes; scenarios.checks' "
+    "History is a run's events as its checkers read them",
+    "Intake": "the door that sheds before decoding: UDP packets (swim.intake) and HTTP "
+    "requests (dashboard.intake)",
+    "Member": "a member of the membership (swim.members), memberlist's view of one "
+    "(swim.memberlist.edge) and a launched cluster's member process (cluster.local.ledger)",
+    "Membership": "the SWIM handle's membership (swim.membership) and the Protocol the "
+    "runtime reads it through (cluster.runtime.membership)",
+    "NodeState": "memberlist's push/pull record of a node (swim.memberlist.messages, Go's "
+    "name) and the runtime's Protocol of a node's state (cluster.runtime.nodestate)",
+    "Target": "an array's placement target (cluster.storage.placement) and a node a "
+    "scenario attaches to (scenarios.attach)",
+}
+
+
+def test_no_two_product_classes_share_a_name() -> None:
+    """One name, one meaning: a public class name defined in two product modules is listed in
+    ``SHARED_CLASS_NAMES`` with the reason, or renamed (``DeviceState`` is an array member's
+    state, ``swim.MemberState`` a node's)."""
+    where: dict[str, list[str]] = {}
+    for src in sources():
+        for node in src.tree.body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(src.module)
+    shared = {name: modules for name, modules in where.items() if len(modules) > 1}
+    unlisted = [
+        f"{name}: {', '.join(modules)}"
+        for name, modules in sorted(shared.items())
+        if name not in SHARED_CLASS_NAMES
+    ]
+    assert not unlisted, "class names defined twice:\n" + "\n".join(unlisted)
+    stale = sorted(set(SHARED_CLASS_NAMES) - set(shared))
+    assert not stale, f"listed but defined once (drop them): {stale}"

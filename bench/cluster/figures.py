@@ -19,7 +19,7 @@ import trio
 
 from cluster.ground.errors import ApiError
 from cluster.local import LocalCluster
-from cluster.node import Monitor, rpc_call
+from cluster.rpc import Monitor, rpc_call
 
 __all__ = [
     "EventTally",

@@ -35,17 +35,8 @@ import psutil
 import trio
 
 from cluster.ground.errors import ApiError, SettingsError
-from cluster.node import (
-    Call,
-    Faults,
-    Identity,
-    Monitor,
-    PeerTimeout,
-    Stop,
-    interface_addresses,
-    parse_hostfile,
-    rpc_call,
-)
+from cluster.hosts import interface_addresses, parse_hostfile
+from cluster.rpc import Call, Faults, Identity, Monitor, PeerTimeout, Stop, rpc_call
 
 from .netns import stranded_addresses
 from .record import BadInput, ClusterError, ClusterRecord, process_state, read_record, start_marker

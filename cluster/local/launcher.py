@@ -35,7 +35,7 @@ from typing import Any
 import trio
 
 from cluster.ground.errors import ApiError, PeerUnreachable
-from cluster.node import Call, Faults, Identity, Monitor, PeerTimeout, Stop, rpc_call
+from cluster.rpc import Call, Faults, Identity, Monitor, PeerTimeout, Stop, rpc_call
 
 from . import convergence
 from .bookkeeping import TrackedCluster

@@ -31,9 +31,7 @@ from cluster.api import unknown_node
 from cluster.ground.errors import ApiError, BadRequest
 from cluster.ground.ids import ADMIN_POOL_ID, PoolId
 from cluster.ground.parse import MAX_NODE_ID, ParseError, float_value, int_value
-from cluster.runtime import UnknownNode
-
-from .frames import (
+from cluster.rpc import (
     Adopt,
     Block,
     Compose,
@@ -45,6 +43,8 @@ from .frames import (
     Pools,
     Stop,
 )
+from cluster.runtime import UnknownNode
+
 from .rpc import Handler
 
 if TYPE_CHECKING:
@@ -191,8 +191,8 @@ class Control:
             container.info.pool_query,
             container.export_state(),
         )
-        peers = self.node.peers
-        await self.runtime.forward(target, f"adopt {pool_id}", lambda _, m: peers.call(m, adopt))
+        _, member = self.runtime.reach(target)
+        await self.node.peers.call(member, adopt, f"adopt {pool_id}")
         await self.runtime.destroy(str(pool_id))
         return {"ok": True, "pool_id": str(pool_id), "to": target}
 

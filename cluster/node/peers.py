@@ -1,13 +1,13 @@
 """How this node's runtime reaches its peers: ``cluster.runtime.Peers`` over the node RPC.
 
 Rules:
-1. Every call goes through the one client, ``rpc_call``: a transport failure is a
-   ``PeerUnreachable``, a remote refusal is the remote ``ApiError``.
+1. Every call goes through the one client, ``rpc_call``, bounded by ``timeout`` seconds (the
+   forward timeout): the one bound on a forward (``cluster.runtime.peers`` rule 2). Silence is
+   ``timed_out`` (``<what> timed out after 5s``), a transport failure ``unreachable`` (naming
+   the node), a remote refusal the remote ``ApiError``.
 2. A peer this node's fault injection blocks is cut off: the request is dropped, as a
-   partition would drop it, so the call waits out its timeout (the runtime's own bound
-   usually ends the wait first) and then fails with ``PeerUnavailable``.
-3. Each call is bounded by ``timeout`` seconds (the forward timeout) as a backstop; the
-   runtime bounds every forward itself.
+   partition would drop it, so the call waits out its timeout and then fails as a silent
+   peer's would. ``observe`` (the views matrix's channel) is not cut off.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from typing import Any
 import trio
 
 import swim
-from cluster.ground.errors import PeerUnavailable, PeerUnreachable
-from cluster.runtime import FORWARD_TIMEOUT, BlockCall, MemberLike
-
-from .frames import Block, Call, Compose, Monitor, PoolMonitor
-from .rpc import rpc_call
+from cluster.ground.errors import PeerUnreachable
+from cluster.rpc import Block, Call, Compose, Monitor, PeerTimeout, PoolMonitor, rpc_call
+from cluster.runtime import FORWARD_TIMEOUT, BlockCall, MemberLike, timed_out, unreachable
 
 __all__ = ["RpcPeers"]
 
@@ -33,19 +31,27 @@ class RpcPeers:
 
     def __init__(self, faults: swim.Faults | None = None, timeout: float = FORWARD_TIMEOUT) -> None:
         self.faults = faults
-        self.timeout = timeout  # seconds
+        self.timeout = timeout  # seconds: the bound on every call (rule 1)
 
-    async def call(self, member: MemberLike, request: Call, *, through_faults: bool = False) -> Any:
-        """Send ``request`` to ``member``; the body of its reply. A peer this node's injected
-        faults block gets nothing (the caller times out) unless ``through_faults``."""
+    async def call(
+        self, member: MemberLike, request: Call, what: str, *, through_faults: bool = False
+    ) -> Any:
+        """Send ``request`` (``what`` names it in errors) to ``member``; the body of its
+        reply, within ``timeout`` seconds. A peer this node's injected faults block gets
+        nothing (rule 2) unless ``through_faults``."""
         if (
             not through_faults
             and self.faults is not None
             and self.faults.is_blocked(member.node_id)
         ):
-            await trio.sleep(self.timeout)  # a partition drops the request: the caller times out
-            raise PeerUnavailable(f"node {member.node_id} is cut off")
-        return await rpc_call(member.host, member.port, request, self.timeout)
+            await trio.sleep(self.timeout)  # a partition drops the request: silence
+            raise timed_out(what, self.timeout)
+        try:
+            return await rpc_call(member.host, member.port, request, self.timeout)
+        except PeerTimeout:
+            raise timed_out(what, self.timeout) from None
+        except PeerUnreachable as exc:
+            raise unreachable(member.node_id, what, exc) from None
 
     async def monitor(
         self, member: MemberLike, query: str, params: Mapping[str, str]
@@ -62,7 +68,8 @@ class RpcPeers:
     async def _monitor(
         self, member: MemberLike, query: str, params: Mapping[str, str], *, through_faults: bool
     ) -> dict[str, Any]:
-        body = await self.call(member, Monitor(query, dict(params)), through_faults=through_faults)
+        request = Monitor(query, dict(params))
+        body = await self.call(member, request, f"monitor '{query}'", through_faults=through_faults)
         if not isinstance(body, dict):
             raise PeerUnreachable(f"node {member.node_id} answered a monitor that is not a map")
         return body
@@ -71,14 +78,15 @@ class RpcPeers:
         self, member: MemberLike, pool_id: str, query: str, params: Mapping[str, str]
     ) -> Any:
         """The monitor answer of ``member``'s container of ``pool_id``."""
-        return await self.call(member, PoolMonitor(pool_id, query, dict(params)))
+        request = PoolMonitor(pool_id, query, dict(params))
+        return await self.call(member, request, f"monitor '{query}'")
 
     async def block(self, member: MemberLike, call: BlockCall) -> Any:
         """One block operation on ``member``'s device."""
-        return await self.call(
-            member, Block(**{f.name: getattr(call, f.name) for f in fields(call)})
-        )
+        request = Block(**{f.name: getattr(call, f.name) for f in fields(call)})
+        return await self.call(member, request, f"block {call.op} on {call.pool[:40]}")
 
     async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
         """Compose pools on ``member``."""
-        return await self.call(member, Compose(tuple(dict(e) for e in entries)))
+        request = Compose(tuple(dict(e) for e in entries))
+        return await self.call(member, request, f"compose on node {member.node_id}")

@@ -7,8 +7,9 @@ Rules:
    srun, ``ranks``), what it answers over the RPC from ``control``, how its runtime reaches
    peers from ``peers``. The RPC's handler table is built once, when the SWIM handle exists,
    before the server answers anything.
-3. The dashboard is imported lazily: a missing HTTP library or a taken port is a logged warning
-   and the node runs on without it.
+3. The dashboard is started by name or as a callable it is given (``viz``), never imported
+   here: a missing HTTP library or a taken port is a logged warning and the node runs on
+   without it.
 4. Every task runs in the node's nursery; stopping the node (signal, ``rt_run stop``, leaving
    the context) announces the departure to peers, then cancels everything.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import importlib.util
 import ipaddress
 import logging
 import os
@@ -34,17 +34,18 @@ import trio
 
 from cluster.ground.errors import SettingsError
 from cluster.ground.settings import Settings
+from cluster.hosts import advertised_host, resolve_identity
+from cluster.rpc import Swim
 from cluster.runtime import Runtime, preload_modules, serve_workload, startup_compose
 from swim import SwimConfig, SwimHandle, open_swim
 from swim.memberlist import Memberlist
 
 from .control import Control
-from .frames import Swim
-from .hostfile import advertised_host, resolve_identity
 from .logs import configure_logging, set_node_id
 from .peers import RpcPeers
 from .ranks import place_node
 from .rpc import Handler, RpcServerStats, bound_port, open_rpc_listeners, serve_rpc
+from .viz import DASHBOARD, ServeDashboard, http_library_missing, resolve_dashboard, start_dashboard
 
 __all__ = ["Node", "open_node", "preload", "run_node", "serve_node"]
 
@@ -77,48 +78,12 @@ class Node:
 
 
 def preload() -> None:
-    """Import what a node imports lazily (the dashboard, the built-in modules' code) and scan
-    the installed modules, for a parent that forks nodes: done once there, the pages stay
-    shared by every node."""
-    if _http_library_missing() is None:
-        import dashboard  # noqa: F401
+    """Import what a node imports lazily (the dashboard its name gives, the built-in modules'
+    code) and scan the installed modules, for a parent that forks nodes: done once there, the
+    pages stay shared by every node."""
+    if http_library_missing() is None:
+        resolve_dashboard(DASHBOARD)
     preload_modules()
-
-
-def _http_library_missing() -> str | None:
-    for name in ("hypercorn", "quart_trio"):
-        try:
-            if importlib.util.find_spec(name) is None:
-                return name
-        except (ImportError, ValueError):
-            return name
-    return None
-
-
-async def _start_dashboard(node: Node, nursery: trio.Nursery) -> None:
-    viz = node.settings.viz
-    missing = _http_library_missing()
-    if missing is not None:
-        log.warning(
-            "Viz: runtime built without the HTTP server library (%s); dashboard absent", missing
-        )
-        return
-    if not viz.enabled:
-        return
-    import dashboard
-
-    try:
-        bound = await nursery.start(dashboard.serve_dashboard, node.runtime, viz)
-    except OSError as exc:
-        log.warning(
-            "Viz: could not listen on %s:%d (%s); dashboard disabled",
-            viz.bind,
-            viz.port,
-            exc.strerror or exc,
-        )
-        return
-    node.runtime.viz_address = (bound[0], bound[1])
-    log.info("Viz: dashboard listening at http://%s:%d", bound[0], bound[1])
 
 
 @asynccontextmanager
@@ -128,12 +93,14 @@ async def open_node(
     induct: bool = False,
     seed: int | None = None,
     env: Mapping[str, str] | None = None,
+    dashboard: ServeDashboard | str = DASHBOARD,
 ) -> AsyncIterator[Node]:
     """Run a node inside the caller's trio run (the embedded API); yield it once ready.
 
     An embedded runtime serves no dashboard unless ``settings.viz.enabled`` (load settings
     with ``load_settings("embedded")``, where ``RT_VIZ_ENABLE=1`` turns it on). Under mpirun
     or srun the rank in ``env`` (default ``os.environ``) may place the node (``ranks``).
+    ``dashboard`` is what serves it: a ``"module:attribute"`` name or the callable (``viz``).
     """
     settings = place_node(settings, os.environ if env is None else env)
     node_id, seeds = resolve_identity(settings, induct)
@@ -169,7 +136,7 @@ async def open_node(
             nursery.start_soon(runtime.stats.serve_sampling, 1.0, handle.sleep_near)
             runtime.install_admin_pool()
             await startup_compose(runtime)
-            await _start_dashboard(node, nursery)
+            await start_dashboard(runtime, settings.viz, nursery, dashboard)
             if settings.workload.enabled:
                 nursery.start_soon(serve_workload, runtime)
             try:

@@ -1,16 +1,8 @@
-"""Node-to-node RPC: length-prefixed msgpack frames over TCP on the runtime port.
-
-Errors of the one client, ``rpc_call``::
-
-    ApiError                  the remote handler's refusal, as the same class (status kept)
-    │                         (``RpcError``, 500, when the status is not one of ours)
-    ├── BadRequest (400)      the request itself cannot be encoded (an int beyond 64 bits)
-    └── PeerUnavailable (503)
-        ├── PeerUnreachable   the transport failed: refused, reset, closed, a malformed reply
-        └── PeerTimeout       no reply within the call's timeout
+"""The node RPC's server: length-prefixed msgpack frames over TCP on the runtime port, each
+request answered by its handler. The client and the frames are ``cluster.rpc``'s.
 
 Rules:
-1. A connection carries requests (``cluster.node.frames``), each answered by one reply frame.
+1. A connection carries requests (``cluster.rpc.frames``), each answered by one reply frame.
    A ``Swim`` request's reply is the membership handler's own map, sent as it is.
 2. Every door has a limit, checked before the work is done (``RpcLimits``): connections at
    once (at the cap a new connection closes the one idle the longest, or is closed at once if
@@ -24,22 +16,18 @@ Rules:
    status; any other exception, and a reply that cannot be encoded, is a 500 reply, logged
    and counted as ``failed``.
 4. The handler table is built once, before the server starts, keyed by request type.
-5. ``rpc_call`` maps every failure to the tree above, so callers catch ``PeerUnavailable`` (or
-   its two kinds) and ``ApiError``, nothing else. The transport error it replaces is the
-   exception's ``__cause__``.
-6. A node speaking memberlist hands the connections that open with memberlist's bytes
+5. A node speaking memberlist hands the connections that open with memberlist's bytes
    (``is_foreign``) to its membership (``serve_rpc(foreign=...)``); none ever reaches a
    handler. Of our frames, only one of exactly four lengths near 8.4 MB opens that way.
 
 Frames have the format of ``swim.framing`` (a 4-byte big-endian length, then a msgpack map);
-this module reads them itself, server and client, because its limits act between the length
-and the body, and while msgpack builds the values.
+the server reads them itself, like the client (``cluster.rpc.client``), because its limits
+act between the length and the body, and while msgpack builds the values.
 """
 
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -47,71 +35,37 @@ from typing import Any
 import msgpack
 import trio
 
-from cluster.ground.errors import (
-    ApiError,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    NotFound,
-    PeerUnavailable,
-    PeerUnreachable,
-)
-
-from . import fds
-from .frames import (
+from cluster.ground.errors import ApiError
+from cluster.rpc.client import LENGTH, receive_into
+from cluster.rpc.frames import (
     MAX_FRAME,
     PEEK_BYTES,
     SMALL_FRAME,
     BadFrame,
-    Call,
     Err,
     Ok,
     Request,
     Swim,
     decode_frame,
-    decode_reply,
-    encode,
     encode_reply,
     frame_limit,
-    unpack_untrusted,
 )
+
+from . import fds
 from .rpclimits import Budget, Closed, RpcLimits, RpcServerStats
 
 __all__ = [
-    "MAX_FRAME",
     "Handler",
-    "PeerTimeout",
-    "RpcError",
     "RpcLimits",
     "RpcServerStats",
     "bound_port",
     "open_rpc_listeners",
-    "rpc_call",
     "serve_rpc",
 ]
 
 log = logging.getLogger(__name__)
 Handler = Callable[[Any], Awaitable[Any]]  # takes the request of the type it is filed under
-_BY_STATUS: dict[int, type[ApiError]] = {
-    400: BadRequest,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    503: PeerUnavailable,
-}
-_TRANSPORT = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
-_LEN = struct.Struct(">I")
-_CHUNK = 64 * 1024  # bytes asked of the socket at once: memory follows the bytes that came
 _VALUE_BYTES = 72  # what one decoded msgpack value costs (a list slot and a small object)
-
-
-class RpcError(ApiError):
-    """A remote handler failed with an unexpected error."""
-
-
-class PeerTimeout(PeerUnavailable):
-    """A node RPC call that got no reply within its timeout (``__cause__``: the
-    ``trio.TooSlowError``)."""
 
 
 # -- the server -------------------------------------------------------------------------------
@@ -137,15 +91,6 @@ def bound_port(listeners: Sequence[trio.SocketListener]) -> int:
     return int(listeners[0].socket.getsockname()[1])
 
 
-async def _receive_into(stream: trio.SocketStream, buf: bytearray, n: int) -> None:
-    """Append bytes to ``buf`` until it holds ``n``; ``BadFrame`` if the stream ends first."""
-    while len(buf) < n:
-        chunk = await stream.receive_some(min(_CHUNK, n - len(buf)))
-        if not chunk:
-            raise BadFrame(f"stream ended inside a frame ({len(buf)} of {n} bytes)")
-        buf += chunk
-
-
 async def _receive_length(
     stream: trio.SocketStream, first: bytes, limits: RpcLimits
 ) -> tuple[int, float]:
@@ -154,8 +99,8 @@ async def _receive_length(
     deadline = trio.current_time() + limits.frame_timeout
     head = bytearray(first)
     with trio.move_on_at(deadline):
-        await _receive_into(stream, head, _LEN.size)
-        (length,) = _LEN.unpack(head)
+        await receive_into(stream, head, LENGTH.size)
+        (length,) = LENGTH.unpack(head)
         if length == 0:
             raise Closed("malformed", "a frame of length 0")
         if length > limits.max_frame:
@@ -172,12 +117,12 @@ async def _receive_request(
     body = bytearray()
     small = length <= SMALL_FRAME
     if not small:  # the kind, from the first bytes, says how large its frames may be
-        await _receive_into(stream, body, min(length, PEEK_BYTES))
+        await receive_into(stream, body, min(length, PEEK_BYTES))
         if length > frame_limit(body):
             raise Closed("oversized", f"a {length}-byte frame of a kind that allows less")
     budget.take(length, small=small)
     try:
-        await _receive_into(stream, body, length)
+        await receive_into(stream, body, length)
         decoded = decode_frame(body, limits.max_values)
         del body  # the decoded request replaces the bytes
         extra = decoded.values * _VALUE_BYTES
@@ -202,7 +147,7 @@ def _reply_frame(reply: Any, request: Request, stats: RpcServerStats) -> bytes:
         if isinstance(request, Swim):
             error["k"] = "swim"
         body = msgpack.packb(error, use_bin_type=True)
-    return _LEN.pack(len(body)) + body
+    return LENGTH.pack(len(body)) + body
 
 
 async def _answer(handler: Handler, request: Request, stats: RpcServerStats) -> Any:
@@ -280,7 +225,7 @@ class _Server:
                 if self.foreign is not None and first[:1] == b"\x00":
                     first += await _more_bytes(stream, first)
                 if self.foreign is not None and is_foreign(first):
-                    await self.foreign(stream, first)  # rule 6
+                    await self.foreign(stream, first)  # rule 5
                     return
                 while await self._one_request(stream, first):
                     first = b""
@@ -308,7 +253,7 @@ class _Server:
         with trio.move_on_after(self.limits.idle_timeout) as scope:
             self.idle[scope] = None
             try:
-                return await stream.receive_some(_LEN.size)
+                return await stream.receive_some(LENGTH.size)
             finally:
                 evicted = scope not in self.idle  # ``_evict_idle`` took it out
                 self.idle.pop(scope, None)
@@ -354,7 +299,7 @@ async def serve_rpc(
 ) -> None:
     """Answer requests on ``listeners`` with ``handlers`` within ``limits`` (default:
     ``RpcLimits.for_this_process()``); report the bound port. ``foreign`` takes the
-    connections that open with memberlist's bytes (rule 6)."""
+    connections that open with memberlist's bytes (rule 5)."""
     limits = RpcLimits.for_this_process() if limits is None else limits
     stats.max_connections = limits.max_connections
     server = _Server(handlers, limits, stats, foreign)
@@ -363,61 +308,3 @@ async def serve_rpc(
         for listener in listeners:
             nursery.start_soon(trio.serve_listeners, server.handle, [listener])
         task_status.started(bound_port(listeners))
-
-
-# -- the client -------------------------------------------------------------------------------
-
-
-def _request_frame(request: Call) -> bytes:
-    """The frame bytes of ``request``; ``BadRequest`` if it cannot be encoded or is larger than
-    its kind allows (a migrating pool's data over 16 MiB)."""
-    try:
-        body: bytes = msgpack.packb(encode(request), use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise BadRequest(f"cannot send {type(request).__name__}: {exc}") from None
-    if len(body) > request.MAX_BYTES:
-        raise BadRequest(
-            f"cannot send {type(request).__name__}: {len(body)} bytes, more than its "
-            f"{request.MAX_BYTES}"
-        )
-    return _LEN.pack(len(body)) + body
-
-
-async def _receive_reply(stream: trio.SocketStream) -> Any:
-    """The reply frame's value (within ``MAX_FRAME`` and ``MAX_VALUES``); ``BadFrame`` if it is
-    malformed, ``PeerUnreachable`` if the connection closed first."""
-    head = bytearray(await stream.receive_some(_LEN.size))
-    if not head:
-        raise PeerUnreachable("the connection closed without a reply")
-    await _receive_into(stream, head, _LEN.size)
-    (length,) = _LEN.unpack(head)
-    if not 0 < length <= MAX_FRAME:
-        raise BadFrame(f"frame length {length} outside 1..{MAX_FRAME}")
-    body = bytearray()
-    await _receive_into(stream, body, length)
-    return unpack_untrusted(body)[0]
-
-
-async def rpc_call(host: str, port: int, request: Call, timeout: float) -> Any:
-    """Send ``request`` to the node at ``host:port`` and return its reply's body.
-
-    ``timeout`` (seconds) bounds the whole call. Raises the remote ``ApiError``,
-    ``PeerTimeout``, ``PeerUnreachable`` or ``BadRequest`` (see the module docstring), nothing
-    else.
-    """
-    frame = _request_frame(request)
-    try:
-        with trio.fail_after(timeout):
-            stream = await trio.open_tcp_stream(host, port)
-            async with stream:
-                await stream.send_all(frame)
-                reply = decode_reply(await _receive_reply(stream))
-    except trio.TooSlowError as exc:
-        raise PeerTimeout(f"no reply within {timeout:g}s") from exc
-    except _TRANSPORT as exc:
-        raise PeerUnreachable(str(exc)) from exc
-    except BadFrame as exc:
-        raise PeerUnreachable(f"answered a malformed frame: {exc}") from exc
-    if isinstance(reply, Err):
-        raise _BY_STATUS.get(reply.status, RpcError)(reply.message)
-    return reply.body

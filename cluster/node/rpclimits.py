@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field
 
+from cluster.rpc.frames import MAX_FRAME, MAX_VALUES
+
 from . import fds
-from .frames import MAX_FRAME, MAX_VALUES
 
 __all__ = ["Budget", "Closed", "RpcLimits", "RpcServerStats"]
 

@@ -8,8 +8,8 @@ Rules:
    other's processes; nothing here writes the record.
 3. ``up`` (up.py) turns SIGINT and SIGTERM into a cancellation: a launch cut short, or the end
    of ``--foreground``, ends every process of the cluster before ``up`` exits.
-4. Clusters are reached only through ``cluster.local``; ``scenarios`` is imported only by the
-   ``scenario`` command.
+4. Clusters are reached only through ``cluster.local``. The commands that run scenarios are
+   the floor above's (``scenarios.command``).
 5. A cluster whose nodes live in namespaces (``up --netns``) is refused by every command but
    ``down`` once its bridge is gone, before anything is sent (clusters.py).
 """
@@ -19,12 +19,9 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from cluster.local import (
-    MAX_NODES,
     AgentRecord,
-    BadInput,
     ClusterError,
     LocalCluster,
     MixedCluster,
@@ -48,7 +45,7 @@ from .output import out, table
 from .status import cmd_status
 from .up import cmd_up
 
-__all__ = ["ASYNC_COMMANDS", "UsageError", "cluster_names", "cmd_list", "cmd_scenario"]
+__all__ = ["ASYNC_COMMANDS", "UsageError", "cluster_names", "cmd_list"]
 
 
 # ---- the cluster as a whole -----------------------------------------------------------------
@@ -209,58 +206,6 @@ async def cmd_fault(args: argparse.Namespace) -> int:
         scope = f" to/from agent {peer.name}"
     out(f"{args.command} {value:g}{unit}{scope} on node(s) {', '.join(map(str, targets))}")
     return 0
-
-
-# ---- scenarios ------------------------------------------------------------------------------
-
-
-def cmd_scenario(args: argparse.Namespace) -> int:
-    from scenarios import run_scenario_cli  # scenarios -> cluster; imported only here
-
-    if args.n is not None and args.n > MAX_NODES and not args.sim:
-        raise BadInput(f"-n {args.n}: real clusters have at most {MAX_NODES} nodes (--sim: more)")
-    if args.properties:
-        from scenarios.explore import load_property
-
-        for name in args.properties:
-            try:
-                load_property(name)  # given here: a file may name it (properties rule 3)
-            except ValueError as exc:
-                raise BadInput(str(exc)) from None
-    return int(
-        run_scenario_cli(
-            args.file,
-            sim=args.sim,
-            seed=args.seed,
-            out=args.out,
-            n=args.n,
-            runs=args.runs,
-            hostfile=args.hostfile,
-        )
-    )
-
-
-def cmd_explore(args: argparse.Namespace) -> int:
-    from scenarios.explore import BUILT_IN, Options, Search, run_search
-
-    swim = {key: (low, high) for key, low, high in args.swim}
-    try:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInput(f"--out {args.out}: {exc.strerror or exc}") from None
-    search = Search(
-        options=Options(args.n[0], args.n[1], swim),
-        budget_s=args.budget_s if args.budget_s is not None or args.runs else 60.0,
-        runs=args.runs,
-        seed=args.seed,
-        jobs=args.jobs,
-        out=Path(args.out),
-        properties=args.properties or list(BUILT_IN),
-    )
-    try:
-        return run_search(search, say=lambda line: print(line, flush=True))
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
 
 
 ASYNC_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {

@@ -54,6 +54,8 @@ from .peers import (
     is_local,
     parse_routing,
     routing_forwards,
+    timed_out,
+    unreachable,
 )
 from .pools import PoolManager
 from .probe import ProcessProbe
@@ -111,6 +113,8 @@ __all__ = [
     "serve_workload",
     "startup_compose",
     "state_name",
+    "timed_out",
+    "unreachable",
     "view_name",
     "viz_roots",
 ]

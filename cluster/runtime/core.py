@@ -5,9 +5,10 @@ Rules:
 1. Every pool is composed through ``compose`` and destroyed through ``destroy``; a pool enters
    the table only once started (``PoolManager.reserve``). A container whose start fails is
    closed (it gives back what it took) and the compose is refused with an ``ApiError``.
-2. A peer is reached only through ``forward``: through ``peers`` (the node's RPC), bounded
-   by ``forward_timeout`` seconds; a silent peer is a ``PeerUnavailable``. Whether a node
-   named in a request is this one is decided by ``cluster.runtime.peers.is_local`` alone.
+2. A peer is reached only through ``peers`` (the node's RPC), as ``reach`` hands it out with
+   the member to ask; the peers bound every call by their ``timeout`` (``forward_timeout``),
+   so a silent peer is a ``PeerUnavailable`` (``peers`` rule 2). Whether a node named in a
+   request is this one is decided by ``cluster.runtime.peers.is_local`` alone.
 3. Membership comes from a ``Membership`` (the SWIM handle, or ``SingleNode`` when embedded
    without a cluster); the core only reads it.
 4. The core builds no answers: those are functions of the Protocols this class satisfies
@@ -19,10 +20,8 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
-
-import trio
+from collections.abc import Mapping
+from typing import Any
 
 from cluster.ground.errors import (
     ApiError,
@@ -51,7 +50,6 @@ __all__ = ["RuntimeCore"]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
-T = TypeVar("T")
 IDENTITY_FIELDS = ("mod_name", "pool_name", "pool_id", "pool_query")
 
 
@@ -73,7 +71,6 @@ class RuntimeCore:
             node_id, self.ip_address, settings.networking.port
         )
         self.peers = peers
-        self.forward_timeout = FORWARD_TIMEOUT
         self.viz_address: tuple[str, int] | None = None  # set by the node once bound
         self.process = ProcessProbe()  # this process's figures; uptime counts from here
         self.pools = PoolManager()
@@ -141,31 +138,27 @@ class RuntimeCore:
 
     # -- forwarding -------------------------------------------------------------------------
 
-    async def forward(
-        self, node_id: int, what: str, ask: Callable[[Peers, MemberLike], Awaitable[T]]
-    ) -> T:
-        """``ask`` a peer through ``peers``, bounded by ``forward_timeout`` seconds."""
+    @property
+    def forward_timeout(self) -> float:
+        """Seconds: the bound on every forward, the peers' own (rule 2)."""
+        return FORWARD_TIMEOUT if self.peers is None else self.peers.timeout
+
+    def reach(self, node_id: int) -> tuple[Peers, MemberLike]:
+        """The peers and the member to ask node ``node_id`` through (rule 2);
+        ``PeerUnavailable`` without an RPC, ``BadRequest`` for an id not in the host table."""
         if self.peers is None:
             raise PeerUnavailable(f"node {node_id} is not reachable: this runtime has no RPC")
-        member = self.member(node_id)
-        with trio.move_on_after(self.forward_timeout):
-            try:
-                return await ask(self.peers, member)
-            except PeerUnreachable as exc:
-                raise PeerUnreachable(f"node {node_id} did not answer {what}: {exc}") from None
-        raise PeerUnavailable(f"{what} timed out after {self.forward_timeout:g}s")
+        return self.peers, self.member(node_id)
 
     async def peer_block(self, node_id: int, call: BlockCall) -> Any:
         """One block operation on node ``node_id``'s device (an array member there)."""
-        return await self.forward(
-            node_id, f"block {call.op} on {call.pool[:40]}", lambda peers, m: peers.block(m, call)
-        )
+        peers, member = self.reach(node_id)
+        return await peers.block(member, call)
 
     async def peer_compose(self, node_id: int, entry: Mapping[str, Any]) -> JSON:
         """Compose one pool on node ``node_id``; its answer (``pool_id``, ``pool_name``)."""
-        body = await self.forward(
-            node_id, f"compose on node {node_id}", lambda peers, m: peers.compose(m, [entry])
-        )
+        peers, member = self.reach(node_id)
+        body = await peers.compose(member, [entry])
         try:
             result: JSON = body["results"][0]
         except (KeyError, IndexError, TypeError):

@@ -9,7 +9,8 @@ Rules:
    each forward under the same bound: ``results`` holds each answer (``null`` for a node that
    failed) and ``errors`` why. A node without the pool is left out; a query every asked node
    refused as a ``BadRequest`` (no such query) is a ``BadRequest`` itself.
-3. Only ``Forwarder.forward`` reaches a peer, so the bound is the runtime's alone.
+3. A peer is asked only through the ``Peers`` that ``Forwarder.reach`` hands out, which bound
+   every call once (``peers`` rule 2).
 """
 
 from __future__ import annotations
@@ -46,9 +47,8 @@ async def node_monitor(node: Forwarder, target: str, query: str, params: Mapping
     check_params(query, params)  # a bad query or parameter is refused before any forward
     if nid == node.node_id:
         return await run_admin_monitor(node, query, params)
-    return await node.forward(
-        nid, f"monitor '{query}'", lambda peers, m: peers.monitor(m, query, params)
-    )
+    peers, member = node.reach(nid)
+    return await peers.monitor(member, query, params)
 
 
 async def pool_monitor(
@@ -69,11 +69,8 @@ async def pool_monitor(
             if nid == node.node_id:
                 results[str(nid)] = await node.local_pool_monitor(pool_id, query, params)
             else:
-                results[str(nid)] = await node.forward(
-                    nid,
-                    f"monitor '{query}'",
-                    lambda peers, m: peers.pool_monitor(m, str(pool_id), query, params),
-                )
+                peers, member = node.reach(nid)
+                results[str(nid)] = await peers.pool_monitor(member, str(pool_id), query, params)
         except NotFound:
             pass
         except ApiError as exc:

@@ -2,14 +2,15 @@
 answer names the ``Runtime`` class.
 
     NodeState   identity, membership, settings and the node's own tables (read only)
-    Forwarder   a NodeState that can also reach its peers: the one bounded ``forward``, the
-                host table's ``resolve_node`` and this node's own pool monitor
+    Forwarder   a NodeState that can also reach its peers: ``reach`` (the peers, which bound
+                every call, and the member to ask), the host table's ``resolve_node`` and
+                this node's own pool monitor
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from cluster.ground.ids import PoolId
 from cluster.ground.settings import Settings
@@ -23,8 +24,6 @@ from .sysstats import StatsRing
 from .workers import WorkerPool
 
 __all__ = ["Forwarder", "NodeState"]
-
-T = TypeVar("T")
 
 
 class NodeState(Protocol):
@@ -61,8 +60,8 @@ class NodeState(Protocol):
 
 
 class Forwarder(NodeState, Protocol):
-    """A node that asks its peers: every forward goes through ``forward``, which bounds it by
-    ``forward_timeout`` seconds."""
+    """A node that asks its peers: every forward goes to the ``Peers`` that ``reach`` hands
+    out, which bound each call by ``forward_timeout`` seconds."""
 
     @property
     def forward_timeout(self) -> float: ...
@@ -70,10 +69,9 @@ class Forwarder(NodeState, Protocol):
     def resolve_node(self, node: str) -> int:
         """``local``, ``self`` or a known id -> the node id; ``UnknownNode`` otherwise."""
 
-    async def forward(
-        self, node_id: int, what: str, ask: Callable[[Peers, MemberLike], Awaitable[T]]
-    ) -> T:
-        """``ask`` a peer, bounded by ``forward_timeout`` seconds."""
+    def reach(self, node_id: int) -> tuple[Peers, MemberLike]:
+        """The peers and the member to ask node ``node_id`` through; ``PeerUnavailable``
+        without an RPC."""
 
     async def local_pool_monitor(
         self, pool_id: PoolId, query: str, params: Mapping[str, str]

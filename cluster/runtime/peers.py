@@ -6,9 +6,10 @@ Rules:
    monitor all call it. ``local``, ``self`` and the node's own id are here; anything else is
    a peer (checked against the host table later).
 2. The runtime asks peers through a ``Peers`` (the node implements it over the node RPC;
-   ``cluster.runtime.testing.FakePeers`` in tests). A transport failure is a
-   ``PeerUnreachable``; a remote ``ApiError`` comes back as itself. The runtime alone bounds
-   every call by its forward timeout (5 s), so no wait on a peer is longer.
+   ``cluster.runtime.testing.FakePeers`` in tests), which bounds every call, once, by its
+   ``timeout`` (the forward timeout, 5 s), so no wait on a peer is longer: silence is
+   ``timed_out`` (``<what> timed out after 5s``), a transport failure ``unreachable`` (a
+   ``PeerUnreachable`` naming the node); a remote ``ApiError`` comes back as itself.
 3. A routing (a monitor's ``routing``, a pool's ``pool_query``) is parsed once, strictly, by
    ``parse_routing``: its forms are fixed, every number is canonical ASCII and ranged, and
    anything else (``range:-5:10``, ``dynamic:x``, `` broadcast``) is a BadRequest before
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cluster.ground.errors import BadRequest
+from cluster.ground.errors import BadRequest, PeerUnavailable, PeerUnreachable
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_int, shown
 
 from .membership import MemberLike
@@ -42,6 +43,8 @@ __all__ = [
     "parse_routing",
     "routing_forwards",
     "routing_targets",
+    "timed_out",
+    "unreachable",
 ]
 
 FORWARD_TIMEOUT = 5.0  # seconds: the bound on every forward
@@ -152,10 +155,27 @@ def routing_targets(
     return targets
 
 
+def timed_out(what: str, timeout: float) -> PeerUnavailable:
+    """The error of a call to a peer (``what``: ``monitor 'workers'``, ...) that got no answer
+    within ``timeout`` seconds (rule 2)."""
+    return PeerUnavailable(f"{what} timed out after {timeout:g}s")
+
+
+def unreachable(node_id: int, what: str, exc: Exception) -> PeerUnreachable:
+    """The error of a call to node ``node_id`` whose transport failed with ``exc`` (rule 2)."""
+    return PeerUnreachable(f"node {node_id} did not answer {what}: {exc}")
+
+
 class Peers(Protocol):
     """The node RPC as the runtime sees it: one admin monitor task, or one pool monitor, on
-    ``member``. Raises ``PeerUnreachable`` when the transport fails, the remote ``ApiError``
-    when the peer refuses."""
+    ``member``, each call within ``timeout`` seconds (rule 2). Raises ``timed_out`` when the
+    peer is silent, ``unreachable`` when the transport fails, the remote ``ApiError`` when
+    the peer refuses."""
+
+    @property
+    def timeout(self) -> float:
+        """Seconds: the one bound on every call (the forward timeout)."""
+        ...
 
     async def monitor(
         self, member: MemberLike, query: str, params: Mapping[str, str]

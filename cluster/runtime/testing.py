@@ -23,7 +23,7 @@ import trio
 from cluster.ground.errors import PeerUnreachable
 
 from .membership import MemberLike
-from .peers import BlockCall, Peers
+from .peers import FORWARD_TIMEOUT, BlockCall, Peers, timed_out, unreachable
 
 __all__ = [
     "FakeEvent",
@@ -191,7 +191,8 @@ class FakeMembership:
 
 
 class FakePeers:
-    """The peers as seen by the runtime's ``forward``: per peer, answer, hang or refuse."""
+    """The peers as the runtime sees them: per peer, answer, hang or refuse; like the node's,
+    every call bounded by ``timeout`` seconds (``peers`` rule 2)."""
 
     def __init__(self, runtime: Wired, answer: Callable[[int, JSON], Any] | None = None) -> None:
         self.runtime = runtime
@@ -201,6 +202,7 @@ class FakePeers:
         self._hang: set[int] = set()
         self._refuse: set[int] = set()
         self.delay = 0.0  # seconds before an answer
+        self.timeout = FORWARD_TIMEOUT  # seconds: the bound on every call
         runtime.peers = self
 
     def hang(self, node_id: int) -> None:
@@ -216,38 +218,43 @@ class FakePeers:
 
     async def monitor(self, member: MemberLike, query: str, params: Mapping[str, str]) -> JSON:
         request = {"k": "monitor", "query": query, "params": dict(params)}
-        answer: JSON = await self._call(member, request)
+        answer: JSON = await self._call(member, request, f"monitor '{query}'")
         return answer
 
     async def observe(self, member: MemberLike, query: str, params: Mapping[str, str]) -> JSON:
         request = {"k": "monitor", "query": query, "params": dict(params), "observe": True}
-        answer: JSON = await self._call(member, request)
+        answer: JSON = await self._call(member, request, f"monitor '{query}'")
         return answer
 
     async def pool_monitor(
         self, member: MemberLike, pool_id: str, query: str, params: Mapping[str, str]
     ) -> Any:
         request = {"k": "pool_monitor", "pool_id": pool_id, "query": query, "params": dict(params)}
-        return await self._call(member, request)
+        return await self._call(member, request, f"monitor '{query}'")
 
     async def block(self, member: MemberLike, call: BlockCall) -> Any:
         request = {"k": "block", "pool": call.pool, "op": call.op, "offset": call.offset}
-        return await self._call(member, {**request, "size": call.size, "data": call.data})
+        request |= {"size": call.size, "data": call.data}
+        return await self._call(member, request, f"block {call.op} on {call.pool[:40]}")
 
     async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
-        return await self._call(member, {"k": "control", "op": "compose", "entries": entries})
+        request = {"k": "control", "op": "compose", "entries": entries}
+        return await self._call(member, request, f"compose on node {member.node_id}")
 
-    async def _call(self, member: MemberLike, request: JSON) -> Any:
+    async def _call(self, member: MemberLike, request: JSON, what: str) -> Any:
         node_id = member.node_id
         self.calls.append((node_id, request))
         self.in_flight += 1
         try:
-            if node_id in self._refuse:
-                raise PeerUnreachable("[Errno 111] Connection refused")
-            if node_id in self._hang:
-                await trio.sleep_forever()
-            if self.delay:
-                await trio.sleep(self.delay)
-            return self.answer(node_id, request)
+            with trio.move_on_after(self.timeout):
+                if node_id in self._refuse:
+                    exc = PeerUnreachable("[Errno 111] Connection refused")
+                    raise unreachable(node_id, what, exc)
+                if node_id in self._hang:
+                    await trio.sleep_forever()
+                if self.delay:
+                    await trio.sleep(self.delay)
+                return self.answer(node_id, request)
+            raise timed_out(what, self.timeout)
         finally:
             self.in_flight -= 1

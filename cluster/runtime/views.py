@@ -102,9 +102,8 @@ async def cluster_views(rt: Forwarder) -> JSON:
         with trio.move_on_at(deadline):
             async with limiter:
                 try:
-                    answer = await rt.forward(
-                        nid, f"monitor '{VIEW_QUERY}'", lambda p, m: p.observe(m, VIEW_QUERY, {})
-                    )
+                    peers, member = rt.reach(nid)
+                    answer = await peers.observe(member, VIEW_QUERY, {})
                     rows[nid] = read_row(answer)
                 except _Malformed:
                     errors[nid] = "malformed answer"

@@ -29,7 +29,7 @@ from .blockdev import BlockStore
 from .erasure import Buffer, Codec
 from .iometer import IoMeter, IoSnapshot
 from .placement import BlobLoc, Target, plan_moves, score
-from .roster import ArrayMember, MemberState, RecoveryProgress
+from .roster import ArrayMember, DeviceState, RecoveryProgress
 from .sizes import format_size, parse_size
 from .slots import SlotLocks, slot_runs
 
@@ -40,11 +40,11 @@ __all__ = [
     "BlockStore",
     "Buffer",
     "Codec",
+    "DeviceState",
     "Extent",
     "FileStore",
     "IoMeter",
     "IoSnapshot",
-    "MemberState",
     "NoSpace",
     "NoopStore",
     "RamStore",

@@ -45,7 +45,7 @@ from .layout import StripeLayout
 if TYPE_CHECKING:
     from .erasure import Bytes as Rows
 from .recovery import PARALLEL_RUNS, Recovery
-from .roster import ArrayMember, MemberState, RecoveryProgress
+from .roster import ArrayMember, DeviceState, RecoveryProgress
 from .scratch import ScratchPool
 from .slots import SlotLocks
 
@@ -99,7 +99,7 @@ class StripeArray(StripeLayout):
 
     def add_parity(self, member: ArrayMember) -> None:
         """Raise the parity level; the new member recovers (existing parity stays valid)."""
-        self.parity.append(replace(member, state=MemberState.RECOVERING))
+        self.parity.append(replace(member, state=DeviceState.RECOVERING))
         self.codec = Codec(self.k, self.m)
         self.recovery.generation += 1
 
@@ -115,11 +115,11 @@ class StripeArray(StripeLayout):
     def _fail(self, position: int, exc: BaseException) -> None:
         member = self.member(position)
         self.failures[position] = exc
-        if member.state in (MemberState.ACTIVE, MemberState.RECOVERING):
+        if member.state in (DeviceState.ACTIVE, DeviceState.RECOVERING):
             log.warning(
                 "array %s: member %s failed (%s); marked faulty", self.name, member.pool_name, exc
             )
-            self.set_state(position, MemberState.FAULTY)
+            self.set_state(position, DeviceState.FAULTY)
 
     async def _read_one(
         self, slot: int, position: int, out: dict[int, Buffer | None], n: int, into: Rows | None
@@ -149,7 +149,7 @@ class StripeArray(StripeLayout):
     async def _write_one(self, slot: int, position: int, block: Buffer | Rows) -> bool:
         """Write ``block`` to ``position``; whether it took it."""
         member = self.member(position)
-        if member.state not in (MemberState.ACTIVE, MemberState.RECOVERING):
+        if member.state not in (DeviceState.ACTIVE, DeviceState.RECOVERING):
             self._miss(position, slot, block)
             return False
         store = self._open_member(member.pool_id)
@@ -211,7 +211,7 @@ class StripeArray(StripeLayout):
     ) -> list[Buffer | None]:
         """At least ``want`` readable blocks of ``n`` consecutive slots (data first)."""
         blocks: list[Buffer | None] = [None] * (self.k + self.m)
-        candidates = [p for p in self.positions() if self.member(p).state == MemberState.ACTIVE]
+        candidates = [p for p in self.positions() if self.member(p).state == DeviceState.ACTIVE]
         have = 0
         while have < want and candidates:
             batch, candidates = candidates[: want - have], candidates[want - have :]
@@ -225,7 +225,7 @@ class StripeArray(StripeLayout):
         """Data chunks ``indices`` of a slot, reconstructed when a member is unusable."""
         if slot not in self.written:
             return dict.fromkeys(indices, self._zero)
-        direct = [i for i in indices if self.member(i).state == MemberState.ACTIVE]
+        direct = [i for i in indices if self.member(i).state == DeviceState.ACTIVE]
         if len(direct) == len(indices):
             got = await self._read_positions(slot, direct)
             if all(b is not None for b in got.values()):
@@ -358,7 +358,7 @@ class StripeArray(StripeLayout):
         blocks = [(i, data[i]) for i in changed]
         blocks += [(self.k + j, p) for j, p in enumerate(self.codec.encode(data))]
         kept = sum(  # data chunks left as they are, on members in service: still current
-            self.member(i).state in (MemberState.ACTIVE, MemberState.RECOVERING)
+            self.member(i).state in (DeviceState.ACTIVE, DeviceState.RECOVERING)
             for i in range(self.k)
             if i not in changed
         )

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from cluster.ground.ids import PoolId
 
-from .roster import ArrayMember, MemberState
+from .roster import ArrayMember, DeviceState
 
 __all__ = ["RUN_BYTES", "StripeLayout"]
 
@@ -76,14 +76,14 @@ class StripeLayout:
 
     def out_of_service(self) -> int:
         """Positions not ``active`` (faulty, removed or still recovering)."""
-        return sum(self.member(p).state != MemberState.ACTIVE for p in self.positions())
+        return sum(self.member(p).state != DeviceState.ACTIVE for p in self.positions())
 
-    def set_state(self, position: int, state: MemberState) -> None:
+    def set_state(self, position: int, state: DeviceState) -> None:
         self.set_member(position, replace(self.member(position), state=state))
 
     def _degraded(self) -> bool:
         """Is a position out of service for good (faulty or removed), not merely recovering?"""
-        states = (MemberState.FAULTY, MemberState.REMOVED)
+        states = (DeviceState.FAULTY, DeviceState.REMOVED)
         return any(self.member(p).state in states for p in self.positions())
 
     def _split(

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
-from .roster import MemberState
+from .roster import ArrayMember, DeviceState, RecoveryProgress
 from .slots import slot_runs
 
-if TYPE_CHECKING:
-    from .array import StripeArray
-
-__all__ = ["CATCH_UP_ROUNDS", "PARALLEL_RUNS", "WALK_STEPS", "Recovery"]
+__all__ = ["CATCH_UP_ROUNDS", "PARALLEL_RUNS", "WALK_STEPS", "Recoverable", "Recovery"]
 
 log = logging.getLogger("cluster.storage.array")
 PARALLEL_RUNS = 2  # runs rebuilt at once: one is read or written while the other is coded
@@ -32,10 +29,31 @@ CATCH_UP_ROUNDS = 8  # rounds a run rebuilds slots missed while it ran (rule 1)
 WALK_STEPS = 100  # a paced run walks the slots in at most this many steps
 
 
+class Recoverable(Protocol):
+    """What a recovery run reads and changes of its array (``array.StripeArray`` satisfies
+    it): the members' states, the slots written and missed, and one rebuild of a run."""
+
+    name: str
+    slots: int
+    written: set[int]
+    dirty: set[int]
+    missed: dict[int, set[int]]
+    recovery: RecoveryProgress
+
+    @property
+    def run_slots(self) -> int: ...
+    def positions(self) -> range: ...
+    def member(self, position: int) -> ArrayMember: ...
+    def set_state(self, position: int, state: DeviceState) -> None: ...
+    def out_of_service(self) -> int: ...
+    def missed_by(self, positions: Sequence[int]) -> set[int]: ...
+    async def rebuild_run(self, first: int, n: int, targets: Sequence[int]) -> None: ...
+
+
 class Recovery:
     """One recovery run of array ``a``."""
 
-    def __init__(self, a: StripeArray) -> None:
+    def __init__(self, a: Recoverable) -> None:
         self.a = a
 
     async def run(self, pace_s: float = 0.0, resync: bool = False) -> None:
@@ -46,7 +64,7 @@ class Recovery:
         a = self.a
         rec = a.recovery
         generation = rec.generation
-        targets = [p for p in a.positions() if a.member(p).state == MemberState.RECOVERING]
+        targets = [p for p in a.positions() if a.member(p).state == DeviceState.RECOVERING]
         if not targets:
             return
         wanted = a.written & a.missed_by(targets) if resync else a.written
@@ -80,8 +98,8 @@ class Recovery:
         if not await self._catch_up(targets, generation):
             return  # still writes in flight that skip them: the next run tries again
         for p in targets:
-            if a.member(p).state == MemberState.RECOVERING:
-                a.set_state(p, MemberState.ACTIVE)
+            if a.member(p).state == DeviceState.RECOVERING:
+                a.set_state(p, DeviceState.ACTIVE)
                 a.missed.pop(p, None)
         if a.out_of_service() == 0:
             a.dirty.clear()

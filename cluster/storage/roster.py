@@ -14,10 +14,13 @@ from enum import StrEnum
 
 from cluster.ground.ids import PoolId
 
-__all__ = ["ArrayMember", "MemberState", "RecoveryProgress"]
+__all__ = ["ArrayMember", "DeviceState", "RecoveryProgress"]
 
 
-class MemberState(StrEnum):
+class DeviceState(StrEnum):
+    """The state of a device that is one member of an array (a node's state in the membership
+    is ``swim.MemberState``)."""
+
     ACTIVE = "active"
     FAULTY = "faulty"
     REMOVED = "removed"
@@ -29,7 +32,7 @@ class ArrayMember:
     pool_name: str
     pool_id: PoolId
     base: int  # byte offset of the array's region on the member device
-    state: MemberState = MemberState.ACTIVE
+    state: DeviceState = DeviceState.ACTIVE
     node_id: int | None = None  # the node that holds the device; None: the array's own
 
 

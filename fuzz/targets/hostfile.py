@@ -1,4 +1,4 @@
-"""Target ``hostfile``: a hostfile's bytes through ``cluster.node.hostfile.parse_hostfile_text``.
+"""Target ``hostfile``: a hostfile's bytes through ``cluster.hosts.hostfile.parse_hostfile_text``.
 
 Only ``SettingsError`` may come out (rule 3); every entry it accepts is a host (not empty, no
 NUL, no line break) and a port from 1 to 65535.
@@ -7,7 +7,7 @@ NUL, no line break) and a port from 1 to 65535.
 from __future__ import annotations
 
 from cluster.ground.errors import SettingsError
-from cluster.node.hostfile import parse_hostfile_text
+from cluster.hosts.hostfile import parse_hostfile_text
 
 
 def test_one_input(data: bytes) -> bool:

@@ -1,4 +1,4 @@
-"""Target ``rpc_frame``: one node RPC frame body through ``cluster.node.frames``.
+"""Target ``rpc_frame``: one node RPC frame body through ``cluster.rpc.frames``.
 
 - ``frame_limit`` of its first bytes raises nothing and answers one of the kinds' sizes;
 - ``decode_frame`` raises only ``BadFrame`` (rule 2); a request it accepts (other than the
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import msgpack
 
-from cluster.node import frames
-from cluster.node.frames import BadFrame
+from cluster.rpc import frames
+from cluster.rpc.frames import BadFrame
 
 from ..mutators import msgpack_mutator
 

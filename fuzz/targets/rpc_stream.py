@@ -23,9 +23,10 @@ import trio
 import trio.testing
 
 from cluster.ground.errors import BadRequest, PeerUnreachable
-from cluster.node import frames, rpc
-from cluster.node.frames import BadFrame
+from cluster.node import rpc
 from cluster.node.rpclimits import RpcLimits, RpcServerStats
+from cluster.rpc import client, frames
+from cluster.rpc.frames import BadFrame
 
 from ..mutators import frames_after, msgpack_mutator
 
@@ -76,7 +77,7 @@ async def _call(data: bytes) -> bool:
     stream.put_data(data)
     stream.put_eof()
     try:
-        frames.decode_reply(await rpc._receive_reply(stream))  # type: ignore[arg-type]
+        frames.decode_reply(await client._receive_reply(stream))  # type: ignore[arg-type]
     except (BadFrame, PeerUnreachable):
         return False
     return True

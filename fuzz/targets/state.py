@@ -26,7 +26,7 @@ import msgpack
 import trio
 import trio.testing
 
-from cluster.node.frames import BadFrame, Swim, decode_frame
+from cluster.rpc.frames import BadFrame, Swim, decode_frame
 from swim import FrameError, MemberState, SwimConfig, SwimMachine, exchange, recv_frame, wire
 from swim.keyring import TCP_REPLY, TCP_REQUEST, Keyring
 from swim.wire import StateEntry

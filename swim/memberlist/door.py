@@ -28,7 +28,7 @@ from ..config import SwimConfig
 from ..machine import SwimMachine
 from ..messages import BadMessage, StateEntry
 from ..outputs import DROPPED, Datagram, Output, SyncRequest
-from ..wireformat import Link
+from ..wireformat import DoorLink
 from . import codec, stream
 from .codec import Kind
 from .edge import UNKNOWN_PEER, Edge
@@ -141,12 +141,12 @@ class MemberlistDoor:
         via = UNKNOWN_PEER if req.dest is None else req.dest
         return via, self.edge.states_in(theirs)
 
-    async def answer(self, msg: dict[str, Any], link: Link) -> dict[str, Any]:
+    async def answer(self, msg: dict[str, Any], link: DoorLink) -> dict[str, Any]:
         """Our own ``"swim"`` frames are refused: this member speaks memberlist's protocol."""
         self.machine.counters.drop("bad_tcp_op")
         return exchange.error_reply("this member speaks memberlist's protocol")
 
-    async def serve(self, conn: trio.SocketStream, first: bytes, link: Link) -> None:
+    async def serve(self, conn: trio.SocketStream, first: bytes, link: DoorLink) -> None:
         """Answer one memberlist stream (rule 3); ``link`` merges the peer's push/pull and
         says whether faults cut the sender off."""
         if self.streams >= MAX_STREAMS:
@@ -158,7 +158,7 @@ class MemberlistDoor:
         finally:
             self.streams -= 1
 
-    async def _serve(self, conn: trio.SocketStream, first: bytes, link: Link) -> None:
+    async def _serve(self, conn: trio.SocketStream, first: bytes, link: DoorLink) -> None:
         c = self.config
         try:
             with trio.fail_after(c.tcp_timeout):
@@ -186,7 +186,9 @@ class MemberlistDoor:
         except trio.TooSlowError:
             self.machine.counters.drop("tcp_timeout")
 
-    async def _tcp_ping(self, conn: trio.SocketStream, body: dict[bytes, Any], link: Link) -> None:
+    async def _tcp_ping(
+        self, conn: trio.SocketStream, body: dict[bytes, Any], link: DoorLink
+    ) -> None:
         """memberlist's fallback probe: an ack on the stream, unless the sender is cut off."""
         ping = codec.decode_body(Kind.PING, body)
         assert isinstance(ping, codec.Ping)

@@ -18,7 +18,7 @@ from quart_trio import QuartTrio
 
 from cluster.ground.errors import BadRequest, PeerUnreachable
 from cluster.local import free_port
-from cluster.node import Faults, rpc_call
+from cluster.rpc import Faults, rpc_call
 from cluster.runtime import FORWARD_TIMEOUT, ProcessProbe, SingleNode, build_views
 from cluster.runtime.admin import admin_query
 from cluster.runtime.runtime import Runtime

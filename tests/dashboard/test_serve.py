@@ -66,8 +66,8 @@ async def test_health_answers_while_forwards_hang(runtime: Runtime, nursery: tri
     """max_threads=4: three slots for forwards, one kept for local routes; 8 forwards to a
     silent peer are in flight or queued, and health still answers at once. (The forward bound
     is shortened to 1 s to keep the test short; the 5 s value is tested in test_nodes.)"""
-    runtime.forward_timeout = 1.0
     peers = FakePeers(runtime)
+    peers.timeout = 1.0
     peers.hang(1)
     viz = replace(runtime.settings.viz, port=0, max_threads=4)
     _, port = await nursery.start(serve_dashboard, runtime, viz)

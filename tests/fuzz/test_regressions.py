@@ -13,7 +13,7 @@ import trio.testing
 
 from cluster.ground.errors import SettingsError
 from cluster.ground.settings import find_config_file, load_settings, parse_settings_text
-from cluster.node.hostfile import parse_hostfile
+from cluster.hosts.hostfile import parse_hostfile
 from fuzz import memberlist_seeds as seeds_ml
 from scenarios import ScenarioError, parse_scenario
 from swim import BadMessage, FrameError, SwimConfig, recv_frame

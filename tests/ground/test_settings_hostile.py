@@ -27,8 +27,8 @@ from cluster.ground.settings import (
     load_settings,
     parse_settings_text,
 )
-from cluster.node import cli, process
-from cluster.node.hostfile import parse_hostfile, resolve_identity
+from cluster.hosts.hostfile import parse_hostfile, resolve_identity
+from cluster.node import cli, flags, process
 from tests.ground.test_safeyaml import ALIAS_BOMB
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,7 +177,7 @@ def test_keyring_flag_sets_the_swim_keyring_file(
     keys = tmp_path / "keys"
     keys.write_text(swim.new_key_line() + "\n")
     args = cli.build_parser().parse_args(["start", "--keyring", str(keys)])
-    assert cli._settings(args).swim["keyring_file"] == str(keys)
+    assert flags.settings_of(args).swim["keyring_file"] == str(keys)
     assert cli.main(["start", "--keyring", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"rt_run: --keyring: swim: keyring file {tmp_path / 'missing'}")

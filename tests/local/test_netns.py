@@ -70,7 +70,7 @@ class Netns:
     def rt(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """``rt_cluster ARGV`` on this cluster, in a process of its own."""
         return subprocess.run(
-            [sys.executable, "-m", "cluster.rt_cluster.cli", *argv, "--name", self.name],
+            [sys.executable, "-m", "scenarios.command", *argv, "--name", self.name],
             capture_output=True, text=True, timeout=timeout, env=self.env, check=False,
         )  # fmt: skip
 
@@ -292,7 +292,7 @@ def test_a_crashed_up_is_cleaned_by_down_and_by_the_next_up(tmp_path: Path) -> N
     env = {"RT_CLUSTER_HOME": str(home)}
     c = Netns(home, {**os.environ, **env}, name="crash")
     key = network_key(c.directory)
-    argv = [sys.executable, "-m", "cluster.rt_cluster.cli", "up", "-n", "3", "--netns",
+    argv = [sys.executable, "-m", "scenarios.command", "up", "-n", "3", "--netns",
             "--subnet", CRASH_SUBNET, "--no-viz", "--name", "crash"]  # fmt: skip
     try:
         with open_harness(tmp_path) as harness:

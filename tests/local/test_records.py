@@ -40,7 +40,7 @@ from cluster.local import (
 from cluster.local import plan as plan_module
 from cluster.local.ledger import fold_endings, forget
 from cluster.local.network import network_of
-from cluster.rt_cluster.cli import build_parser
+from scenarios.command import build_parser
 from tests.support import hold_port, wait_for
 
 

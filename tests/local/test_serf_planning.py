@@ -38,8 +38,8 @@ from cluster.local.serf import (
     join_addresses,
     parse_members,
 )
-from cluster.rt_cluster.cli import build_parser
 from cluster.rt_cluster.watch import describe_faults
+from scenarios.command import build_parser
 from tests.support.clusters import run_main
 
 

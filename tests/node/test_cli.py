@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from cluster.local.ports import free_port
-from cluster.node import cli
+from cluster.node import cli, flags, nodeclient
 
 
 @pytest.fixture(autouse=True)
@@ -22,16 +22,16 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (["start"], cli.cmd_start),
         (["runtime", "start"], cli.cmd_start),
-        (["stop"], cli.cmd_stop),
-        (["runtime", "stop"], cli.cmd_stop),
+        (["stop"], nodeclient.cmd_stop),
+        (["runtime", "stop"], nodeclient.cmd_stop),
         (["restart"], cli.cmd_restart),
         (["runtime", "restart"], cli.cmd_restart),
         (["refresh"], cli.cmd_refresh),
         (["repo", "refresh"], cli.cmd_refresh),
-        (["compose", "list"], cli.cmd_compose),
+        (["compose", "list"], nodeclient.cmd_compose),
         (["config", "export", "--path", "x"], cli.cmd_config),
-        (["migrate", "800.0", "--to", "1"], cli.cmd_migrate),
-        (["monitor", "--once", "--json"], cli.cmd_monitor),
+        (["migrate", "800.0", "--to", "1"], nodeclient.cmd_migrate),
+        (["monitor", "--once", "--json"], nodeclient.cmd_monitor),
     ],
 )
 def test_flat_and_legacy_forms_resolve_to_the_same_handlers(argv: list[str], fn: object) -> None:
@@ -41,9 +41,11 @@ def test_flat_and_legacy_forms_resolve_to_the_same_handlers(argv: list[str], fn:
 def test_viz_flags_on_start_and_restart() -> None:
     for cmd in ("start", "restart"):
         args = cli.build_parser().parse_args([cmd, "--viz-port", "0", "--viz-bind", "127.0.0.1"])
-        s = cli._settings(args)
+        s = flags.settings_of(args)
         assert (s.viz.enabled, s.viz.port, s.viz.bind) == (True, 0, "127.0.0.1")
-        assert cli._settings(cli.build_parser().parse_args([cmd, "--no-viz"])).viz.enabled is False
+        assert (
+            flags.settings_of(cli.build_parser().parse_args([cmd, "--no-viz"])).viz.enabled is False
+        )
     with pytest.raises(SystemExit):
         cli.build_parser().parse_args(["start", "--viz", "--no-viz"])
 
@@ -122,7 +124,7 @@ def test_prepare_parses_a_start_and_reads_its_settings_ahead(tmp_path: Path) -> 
     argv = ["start", "--port", "7001", "--node-id", "3", "--viz-port", "0", "--config", str(cfg)]
     prepared = cli.prepare(argv)
     assert prepared is not None
-    assert prepared.settings == cli._settings(cli.build_parser().parse_args(argv))
+    assert prepared.settings == flags.settings_of(cli.build_parser().parse_args(argv))
     assert prepared.settings.networking.node_id == 3
     assert prepared.settings.workload.enabled is False
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.node.frames import (
+from cluster.node.rpc import is_foreign
+from cluster.rpc.frames import (
     MAX_FRAME,
     PEEK_BYTES,
     SMALL_FRAME,
@@ -38,7 +39,6 @@ from cluster.node.frames import (
     frame_limit,
     unpack_untrusted,
 )
-from cluster.node.rpc import is_foreign
 from cluster.runtime import BLOCK_IO
 from swim.memberlist import codec, stream
 from tests.support.strategies import msgpack_scalars, msgpack_values

@@ -27,7 +27,7 @@ import trio
 from cluster.ground.errors import ApiError
 from cluster.local import check_port_free, pick_free_ports
 from cluster.local.record import start_marker
-from cluster.node import Identity, rpc_call
+from cluster.rpc import Identity, rpc_call
 from tests.support import RETRY_ON, Child, Harness, open_harness, wait_for
 
 pytestmark = [

@@ -29,7 +29,7 @@ import trio
 
 from cluster.ground.errors import ApiError
 from cluster.local import free_port, pick_free_ports
-from cluster.node import Identity, Monitor, rpc_call
+from cluster.rpc import Identity, Monitor, rpc_call
 from tests.support import RETRY_ON, Child, Harness, open_harness, wait_for
 
 pytestmark = pytest.mark.slow

@@ -1,5 +1,5 @@
 """Placement under mpirun or srun (``cluster.node.ranks``), the advertised address
-(``cluster.node.hostfile``) and the ``advertise`` setting: pure decisions, no processes.
+(``cluster.hosts.hostfile``) and the ``advertise`` setting: pure decisions, no processes.
 
 The machine is a fake (``Machine`` with its names, addresses and a table for a resolver), so
 every case is the same on any host.
@@ -17,11 +17,10 @@ import pytest
 
 from cluster.ground.errors import SettingsError
 from cluster.ground.settings import NetworkingSettings, Settings, VizSettings, load_settings
+from cluster.hosts import Machine, advertised_host, is_wildcard, resolve_identity
 from cluster.node.cli import main
-from cluster.node.hostfile import advertised_host, is_wildcard, resolve_identity
 from cluster.node.ranks import (
     PORT_FLAG,
-    Machine,
     Placement,
     choose_placement,
     launch_rank,

@@ -24,28 +24,30 @@ from cluster.ground.errors import (
 )
 from cluster.ground.settings import load_settings
 from cluster.node import (
+    Node,
+    RpcLimits,
+    RpcPeers,
+    RpcServerStats,
+    fds,
+    open_node,
+    open_rpc_listeners,
+    serve_rpc,
+)
+from cluster.rpc import (
     Adopt,
     Compose,
     Faults,
     Identity,
     Migrate,
     Monitor,
-    Node,
     PeerTimeout,
     PoolMonitor,
     Pools,
     RpcError,
-    RpcLimits,
-    RpcPeers,
-    RpcServerStats,
     Stop,
     Swim,
     encode,
-    fds,
-    open_node,
-    open_rpc_listeners,
     rpc_call,
-    serve_rpc,
 )
 from cluster.runtime.testing import FakeMember
 from swim import recv_frame, send_frame
@@ -238,7 +240,7 @@ async def test_a_blocked_peer_is_cut_off(autojump_clock: trio.testing.MockClock)
     faults.block([1])
     peers = RpcPeers(faults, timeout=5)
     start = trio.current_time()
-    with pytest.raises(PeerUnavailable, match="node 1 is cut off") as info:
+    with pytest.raises(PeerUnavailable, match=r"^monitor 'workers' timed out after 5s$") as info:
         await peers.monitor(FakeMember(1, port=1), "workers", {})
     assert not isinstance(info.value, PeerUnreachable)
     assert trio.current_time() - start == pytest.approx(5)
@@ -369,7 +371,7 @@ async def test_migrate_moves_a_pool_and_a_cut_off_target_times_out(
         await rpc_call("127.0.0.1", node.rpc_port, Compose((entry,)), 5)
 
         node.swim.faults.block([1])
-        node.runtime.forward_timeout = 0.3
+        node.peers.timeout = 0.3
         with pytest.raises(PeerUnavailable, match=r"^adopt 820\.0 timed out after 0\.3s$"):
             await rpc_call("127.0.0.1", node.rpc_port, Migrate("820.0", "1"), 5)
         node.swim.faults.heal()
@@ -566,3 +568,22 @@ def test_opening_the_listeners_raises_the_soft_open_file_limit() -> None:
         assert fds.raise_nofile_limit() == hard  # again: nothing left to raise, no error
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_a_silent_peer_times_out_once_in_the_peers() -> None:
+    """The RPC client's own timeout is the forward's one bound: its ``PeerTimeout`` comes out
+    worded as the forward's (``<what> timed out after Ns``)."""
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+
+        async def silent(stream: trio.SocketStream) -> None:
+            await trio.sleep_forever()
+
+        nursery.start_soon(trio.serve_listeners, silent, listeners)
+        peers = RpcPeers(swim.Faults(), timeout=0.3)
+        start = trio.current_time()
+        with pytest.raises(PeerUnavailable, match=r"^monitor 'workers' timed out after 0\.3s$"):
+            await peers.monitor(FakeMember(1, port=port), "workers", {})
+        assert trio.current_time() - start < 2.0
+        nursery.cancel_scope.cancel()

@@ -25,8 +25,8 @@ import pytest
 import trio
 
 from cluster.ground.errors import ApiError
-from cluster.node import Adopt, Identity, encode, rpc_call
-from cluster.node.frames import Block
+from cluster.rpc import Adopt, Identity, encode, rpc_call
+from cluster.rpc.frames import Block
 from tests.support import HOST, Child, Harness, wait_for
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from cluster.local import (
     process_state,
     save_record,
 )
-from cluster.rt_cluster.cli import main
+from scenarios.command import main
 from tests.support import hold_port
 
 
@@ -40,13 +40,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (["kill", "1", "--name", "ghost"], "no cluster named 'ghost'"),
         (["kill", "x"], "not a node id: 'x'"),
         (["loss", "0", "150"], "PERCENT: 150 is out of range"),
-        (["loss", "0", "lots"], "PERCENT: not a number"),
+        (["loss", "0", "lots"], "PERCENT: expected a number from 0 to 100, got 'lots'"),
         (["delay", "0", "-5"], "MS: -5 is out of range"),
         (["partition", "0,a", "1"], "bad group '0,a'"),
         (["up", "-n", "2", "--name", "bad/name"], "bad cluster name"),
-        (["up", "-n", "0"], "-n: 0 is out of range (1..1024)"),
+        (["up", "-n", "0"], "-n: 0 is out of range (from 1 to 1024)"),
         (["scenario", "kill_one", "-n", "2000"], "-n 2000: real clusters have at most 1024"),
-        (["scenario", "kill_one", "-n", "70000", "--sim"], "out of range (1..65536)"),
+        (["scenario", "kill_one", "-n", "70000", "--sim"], "out of range (from 1 to 65536)"),
         (["frobnicate"], "unknown command 'frobnicate' (commands: up, status,"),
     ],
 )

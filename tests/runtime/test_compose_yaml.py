@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cluster.ground.errors import ValidationFailed
-from cluster.node import cli
+from cluster.node import cli, nodeclient
 from cluster.runtime.compose import CONFIG_LIMITS, check_compose
 from cluster.runtime.runtime import Runtime
 from tests.ground.test_safeyaml import ALIAS_BOMB
@@ -79,7 +79,7 @@ def test_rt_run_compose_file_with_a_bomb_or_a_date_is_one_line(
     )
     sent = []
     reply = {"results": [{"pool_name": "d", "pool_id": "800.0"}]}
-    monkeypatch.setattr(cli, "_call", lambda args, request: sent.append(request) or reply)
+    monkeypatch.setattr(nodeclient, "_call", lambda args, request: sent.append(request) or reply)
     dated = tmp_path / "dated.yaml"
     dated.write_text("- {mod_name: rt_bdev, pool_name: d, when: 2024-01-01}\n")
     assert cli.main(["compose", str(dated), "--port", "1"]) == 0

@@ -171,7 +171,5 @@ async def test_pool_monitor_routing(runtime: Runtime) -> None:
 
 
 async def test_forward_without_rpc_is_unavailable(runtime: Runtime) -> None:
-    with pytest.raises(PeerUnavailable):
-        await runtime.forward(
-            0, "monitor 'workers'", lambda peers, m: peers.monitor(m, "workers", {})
-        )
+    with pytest.raises(PeerUnavailable, match="this runtime has no RPC"):
+        runtime.reach(0)

@@ -23,7 +23,7 @@ from scenarios.sim import run_sim
 from scenarios.spec import ScenarioError
 from tests.support.clusters import run_main
 
-RT_CLUSTER = [sys.executable, "-m", "cluster.rt_cluster"]
+RT_CLUSTER = [sys.executable, "-m", "scenarios.command"]
 
 
 def test_a_draw_is_a_pure_function_of_its_seed_and_always_a_scenario() -> None:

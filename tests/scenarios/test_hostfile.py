@@ -15,8 +15,8 @@ import trio
 from cluster.local import (
     pick_free_ports,
 )
-from cluster.node import Monitor, rpc_call
-from cluster.rt_cluster.cli import main
+from cluster.rpc import Monitor, rpc_call
+from scenarios.command import main
 from tests.support import HOST, Harness, held_socket
 from tests.support.clusters import quiet_config, rt_cluster, up_argv
 

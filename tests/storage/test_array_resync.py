@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from cluster.ground.ids import PoolId
-from cluster.storage import ArrayMember, BlockStore, Buffer, Extent, IoSnapshot, MemberState
+from cluster.storage import ArrayMember, BlockStore, Buffer, DeviceState, Extent, IoSnapshot
 from cluster.storage.array import StripeArray, Unreadable, Unwritable
 
 CHUNK, SLOTS = 512, 16
@@ -76,19 +76,19 @@ async def test_a_write_under_way_when_the_member_comes_back_is_rebuilt_onto_it()
     array = array_of(stores)
     stripe = 2 * CHUNK
     await array.write(0, b"\x01" * stripe)
-    array.set_state(1, MemberState.FAULTY)  # away
+    array.set_state(1, DeviceState.FAULTY)  # away
     await array.write(stripe, b"\x02" * stripe)  # slot 1: missed by member 1
     stores[2].gate = trio.Event()  # the parity write of the next one is held
     payload = b"\x03" * stripe
     async with trio.open_nursery() as nursery:
         nursery.start_soon(array.write, 5 * stripe, payload)  # slot 5: skips member 1
         await stores[2].held.wait()  # member 1 already skipped; the write is under way
-        array.set_state(1, MemberState.RECOVERING)  # back
+        array.set_state(1, DeviceState.RECOVERING)  # back
         array.recovery.generation += 1
         nursery.start_soon(array.recover, 0.0, True)
         await trio.sleep(0.05)
         stores[2].gate.set()
-    assert array.member(1).state == MemberState.ACTIVE
+    assert array.member(1).state == DeviceState.ACTIVE
     assert array.missed == {}
     # member 1 holds the second half of each stripe: read it directly
     assert stores[1].data[1 * CHUNK : 2 * CHUNK] == b"\x02" * CHUNK
@@ -105,9 +105,9 @@ async def test_a_write_that_reaches_fewer_members_than_data_fails_and_is_not_ack
     array = array_of(stores)
     stripe = 2 * CHUNK
     await array.write(0, b"\x01" * stripe)
-    array.set_state(2, MemberState.FAULTY)
+    array.set_state(2, DeviceState.FAULTY)
     await array.write(stripe, b"\x02" * stripe)  # one out: within the parity level
-    array.set_state(1, MemberState.FAULTY)
+    array.set_state(1, DeviceState.FAULTY)
     for offset, size in ((2 * stripe, stripe), (3 * stripe + 7, 10)):  # a stripe, a piece
         with pytest.raises(Unwritable, match="to 1 members only; it takes 2"):
             await array.write(offset, b"\x03" * size)

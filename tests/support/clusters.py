@@ -24,7 +24,7 @@ import trio
 
 from cluster.local import ClusterError, Member, Processes, child_env, live_members, read_record
 from cluster.local.netns import network_key, privileged, remove_network
-from cluster.rt_cluster.cli import main
+from scenarios.command import main
 from tests.support import wait_for
 
 __all__ = [
@@ -55,7 +55,7 @@ def zygote_env(tmp_path: Path) -> dict[str, str]:
 
 def rt_cluster(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cluster.rt_cluster.cli", *argv],
+        [sys.executable, "-m", "scenarios.command", *argv],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -85,7 +85,7 @@ def open_rt_cluster(argv: Sequence[str], errors: Path) -> Iterator[subprocess.Po
     block ends."""
     with open(errors, "w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cluster.rt_cluster.cli", *argv],
+            [sys.executable, "-m", "scenarios.command", *argv],
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,

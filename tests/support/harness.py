@@ -35,7 +35,7 @@ import trio
 
 from cluster.ground.errors import ApiError
 from cluster.local import Processes, child_env, free_port, log_tail
-from cluster.node import Identity, rpc_call
+from cluster.rpc import Identity, rpc_call
 
 from .waiting import wait_for
 

@@ -25,7 +25,7 @@ import pytest
 import trio
 
 from cluster.local import free_port, log_tail
-from cluster.node import Faults, rpc_call
+from cluster.rpc import Faults, rpc_call
 from tests.support import HOST, Child, Harness, open_harness, wait_for
 
 REPO = Path(__file__).resolve().parents[2]

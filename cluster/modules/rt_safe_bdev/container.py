@@ -38,9 +38,9 @@ from cluster.storage import (
     ArrayMember,
     BlockStore,
     Buffer,
+    DeviceState,
     Extent,
     IoMeter,
-    MemberState,
     NoSpace,
     StripeArray,
     parse_size,
@@ -272,7 +272,7 @@ class SafeBdevContainer(ExtentDevice):
             for p, pool_id in self.devices.overdue(now, self.auto_replace_s):
                 await self._auto_replace(array, p, pool_id)
         with self.operation():
-            if any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
+            if any(array.member(p).state == DeviceState.RECOVERING for p in array.positions()):
                 resync = self.devices.resync_only(array)
                 self._run_started, self._run_ended = trio.current_time(), None
                 try:
@@ -309,7 +309,7 @@ class SafeBdevContainer(ExtentDevice):
     async def wait_recovered(self, poll_s: float = 0.01) -> None:
         """Return once no member is recovering (tests and benchmarks; polls the roster)."""
         array = self.require_array()
-        while any(array.member(p).state == MemberState.RECOVERING for p in array.positions()):
+        while any(array.member(p).state == DeviceState.RECOVERING for p in array.positions()):
             await trio.sleep(poll_s)
 
     async def verify(self) -> JSON:
@@ -347,11 +347,11 @@ class SafeBdevContainer(ExtentDevice):
                 if a.member(p).node_id is None
                 else a.member(p).node_id,
                 "state": str(a.member(p).state),
-                "recovering": a.member(p).state == MemberState.RECOVERING,
+                "recovering": a.member(p).state == DeviceState.RECOVERING,
             }
             for p in a.positions()
         ]
-        count = {str(s): sum(m["state"] == s for m in members) for s in MemberState}
+        count = {str(s): sum(m["state"] == s for m in members) for s in DeviceState}
         return {
             "pool_name": self.info.pool_name,
             "max_failures": self.max_failures,

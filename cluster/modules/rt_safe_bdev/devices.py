@@ -26,7 +26,7 @@ from __future__ import annotations
 from cluster.ground.errors import ApiError, Conflict, NotFound, PeerUnavailable
 from cluster.ground.ids import PoolId
 from cluster.runtime import ModuleContext
-from cluster.storage import ArrayMember, BlockStore, MemberState, StripeArray
+from cluster.storage import ArrayMember, BlockStore, DeviceState, StripeArray
 
 from ..members import MemberRequest, find_block_store
 from ..remote import RemoteStore, split_member
@@ -107,19 +107,19 @@ class MemberDevices:
         said: list[str] = []
         for p in array.positions():
             m = array.member(p)
-            if not self.is_remote(m.node_id) or m.state == MemberState.REMOVED:
+            if not self.is_remote(m.node_id) or m.state == DeviceState.REMOVED:
                 continue
             assert m.node_id is not None
             state = self.runtime.node_state(m.node_id)
             if state in DOWN_STATES:
-                if m.state != MemberState.FAULTY:
-                    array.set_state(p, MemberState.FAULTY)
+                if m.state != DeviceState.FAULTY:
+                    array.set_state(p, DeviceState.FAULTY)
                     said.append(f"member {m.pool_name} is faulty: node {m.node_id} is {state}")
                 self.away.setdefault(p, (m.pool_id, now))
-            elif m.state == MemberState.FAULTY and p not in self.away:
+            elif m.state == DeviceState.FAULTY and p not in self.away:
                 if isinstance(array.failures.pop(p, None), PeerUnavailable):
                     self.away[p] = (m.pool_id, now)  # unreachable for a while: tried again below
-            elif p in self.away and (self.away[p][0] != m.pool_id or m.state != MemberState.FAULTY):
+            elif p in self.away and (self.away[p][0] != m.pool_id or m.state != DeviceState.FAULTY):
                 del self.away[p]  # replaced or taken out meanwhile
             elif p in self.away and state == "alive" and now >= self.tried.get(p, 0) + RETRY_S:
                 self.tried[p] = now
@@ -127,7 +127,7 @@ class MemberDevices:
                 if store is not None and await store.refence():
                     del self.away[p]
                     self.resync.add(p)
-                    array.set_state(p, MemberState.RECOVERING)
+                    array.set_state(p, DeviceState.RECOVERING)
                     array.recovery.generation += 1
                     said.append(f"member {m.pool_name} is back on node {m.node_id}: resync")
         return said
@@ -165,7 +165,7 @@ class MemberDevices:
     def resync_only(self, array: StripeArray) -> bool:
         """Are all the recovering members back from being away (their blocks kept)?"""
         recovering = {
-            p for p in array.positions() if array.member(p).state == MemberState.RECOVERING
+            p for p in array.positions() if array.member(p).state == DeviceState.RECOVERING
         }
         self.resync &= recovering
         return bool(recovering) and recovering <= self.resync

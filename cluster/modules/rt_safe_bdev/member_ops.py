@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from cluster.ground.errors import BadRequest, Conflict, NotFound, ValidationFailed
 from cluster.ground.ids import PoolId
 from cluster.runtime import ModuleContext
-from cluster.storage import Allocator, ArrayMember, BlockStore, MemberState, StripeArray
+from cluster.storage import Allocator, ArrayMember, BlockStore, DeviceState, StripeArray
 
 from ..members import MemberRequest
 
@@ -130,9 +130,9 @@ async def remove_member(c: MemberHost, member_pool_id: str, was_faulty: bool) ->
             if isinstance(exc, NotFound):
                 raise
             raise BadRequest(f"bad member_pool_id '{member_pool_id}': {exc.message}") from None
-        active = array.member(position).state == MemberState.ACTIVE
+        active = array.member(position).state == DeviceState.ACTIVE
         _check_tolerance(array, int(active), f"removing {array.member(position).pool_name}")
-        array.set_state(position, MemberState.FAULTY if was_faulty else MemberState.REMOVED)
+        array.set_state(position, DeviceState.FAULTY if was_faulty else DeviceState.REMOVED)
     return {"ok": True, "member_pool_id": member_pool_id}
 
 
@@ -150,7 +150,7 @@ def _check_replace(array: StripeArray, position: int, old: ArrayMember) -> None:
     current = array.member(position)
     if current.pool_id != old.pool_id:
         raise Conflict(f"member {old.pool_name} of array {array.name} was replaced meanwhile")
-    active = int(current.state == MemberState.ACTIVE)
+    active = int(current.state == DeviceState.ACTIVE)
     _check_tolerance(array, active, f"replacing {old.pool_name}")
 
 
@@ -167,7 +167,7 @@ async def replace_member(c: MemberHost, failed_pool_id: str, req: MemberRequest)
         except Exception:
             await c.give_back(member.pool_id)
             raise
-        array.set_member(position, replace(member, state=MemberState.RECOVERING))
+        array.set_member(position, replace(member, state=DeviceState.RECOVERING))
         array.recovery.generation += 1
         await c.release(old.pool_id)
     return {

@@ -49,7 +49,7 @@ __all__ = [
     "Block",
     "Call",
     "Compose",
-    "Decoded",
+    "DecodedFrame",
     "Err",
     "Faults",
     "Identity",
@@ -296,7 +296,7 @@ def frame_limit(prefix: bytes | bytearray) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class Decoded:
+class DecodedFrame:
     """A request read from the network, and how many msgpack values its frame held."""
 
     request: Request
@@ -313,14 +313,14 @@ def unpack_untrusted(body: bytes | bytearray, max_values: int = MAX_VALUES) -> t
         raise BadFrame(str(exc)) from None
 
 
-def decode_frame(body: bytes | bytearray, max_values: int = MAX_VALUES) -> Decoded:
+def decode_frame(body: bytes | bytearray, max_values: int = MAX_VALUES) -> DecodedFrame:
     """The request in one frame body (msgpack); ``BadFrame`` if it is not one, if it holds more
     than ``max_values`` values, or if it is larger than its kind's ``MAX_BYTES``."""
     obj, values = unpack_untrusted(body, max_values)
     request = decode_untrusted(obj)
     if len(body) > request.MAX_BYTES:
         raise BadFrame(f"a {type(request).__name__} frame is larger than {request.MAX_BYTES} bytes")
-    return Decoded(request, values)
+    return DecodedFrame(request, values)
 
 
 # -- replies ----------------------------------------------------------------------------------

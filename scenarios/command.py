@@ -1,0 +1,192 @@
+"""``rt_cluster``, the whole command: the cluster commands of ``cluster.rt_cluster`` and the two
+that run scenarios, ``scenario FILE`` and ``explore`` (docs/rt_cluster.md, docs/explore.md).
+
+Rules:
+1. This is the command's entry point (the ``rt_cluster`` console script, ``python -m
+   scenarios.command``). It sits above ``cluster.rt_cluster`` and hands it its two commands as
+   ``Command`` records, so the cluster commands never import a scenario.
+2. Every argument is parsed strictly before a handler runs, by ``cluster.rt_cluster.cli``'s
+   types (one number grammar, ``cluster.ground.parse``); a user mistake is a ``BadInput``
+   (exit status 2), as in every other command.
+3. The runners load when their command runs (``scenarios.runner``, ``scenarios.explore``): the
+   cluster commands start without paying for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cluster.ground.parse import ParseError, parse_float, parse_int
+from cluster.local import MAX_NODES, BadInput
+from cluster.rt_cluster.cli import Command, integer, number
+from cluster.rt_cluster.cli import build_parser as _cluster_parser
+from cluster.rt_cluster.cli import main as _cluster_main
+
+if TYPE_CHECKING:
+    from cluster.rt_cluster.cli import Subcommands
+
+__all__ = ["COMMANDS", "MAX_SIM_NODES", "build_parser", "main"]
+
+MAX_SIM_NODES = 65536  # scenario -n with --sim: SWIM's default member table cap (max_members)
+
+
+# ---- scenario -------------------------------------------------------------------------------
+
+
+def _add_scenario(sub: Subcommands) -> None:
+    p = sub.add_parser("scenario", help="run a scenario file; exit 0 pass, 1 fail, 2 error")
+    p.add_argument("file", help="a scenario YAML file, or the name of one in the library")
+    p.add_argument("--sim", action="store_true", help="on the simulated network (virtual time)")
+    p.add_argument("--seed", type=integer(0, 2**63 - 1, "--seed"), help="the scenario's seed")
+    p.add_argument(
+        "--runs",
+        type=integer(1, 100_000, "--runs"),
+        default=1,
+        help="play it K times with seeds seed..seed+K-1; results and report sum them up",
+    )
+    p.add_argument("--out", help="directory for results.json and report.html")
+    p.add_argument(
+        "-n",
+        type=integer(1, MAX_SIM_NODES, "-n"),
+        help=f"override the cluster size (at most {MAX_NODES}; {MAX_SIM_NODES} with --sim)",
+    )
+    p.add_argument(
+        "--hostfile",
+        metavar="H",
+        help="play on the running cluster H names (host:port lines; node id = line offset)",
+    )
+    p.add_argument(
+        "--property",
+        action="append",
+        dest="properties",
+        default=[],
+        metavar="MODULE:FUNCTION",
+        help="let the file's property: run this checker of yours (explore failure files)",
+    )
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    from .explore import load_property  # rule 3
+    from .runner import run_scenario_cli
+
+    if args.n is not None and args.n > MAX_NODES and not args.sim:
+        raise BadInput(f"-n {args.n}: real clusters have at most {MAX_NODES} nodes (--sim: more)")
+    for name in args.properties:
+        try:
+            load_property(name)  # given here: a file may name it (properties rule 3)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+    return int(
+        run_scenario_cli(
+            args.file,
+            sim=args.sim,
+            seed=args.seed,
+            out=args.out,
+            n=args.n,
+            runs=args.runs,
+            hostfile=args.hostfile,
+        )
+    )
+
+
+# ---- explore --------------------------------------------------------------------------------
+
+
+def _size_range(text: str) -> tuple[int, int]:
+    """``-n N`` or ``-n A-B`` of ``explore``: 2 to 64 nodes."""
+    low, _, high = text.partition("-")
+    try:
+        a = parse_int(low, low=0, high=1 << 20, what="-n")
+        b = parse_int(high, low=0, high=1 << 20, what="-n") if high else a
+    except ParseError:
+        raise argparse.ArgumentTypeError(f"-n {text[:20]!r}: a size N or a range A-B") from None
+    if not 2 <= a <= b <= 64:
+        raise argparse.ArgumentTypeError(f"-n {text[:20]}: sizes of 2 to 64 nodes, low first")
+    return a, b
+
+
+def _swim_range(text: str) -> tuple[str, float, float]:
+    """``--swim KEY=LOW..HIGH`` of ``explore``."""
+    key, _, span = text.partition("=")
+    low, _, high = span.partition("..")
+    try:
+        a = parse_float(low, low=-math.inf, high=math.inf, what="--swim")
+        b = parse_float(high, low=-math.inf, high=math.inf, what="--swim")
+    except ParseError:
+        raise argparse.ArgumentTypeError(f"--swim {text[:40]!r}: KEY=LOW..HIGH") from None
+    if not key or not 0 <= a <= b or b > 1e6:
+        raise argparse.ArgumentTypeError(f"--swim {text[:40]}: KEY=LOW..HIGH, 0 <= LOW <= HIGH")
+    return key, a, b
+
+
+def _add_explore(sub: Subcommands) -> None:
+    p = sub.add_parser(
+        "explore",
+        help="search simulated fault schedules for a property violation, shrink it, write it; "
+        "exit 0 none, 1 violation, 2 bad usage",
+    )
+    p.add_argument("-n", type=_size_range, default=(3, 5), help="size N or range A-B (3-5)")
+    p.add_argument("--budget-s", type=number(1, 86400, "--budget-s"), help="seconds in all")
+    p.add_argument("--runs", type=integer(1, 10**9, "--runs"), help="runs to search")
+    p.add_argument("--seed", type=integer(0, 2**31, "--seed"), default=0, help="search seed")
+    p.add_argument("--jobs", type=integer(1, 64, "--jobs"), default=1, help="worker processes")
+    p.add_argument("--out", default="explore-out", help="where failures go (explore-out)")
+    p.add_argument(
+        "--swim", type=_swim_range, action="append", default=[], help="KEY=LOW..HIGH to draw from"
+    )
+    p.add_argument(
+        "--property",
+        action="append",
+        dest="properties",
+        help="check only these (repeat; built-in names, or module:function, a checker)",
+    )
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from .explore import BUILT_IN, Options, Search, run_search  # rule 3
+
+    swim = {key: (low, high) for key, low, high in args.swim}
+    try:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"--out {args.out}: {exc.strerror or exc}") from None
+    search = Search(
+        options=Options(args.n[0], args.n[1], swim),
+        budget_s=args.budget_s if args.budget_s is not None or args.runs else 60.0,
+        runs=args.runs,
+        seed=args.seed,
+        jobs=args.jobs,
+        out=Path(args.out),
+        properties=args.properties or list(BUILT_IN),
+    )
+    try:
+        return run_search(search, say=lambda line: print(line, flush=True))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+
+# ---- the whole command ----------------------------------------------------------------------
+
+COMMANDS = (
+    Command("scenario", _add_scenario, cmd_scenario),
+    Command("explore", _add_explore, cmd_explore),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line, subcommands in the order ``--help`` lists them."""
+    return _cluster_parser(COMMANDS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``rt_cluster`` with ``argv`` (default: the process's); the exit status."""
+    return _cluster_main(argv, COMMANDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
