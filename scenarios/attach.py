@@ -9,8 +9,10 @@ Rules:
    start processes, which only a cluster started by ``rt_cluster up`` (the hostfile in its
    directory, its record matching) knows how to do. A refusal names the step and the node.
 3. Then every node's identity is asked over the RPC (dashboard URL, pid), the cluster must
-   have converged, and the steps are played as in any real run (``real.play``): events over
-   HTTP, actions on the host's monotonic clock.
+   have converged, and the steps are played by the one engine (``engine``) on a ``Cluster``
+   over its backend: ``realcluster.RealBackend.over`` the record of an ``rt_cluster up``
+   cluster, else ``AttachedBackend`` (the hostfile's nodes: faults everywhere, signals on
+   this machine, nothing started). Events over HTTP, actions on the host's monotonic clock.
 4. Nothing is launched and nothing is torn down. What the run itself left behind is undone:
    a node it paused is resumed, and faults it left in force are healed (both said).
 """
@@ -18,11 +20,14 @@ Rules:
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import trio
 
+import swim
 from cluster.local import BadInput, ClusterError, ClusterRecord, LocalCluster
 from cluster.local.attached import (
     AttachedCluster,
@@ -31,12 +36,22 @@ from cluster.local.attached import (
     read_hostfile,
 )
 
-from .nodes import AttachedNodes, ClusterNodes, Nodes, converge
-from .real import OnAction, Say, play
+from .backend import Backend
+from .chaos import Cluster
+from .engine import OnAction, Say, play
+from .processes import ProcessBackend, new_client
+from .realcluster import RealBackend
 from .spec import Scenario, Step
-from .trace import Action, Trace
+from .trace import Trace
 
-__all__ = ["CONVERGE_TIMEOUT", "Target", "refuse_steps", "run_attached", "target_of"]
+__all__ = [
+    "CONVERGE_TIMEOUT",
+    "AttachedBackend",
+    "Target",
+    "refuse_steps",
+    "run_attached",
+    "target_of",
+]
 
 CONVERGE_TIMEOUT = 30.0  # seconds a running cluster gets to show every node alive to all
 SIGNAL_STEPS = {"kill": "kills", "stop": "stops", "pause": "pauses", "resume": "resumes"}
@@ -93,12 +108,45 @@ def _whom(step: Step) -> str:
     return "a node" if step.kind == "add" else f"node {step.target}"
 
 
-async def _nodes_of(target: Target) -> Nodes:
+class AttachedBackend(ProcessBackend):
+    """A hostfile's nodes: faults everywhere, signals on this machine, nothing started
+    (``processes``; a node on another host counts as running: its faults still apply)."""
+
+    def __init__(self, cluster: AttachedCluster) -> None:
+        self.cluster = cluster
+        super().__init__(cluster, new_client(), 0.0, time.monotonic())
+
+    def _ids(self) -> list[int]:
+        return sorted(self.cluster.nodes)
+
+    def _running(self, i: int) -> bool:
+        return self.cluster.state_of(i) in ("running", "unknown")
+
+    def _url(self, i: int) -> str:
+        return self.cluster.node(i).dashboard
+
+    async def _topology(self, i: int, timeout: float) -> dict[str, Any] | None:
+        return await self.cluster.topology(i, timeout=timeout)
+
+    async def _fault(self, i: int, kind: str, value: float) -> None:
+        await self.cluster.faults(i, kind, value=value)
+
+    async def restart(self, i: int) -> None:
+        raise ClusterError(f"node {i}: a cluster named by a hostfile starts no process")
+
+    async def add(self, induct: bool = False) -> int:
+        raise ClusterError("a cluster named by a hostfile starts no process: no node is added")
+
+    async def aclose(self) -> None:
+        await self.client.aclose()  # rule 4: nothing was launched, nothing is torn down
+
+
+async def _backend_of(target: Target) -> Backend:
     """Rule 3: the nodes, identified over the RPC."""
     attached = AttachedCluster(target.nodes, target.hostfile)
     if target.record is None:
         await attached.identify()
-        return AttachedNodes(attached)
+        return AttachedBackend(attached)
     cluster = LocalCluster(target.record)
     cluster.refresh_states()
     cluster.require_network()  # namespaced nodes: nothing is sent once their bridge is gone
@@ -110,7 +158,7 @@ async def _nodes_of(target: Target) -> Nodes:
                 f"node {node.node_id} answers as pid {node.pid}, but the record of cluster "
                 f"{cluster.record.name!r} says pid {recorded}: the record is stale"
             )
-    return ClusterNodes(cluster)
+    return RealBackend.over(cluster)
 
 
 async def run_attached(
@@ -127,55 +175,54 @@ async def run_attached(
             f"the scenario is for {scenario.nodes} nodes, the hostfile names {len(target.nodes)}"
         )
     refuse_steps(scenario, target)
-    nodes = await _nodes_of(target)
-    took = await converge(nodes, CONVERGE_TIMEOUT)
-    if say is not None:
-        kind = "an rt_cluster cluster" if target.record is not None else "a running cluster"
-        say(
-            f"{kind} of {len(target.nodes)} nodes ({hostfile}), converged in {took:.1f} s; "
-            "steps start now"
-        )
-    seen: list[Action] = []
-
-    def hear(a: Action, t0: float) -> None:
-        seen.append(a)
-        if on_action is not None:
-            on_action(a, t0)
-
-    # A run cut short may have left a fault half made (no action recorded): heal then.
-    heal = any(s.kind in FAULT_KINDS for s in scenario.steps)
+    backend = await _backend_of(target)
+    config = swim.SwimConfig.from_mapping(scenario.swim)
+    c = Cluster(backend, scenario.nodes, scenario.seed, config, strict=False)
     try:
-        played = await play(scenario, nodes, on_action=hear, say=say)
-        heal = False
+        took = await _converged(c)
+        if say is not None:
+            kind = "an rt_cluster cluster" if target.record is not None else "a running cluster"
+            say(
+                f"{kind} of {len(target.nodes)} nodes ({hostfile}), converged in {took:.1f} s; "
+                "steps start now"
+            )
+        # A run cut short may have left a fault half made (no action recorded): heal then.
+        heal = any(s.kind in FAULT_KINDS for s in scenario.steps)
+        try:
+            trace = await play(c, scenario, on_action=on_action, say=say)
+            heal = False
+        finally:
+            with trio.CancelScope(shield=True):
+                await _leave_as_found(c, say, heal=heal)
+        return trace
     finally:
         with trio.CancelScope(shield=True):
-            await _leave_as_found(nodes, seen, say, heal=heal)
-    return played.trace(scenario, tuple(range(len(target.nodes))), 0.0)
+            await backend.aclose()
 
 
-async def _leave_as_found(
-    nodes: Nodes, actions: list[Action], say: Say | None, *, heal: bool = False
-) -> None:
+async def _converged(c: Cluster) -> float:
+    """Seconds until every running node lists every running node alive; ``ClusterError``
+    saying who sees what when ``CONVERGE_TIMEOUT`` passes first."""
+    try:
+        return await c.wait_converged(within=CONVERGE_TIMEOUT)
+    except AssertionError as exc:  # WaitTimeout
+        raise ClusterError(f"the cluster has not converged: {exc}") from None
+
+
+async def _leave_as_found(c: Cluster, say: Say | None, *, heal: bool = False) -> None:
     """Rule 4: resume what the run paused and heal the faults it left in force (``heal``: a
     run cut short, which may have been injecting one)."""
     notes = []
-    paused: set[int] = set()
-    for a in actions:
-        if a.kind == "pause":
-            paused.update(a.nodes)
-        elif a.kind == "resume":
-            paused.difference_update(a.nodes)
-    for i in sorted(paused):
-        if nodes.state(i) == "paused":
-            try:
-                nodes.resume(i)
-                notes.append(f"resumed node {i}, which the run left paused")
-            except ClusterError as exc:
-                notes.append(str(exc))
-    faults = [a for a in actions if a.kind in FAULT_KINDS]
+    for i in [i for i in c.nodes if c.state(i) == "paused"]:
+        try:
+            await c.backend.resume(i)
+            notes.append(f"resumed node {i}, which the run left paused")
+        except ClusterError as exc:
+            notes.append(str(exc))
+    faults = [a for a in c.actions if a.kind in FAULT_KINDS]
     if heal or (faults and faults[-1].kind != "heal"):
         try:
-            await nodes.heal()
+            await c.backend.heal()
             notes.append("healed the faults the run left in force")
         except ClusterError as exc:
             notes.append(f"could not heal every node: {exc}")

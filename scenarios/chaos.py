@@ -12,28 +12,28 @@ Rules:
    lists every node alive (the start, ``t = 0``) and ends every process and namespace (real,
    netns) when it is left, however (shielded from cancellation).
 2. The same calls in every mode; the mode only chooses the ``Backend`` (``simcluster``,
-   ``realcluster``). In sim, time is virtual: ``sleep`` and the waits move it, so a 60 s wait
-   costs milliseconds, and one seed replays the same events, one for one.
-3. Every fault is recorded as an ``Action`` (named ``<kind><n>``, ``kill1``, ``heal4``), stamped
-   just before it takes effect; ``history()`` is those actions and the events on one clock,
-   what ``check`` and the checkers (``checks``) judge.
-4. A wait without ``within`` ends at the bound derived for the action that set it off
-   (``checks.bound_for``), counted from that action: the last action on that node
-   (``wait_dead``, ``wait_alive``; a partition's groups and a heal act on every node they
-   hold) or on any node (``wait_converged``); with ``within``, seconds from the call. When
-   time runs out: ``WaitTimeout``, naming who sees what.
+   ``realcluster``, ``attach``). In sim, time is virtual: ``sleep`` and the waits move it, so
+   a 60 s wait costs milliseconds, and one seed replays the same events, one for one. A
+   scenario file and explore play through these same calls (``engine``).
+3. Every fault is recorded as an ``Action`` (named ``<kind><n>``, ``kill1``, ``heal4``, or the
+   ``name`` given), stamped just before it takes effect and told to ``on_action``;
+   ``history()`` is those actions and the events on one clock, what ``check`` and the
+   checkers (``checks``) judge.
+4. The waits and their bounds: ``waits`` (rule 4 there). Time moves only through
+   ``sleep_until``, which carries out the resume of a timed ``pause`` at its moment, recorded
+   as ``<name>:resume``.
 5. Node ids are ints; states are ``alive``, ``suspect``, ``dead``, ``left`` (``backend``).
-6. ``aclose`` reads every node's events one last time before it ends them: a closed cluster
-   still answers ``history``, ``events`` and ``check`` (``final_history`` without awaiting),
-   so a failed test's report is written after its processes are gone.
+   ``strict`` (the default) refuses a fault that would do nothing (``ValueError``); a
+   scenario file is played as written (``engine``), as the network would take it.
+6. The history, the checks and the close: ``history`` (a closed cluster still answers for
+   its history).
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,34 +41,46 @@ import trio
 
 from swim import SwimConfig
 
-from . import checks, waits
-from .backend import MODES, Backend, view_name
-from .checks import Checker, CheckResult, History, Verdict, report
-from .records import Bound
+from .backend import MODES, Backend
+from .checks import Verdict
+from .history import Recorded
 from .simcluster import SimBackend
-from .trace import Action, Trace
-from .waits import Wait, WaitTimeout
+from .trace import Action, HttpResult
+from .waits import Wait, Waits, WaitTimeout
 
 if TYPE_CHECKING:
     from .arrays import Array
 
-FINAL_READ = 20.0  # seconds the last read of every node's events may take at the close
+HTTP_TIMEOUT = 15.0  # seconds an ``http`` request may take at least
 
 __all__ = ["MODES", "Cluster", "Wait", "WaitTimeout", "open_cluster", "start_cluster"]
 
 
-class Cluster:
+class Cluster(Recorded, Waits):
     """A running cluster (``open_cluster``): faults, waits, views, events and checks."""
 
-    def __init__(self, backend: Backend, n: int, seed: int, config: SwimConfig) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        n: int,
+        seed: int,
+        config: SwimConfig,
+        *,
+        strict: bool = True,
+        on_action: Callable[[Action], None] | None = None,
+    ) -> None:
         self.backend = backend
         self.mode = backend.mode
         self.seed = seed
         self.config = config
+        self.strict = strict  # rule 5
+        self.on_action = on_action  # rule 3
         self.actions: list[Action] = []
+        self.http_results: list[HttpResult] = []  # the answers of ``http``
         self.waits: list[Wait] = []  # every wait, as an expectation a replay can check
         self.checked: list[Verdict] = []  # every verdict of ``check``, for the replay too
         self.initial = tuple(range(n))
+        self._resumes: list[tuple[float, int, str]] = []  # timed pauses: (when, node, name)
         self._closed = False  # aclose ran (``closed``)
         self._final: tuple[list[dict[str, Any]], float] | None = None  # events, end (rule 6)
 
@@ -97,16 +109,23 @@ class Cluster:
 
     def state(self, i: int) -> str:
         """Node ``i``'s process as this cluster left it: ``running``, ``paused`` or ``down``
-        (killed)."""
+        (killed or stopped)."""
         self._known(i)
         for a in reversed(self.actions):
-            if i in a.nodes and a.kind in ("kill", "pause", "resume", "restart", "add"):
-                return {"kill": "down", "pause": "paused"}.get(a.kind, "running")
+            if i in a.nodes and a.kind in ("kill", "stop", "pause", "resume", "restart", "add"):
+                return {"kill": "down", "stop": "down", "pause": "paused"}.get(a.kind, "running")
         return "running"
+
+    async def leader(self) -> int:
+        """The leader as the first running node that names one sees it."""
+        leader = await self.backend.leader(self.running)
+        if leader is None:
+            raise LookupError("no running node knows a leader")
+        return leader
 
     def _require(self, i: int, *states: str) -> None:
         now = self.state(i)
-        if now not in states:
+        if self.strict and now not in states:
             raise ValueError(f"node {i} is {now}, not {' or '.join(states)}")
 
     def _known(self, *ids: int) -> None:
@@ -116,9 +135,16 @@ class Cluster:
 
     # ---- faults ---------------------------------------------------------------------------
 
-    def _record(self, kind: str, nodes: Iterable[int] = (), **kw: Any) -> Action:
-        a = Action(self.backend.now(), kind, f"{kind}{len(self.actions) + 1}", tuple(nodes), **kw)
+    def _record(
+        self, kind: str, nodes: Iterable[int] = (), name: str | None = None, **kw: Any
+    ) -> Action:
+        step = name or f"{kind}{len(self.actions) + 1}"
+        return self._told(Action(self.backend.now(), kind, step, tuple(nodes), **kw))
+
+    def _told(self, a: Action) -> Action:
         self.actions.append(a)
+        if self.on_action is not None:
+            self.on_action(a)
         return a
 
     async def make_array(
@@ -143,41 +169,59 @@ class Cluster:
             capacity=capacity,
         )
 
-    async def kill(self, i: int) -> None:
+    async def kill(self, i: int, *, name: str | None = None) -> None:
         """Crash node ``i`` (SIGKILL; sim: silent from now on)."""
         self._require(i, "running", "paused")
         await self.backend.prepare("kill", i)
-        self._record("kill", (i,))
+        self._record("kill", (i,), name)
         await self.backend.kill(i)
 
-    async def pause(self, i: int) -> None:
-        """Freeze node ``i`` (SIGSTOP; its sockets stay open, packets queue)."""
+    async def stop(self, i: int, *, name: str | None = None) -> None:
+        """Stop node ``i`` gracefully: it announces its leave, then ends (SIGTERM)."""
+        self._require(i, "running")
+        await self.backend.prepare("stop", i)
+        self._record("stop", (i,), name)
+        await self.backend.stop(i)
+
+    async def pause(self, i: int, seconds: float | None = None, *, name: str | None = None) -> None:
+        """Freeze node ``i`` (SIGSTOP; its sockets stay open, packets queue); with
+        ``seconds``, it is resumed that long after (rule 4)."""
         self._require(i, "running")
         await self.backend.prepare("pause", i)
-        self._record("pause", (i,))
+        a = self._record("pause", (i,), name)
         await self.backend.pause(i)
+        if seconds is not None:
+            self._resumes.append((a.t + seconds, i, a.step))
+            self._resumes.sort()
 
-    async def resume(self, i: int) -> None:
+    async def resume(self, i: int, *, name: str | None = None) -> None:
         """Let a paused node ``i`` run again (SIGCONT)."""
         self._require(i, "paused")
-        self._record("resume", (i,))
+        self._record("resume", (i,), name)
         await self.backend.resume(i)
 
-    async def restart(self, i: int) -> None:
+    async def restart(self, i: int, *, name: str | None = None) -> None:
         """Start node ``i`` again with its id and port (stopped first if running)."""
         self._known(i)
         await self.backend.prepare("restart", i)
-        self._record("restart", (i,))
+        self._record("restart", (i,), name)
         await self.backend.restart(i)
 
     async def add(self) -> int:
         """Start one more node; its id (the next one)."""
-        t = self.backend.now()
-        i = await self.backend.add()
-        self.actions.append(Action(t, "add", f"add{len(self.actions) + 1}", (i,)))
-        return i
+        return (await self.add_nodes(1))[0]
 
-    async def partition(self, *groups: Iterable[int]) -> None:
+    async def add_nodes(
+        self, count: int, *, induct: bool = False, name: str | None = None
+    ) -> tuple[int, ...]:
+        """Start ``count`` more nodes (``induct``: each asks a seed for its id); their ids,
+        recorded as one action."""
+        t = self.backend.now()
+        ids = tuple([await self.backend.add(induct) for _ in range(count)])
+        self._told(Action(t, "add", name or f"add{len(self.actions) + 1}", ids))
+        return ids
+
+    async def partition(self, *groups: Iterable[int], name: str | None = None) -> None:
         """Cut the cluster into ``groups`` (traffic only inside a group); the nodes no group
         lists form one more group: ``partition([0, 1])`` is {0, 1} against the rest."""
         listed = [tuple(sorted(set(g))) for g in groups]
@@ -187,29 +231,33 @@ class Cluster:
             raise ValueError(f"a node is in two groups: {listed}")
         rest = tuple(i for i in self.nodes if i not in flat)
         cut = tuple(g for g in (*listed, rest) if g)
-        self._record("partition", groups=cut)
+        self._record("partition", name=name, groups=cut)
         await self.backend.partition(cut)
 
-    async def heal(self) -> None:
+    async def heal(self, *, name: str | None = None) -> None:
         """Remove every partition, loss and delay."""
-        self._record("heal")
+        self._record("heal", name=name)
         await self.backend.heal()
 
-    async def loss(self, percent: float, nodes: Iterable[int] | None = None) -> None:
+    async def loss(
+        self, percent: float, nodes: Iterable[int] | None = None, *, name: str | None = None
+    ) -> None:
         """Drop ``percent`` (0..100) of the packets each of ``nodes`` (default all running)
         sends and receives."""
         if not 0.0 <= percent <= 100.0:
             raise ValueError(f"loss is a percentage (0..100), not {percent}")
         ids = self._targets(nodes)
-        self._record("loss", ids, value=float(percent))
+        self._record("loss", ids, name, value=float(percent))
         await self.backend.loss(percent, ids)
 
-    async def delay(self, ms: float, nodes: Iterable[int] | None = None) -> None:
+    async def delay(
+        self, ms: float, nodes: Iterable[int] | None = None, *, name: str | None = None
+    ) -> None:
         """Delay every packet of ``nodes`` (default all running) by ``ms`` milliseconds."""
         if not 0.0 <= ms <= 60_000.0:
             raise ValueError(f"delay is 0..60000 ms, not {ms}")
         ids = self._targets(nodes)
-        self._record("delay", ids, value=float(ms))
+        self._record("delay", ids, name, value=float(ms))
         await self.backend.delay(ms, ids)
 
     def _targets(self, nodes: Iterable[int] | None) -> list[int]:
@@ -217,175 +265,54 @@ class Cluster:
         self._known(*ids)
         return ids
 
-    # ---- time and waits -------------------------------------------------------------------
+    async def http(
+        self,
+        i: int,
+        path: str,
+        method: str = "GET",
+        timeout: float = HTTP_TIMEOUT,
+        *,
+        name: str | None = None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> HttpResult | None:
+        """One request to node ``i``'s dashboard, recorded with its answer (``http_results``);
+        None in sim, which has no dashboards (the action says "not applicable"). Started
+        with ``nursery.start``, it is under way, its action recorded, once that returns."""
+        self._known(i)
+        if self.mode == "sim":
+            self._record("http", name=name, note="not applicable in sim")
+            task_status.started()
+            return None
+        a = self._record("http", (i,), name)
+        task_status.started()
+        t = self.backend.now()
+        answer = await self.backend.http(i, method, path, timeout)
+        status, elapsed, error = answer or (None, 0.0, "the node serves no dashboard")
+        got = HttpResult(a.step, i, method, path, t, elapsed, status, error)
+        self.http_results.append(got)
+        return got
+
+    # ---- time -----------------------------------------------------------------------------
 
     async def sleep(self, seconds: float) -> None:
         """Let ``seconds`` pass (virtual in sim)."""
-        await self.backend.advance(seconds)
+        await self.sleep_until(self.backend.now() + seconds)
+
+    async def sleep_until(self, t: float) -> None:
+        """Let time pass until the trace clock reads ``t``, resuming each timed pause at its
+        moment on the way (rule 4)."""
+        while self._resumes and self._resumes[0][0] <= t:
+            when, i, name = self._resumes.pop(0)
+            await self.backend.advance_to(when)
+            self._record("resume", (i,), f"{name}:resume")
+            await self.backend.resume(i)
+        await self.backend.advance_to(t)
 
     async def views(self) -> dict[int, dict[int, str]]:
         """``{observer: {subject: state}}`` of every running node (states: ``alive``,
         ``suspect``, ``dead``, ``left``); an observer that did not answer is left out."""
         got = await self.backend.views(self.running)
         return {o: row for o, row in got.items() if row is not None}
-
-    async def wait_dead(
-        self, i: int, by: Iterable[int] | None = None, within: float | None = None
-    ) -> float:
-        """Until every observer (``by``; default every running node but ``i``) holds ``i``
-        dead or left; seconds waited. ``WaitTimeout`` past ``within`` s (rule 4)."""
-        self._known(i)
-        return await self._wait_seen(i, ("dead", "left"), "dead", by, within)
-
-    async def wait_alive(
-        self, i: int, by: Iterable[int] | None = None, within: float | None = None
-    ) -> float:
-        """Until every observer (``by``; default every running node but ``i``) holds ``i``
-        alive; seconds waited. ``WaitTimeout`` past ``within`` s (rule 4)."""
-        self._known(i)
-        return await self._wait_seen(i, ("alive",), "alive", by, within)
-
-    async def wait_converged(self, within: float | None = None) -> float:
-        """Until every running node holds every running node alive; seconds waited."""
-        return await self._wait(
-            "converged", None, None, within, waits.converged(lambda: self.running)
-        )
-
-    async def _wait_seen(
-        self,
-        i: int,
-        states: tuple[str, ...],
-        word: str,
-        by: Iterable[int] | None,
-        within: float | None,
-    ) -> float:
-        fixed = None if by is None else sorted(set(by) - {i})
-
-        def observers() -> list[int]:
-            return fixed if fixed is not None else [o for o in self.running if o != i]
-
-        by_ids = None if fixed is None else tuple(fixed)
-        return await self._wait(word, i, by_ids, within, waits.seen_as(i, states, word, observers))
-
-    async def _wait(
-        self,
-        kind: str,
-        node: int | None,
-        by: tuple[int, ...] | None,
-        within: float | None,
-        cond: waits.Condition,
-    ) -> float:
-        start = self.backend.now()
-        deadline, why, after = self._deadline(kind, node, within, start)
-        ref = start if after is None else after.t
-        wait = Wait(kind, node, by, "start" if after is None else after.step, deadline - ref)
-        while True:
-            v = await self.backend.views(sorted({*self.running, *cond.observers()}))
-            if cond.done(v):
-                self.waits.append(wait)
-                return self.backend.now() - start
-            now = self.backend.now()
-            if now >= deadline:
-                self.waits.append(replace(wait, ok=False))
-                raise WaitTimeout(
-                    f"{cond.what}: not within {why}; {cond.seen(v) or 'no observer'} "
-                    f"(mode {self.mode}, seed {self.seed}, +{now - self.t0:.2f} s)"
-                )
-            await self.backend.advance(min(waits.POLL[self.mode], deadline - now))
-
-    def _deadline(
-        self, kind: str, node: int | None, within: float | None, t: float
-    ) -> tuple[float, str, Action | None]:
-        """The deadline of a wait begun at ``t``, why, and the action it counts from."""
-        trace = self.trace(end=t)
-        a = checks.last_action(trace, checks.ANY_ACTION, node)
-        if within is not None:
-            return t + within, f"{within:g} s", a
-        b: Bound = checks.bound_for(kind, a, trace, self.config, real=self.mode != "sim")
-        since = "the start" if a is None else f"{a.step} at +{a.t - self.t0:.2f} s"
-        why = f"{b.seconds:g} s of {since} ({b.formula})"
-        return (a.t if a else self.t0) + b.seconds, why, a
-
-    # ---- history --------------------------------------------------------------------------
-
-    @property
-    def t0(self) -> float:
-        return self.backend.t0
-
-    def trace(self, events: list[dict[str, Any]] | None = None, end: float | None = None) -> Trace:
-        """The actions (and ``events``) as a ``Trace`` ending at ``end`` (default now)."""
-        return Trace(
-            mode="sim" if self.mode == "sim" else "real",  # netns: real processes
-            t0=self.backend.t0,
-            end=self.backend.now() if end is None else end,
-            initial=self.initial,
-            events=events or [],
-            actions=list(self.actions),
-            launched=self.backend.launched,
-            probe_interval=self.config.probe_interval,
-        )
-
-    async def history(self) -> History:
-        """What happened so far: the actions and every event, each view rebuilt."""
-        if self._final is not None:
-            return self.final_history()
-        return History.of(self.trace(await self.backend.events()), self.config)
-
-    def final_history(self) -> History:
-        """Once closed: the history up to the close (rule 6); ``RuntimeError`` before."""
-        if self._final is None:
-            raise RuntimeError("the cluster is still open: await c.history()")
-        events, end = self._final
-        return History.of(self.trace(events, end), self.config)
-
-    async def events(self) -> list[dict[str, Any]]:
-        """Every membership change so far, oldest first: ``{observer, subject, old, new, cause,
-        t}`` (``t``: seconds after the start, negative while the cluster formed)."""
-        out = []
-        h = await self.history()
-        for e in sorted(h.trace.events, key=lambda e: float(e["mono"])):
-            old, new = view_name(e.get("old")), view_name(e.get("new"))
-            if old == new:
-                continue  # alive <-> probe_failed: no change in the API's words
-            out.append(
-                {
-                    "observer": int(e["observer"]),
-                    "subject": int(e["subject"]),
-                    "old": old,
-                    "new": new,
-                    "cause": str(e.get("cause", "")),
-                    "t": round(float(e["mono"]) - self.t0, 6),
-                }
-            )
-        return out
-
-    async def check(self, *checkers: Checker) -> CheckResult:
-        """Run ``checkers`` (``scenarios.checks``) and ``never_dead()`` (no false death) over
-        the history so far."""
-        h = await self.history()
-        verdicts = tuple(c(h) for c in (checks.never_dead(), *checkers))
-        self.checked += verdicts[1:]
-        ok = all(v.ok for v in verdicts)
-        return CheckResult(ok, verdicts, report(h, verdicts, self.seed))
-
-    @property
-    def closed(self) -> bool:
-        """Whether ``aclose`` ran: everything this cluster started is gone."""
-        return self._closed
-
-    async def aclose(self) -> None:
-        """End everything this cluster started (once; shielded from cancellation)."""
-        if self._closed:
-            return
-        self._closed = True
-        with trio.CancelScope(shield=True):
-            events: list[dict[str, Any]] = []
-            try:
-                with trio.move_on_after(FINAL_READ):
-                    events = await self.backend.events()
-            finally:
-                self._final = (events, self.backend.now())
-                await self.backend.aclose()
 
 
 async def start_cluster(

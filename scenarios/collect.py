@@ -201,6 +201,14 @@ class EventCollector:
                 self.nursery.start_soon(self._serve, feed)
         feed.url, feed.resting = url, False
 
+    def background(self, nursery: trio.Nursery | None) -> None:
+        """Poll every feed in the background in ``nursery`` from now on (None: no more; the
+        caller cancels the nursery)."""
+        self.nursery = nursery
+        if nursery is not None:
+            for feed in self.feeds.values():
+                nursery.start_soon(self._serve, feed)
+
     def rest(self, node_id: int) -> None:
         """Stop polling the node in the background (about to be paused, stopped or killed:
         call it right after ``catch_up``); what was read is kept."""

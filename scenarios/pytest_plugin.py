@@ -100,7 +100,7 @@ def graceful_sigterm() -> None:
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 
-    from .realcluster import kill_leftovers_now
+    from .leftovers import kill_leftovers_now
 
     installer = os.getpid()
 

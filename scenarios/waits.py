@@ -1,4 +1,5 @@
-"""What a chaos test waits for: conditions over the cluster's views, and the records of waits.
+"""What a chaos test waits for: the waits of ``Cluster`` (``Waits``), their conditions over
+the cluster's views, and the records of waits.
 
 Rules:
 1. A condition is judged on one look at the views (``{observer: {subject: state}}``, None
@@ -8,14 +9,38 @@ Rules:
    the nodes running at that moment, so a node paused or killed meanwhile is not waited on.
 3. ``Wait`` is a wait as a scenario expectation (``replay`` writes it into a file): its bound
    is counted from the action it followed, in seconds.
+4. A wait without ``within`` ends at the bound derived for the action that set it off
+   (``checks.bound_for``), counted from that action: the last action on that node
+   (``wait_dead``, ``wait_alive``; a partition's groups and a heal act on every node they
+   hold) or on any node (``wait_converged``); with ``within``, seconds from the call. When
+   time runs out: ``WaitTimeout``, naming who sees what.
+5. Time moves only through the cluster's ``sleep_until``, so a timed pause resumes on time
+   while a wait polls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["POLL", "Condition", "Views", "Wait", "WaitTimeout", "converged", "seen_as"]
+from swim import SwimConfig
+
+from . import checks
+from .backend import Backend
+from .records import Bound
+from .trace import Action, Trace
+
+__all__ = [
+    "POLL",
+    "Condition",
+    "Views",
+    "Wait",
+    "WaitTimeout",
+    "Waits",
+    "converged",
+    "seen_as",
+]
 
 POLL = {"sim": 0.05, "real": 0.1, "netns": 0.1}  # seconds between looks at the views while waiting
 Views = dict[int, dict[int, str] | None]
@@ -99,3 +124,105 @@ def _of(v: Views, o: int, s: int) -> str:
 def ids(nodes: Iterable[int]) -> str:
     """``0, 1, 2``; ``nobody`` for none."""
     return ", ".join(map(str, nodes)) or "nobody"
+
+
+class Waits:
+    """The waits of a ``Cluster`` (``chaos``), which supplies what is declared here."""
+
+    backend: Backend
+    mode: str
+    seed: int
+    config: SwimConfig
+    waits: list[Wait]  # every wait, as an expectation a replay can check
+
+    @property
+    def t0(self) -> float:
+        return self.backend.t0
+
+    if TYPE_CHECKING:  # supplied by ``Cluster``
+
+        @property
+        def running(self) -> list[int]: ...
+
+        def _known(self, *ids: int) -> None: ...
+
+        def trace(
+            self, events: list[dict[str, Any]] | None = None, end: float | None = None
+        ) -> Trace: ...
+
+        async def sleep_until(self, t: float) -> None: ...
+
+    async def wait_dead(
+        self, i: int, by: Iterable[int] | None = None, within: float | None = None
+    ) -> float:
+        """Until every observer (``by``; default every running node but ``i``) holds ``i``
+        dead or left; seconds waited. ``WaitTimeout`` past ``within`` s (rule 4)."""
+        self._known(i)
+        return await self._wait_seen(i, ("dead", "left"), "dead", by, within)
+
+    async def wait_alive(
+        self, i: int, by: Iterable[int] | None = None, within: float | None = None
+    ) -> float:
+        """Until every observer (``by``; default every running node but ``i``) holds ``i``
+        alive; seconds waited. ``WaitTimeout`` past ``within`` s (rule 4)."""
+        self._known(i)
+        return await self._wait_seen(i, ("alive",), "alive", by, within)
+
+    async def wait_converged(self, within: float | None = None) -> float:
+        """Until every running node holds every running node alive; seconds waited."""
+        return await self._wait("converged", None, None, within, converged(lambda: self.running))
+
+    async def _wait_seen(
+        self,
+        i: int,
+        states: tuple[str, ...],
+        word: str,
+        by: Iterable[int] | None,
+        within: float | None,
+    ) -> float:
+        fixed = None if by is None else sorted(set(by) - {i})
+
+        def observers() -> list[int]:
+            return fixed if fixed is not None else [o for o in self.running if o != i]
+
+        by_ids = None if fixed is None else tuple(fixed)
+        return await self._wait(word, i, by_ids, within, seen_as(i, states, word, observers))
+
+    async def _wait(
+        self,
+        kind: str,
+        node: int | None,
+        by: tuple[int, ...] | None,
+        within: float | None,
+        cond: Condition,
+    ) -> float:
+        start = self.backend.now()
+        deadline, why, after = self._deadline(kind, node, within, start)
+        ref = start if after is None else after.t
+        wait = Wait(kind, node, by, "start" if after is None else after.step, deadline - ref)
+        while True:
+            v = await self.backend.views(sorted({*self.running, *cond.observers()}))
+            if cond.done(v):
+                self.waits.append(wait)
+                return self.backend.now() - start
+            now = self.backend.now()
+            if now >= deadline:
+                self.waits.append(replace(wait, ok=False))
+                raise WaitTimeout(
+                    f"{cond.what}: not within {why}; {cond.seen(v) or 'no observer'} "
+                    f"(mode {self.mode}, seed {self.seed}, +{now - self.t0:.2f} s)"
+                )
+            await self.sleep_until(now + min(POLL[self.mode], deadline - now))
+
+    def _deadline(
+        self, kind: str, node: int | None, within: float | None, t: float
+    ) -> tuple[float, str, Action | None]:
+        """The deadline of a wait begun at ``t``, why, and the action it counts from."""
+        trace = self.trace(end=t)
+        a = checks.last_action(trace, checks.ANY_ACTION, node)
+        if within is not None:
+            return t + within, f"{within:g} s", a
+        b: Bound = checks.bound_for(kind, a, trace, self.config, real=self.mode != "sim")
+        since = "the start" if a is None else f"{a.step} at +{a.t - self.t0:.2f} s"
+        why = f"{b.seconds:g} s of {since} ({b.formula})"
+        return (a.t if a else self.t0) + b.seconds, why, a
