@@ -42,7 +42,7 @@ from .engine import OnAction, Say, play
 from .processes import ProcessBackend, new_client
 from .realcluster import RealBackend
 from .spec import Scenario, Step
-from .trace import Trace
+from .trace import Action, Trace
 
 __all__ = [
     "CONVERGE_TIMEOUT",
@@ -219,8 +219,7 @@ async def _leave_as_found(c: Cluster, say: Say | None, *, heal: bool = False) ->
             notes.append(f"resumed node {i}, which the run left paused")
         except ClusterError as exc:
             notes.append(str(exc))
-    faults = [a for a in c.actions if a.kind in FAULT_KINDS]
-    if heal or (faults and faults[-1].kind != "heal"):
+    if heal or _in_force(c.actions):
         try:
             await c.backend.heal()
             notes.append("healed the faults the run left in force")
@@ -229,6 +228,12 @@ async def _leave_as_found(c: Cluster, say: Say | None, *, heal: bool = False) ->
     if say is not None:
         for note in notes:
             say(f"note: {note}")
+
+
+def _in_force(actions: list[Action]) -> bool:
+    """Whether a fault is in force after ``actions``: one was made and none healed since."""
+    faults = [a for a in actions if a.kind in FAULT_KINDS]
+    return bool(faults) and faults[-1].kind != "heal"
 
 
 FAULT_KINDS = ("partition", "heal", "loss", "delay")

@@ -262,3 +262,137 @@ def test_no_format_skips_in_product_code() -> None:
         if "fmt: skip" in line or "fmt: off" in line
     ]
     assert not found, "\n".join(found)
+
+
+# ---- scenarios: one engine ------------------------------------------------------------------
+
+# A step's kind, as a scenario file writes it, and the calls that carry a fault out on a
+# cluster, a backend or the simulated network (``add`` and ``start`` are left out: sets and
+# nurseries have them too).
+STEP_KIND_WORDS = frozenset(
+    {"kill", "stop", "pause", "resume", "restart", "add", "partition", "heal", "loss", "delay"}
+)
+FAULT_CALLS = frozenset(
+    {
+        "kill",
+        "stop",
+        "leave",
+        "pause",
+        "resume",
+        "restart",
+        "start_node",
+        "add_nodes",
+        "partition",
+        "heal",
+        "loss",
+        "delay",
+        "set_loss",
+        "set_delay",
+        "fault",
+        "faults",
+    }
+)
+ENGINE = "scenarios.engine"
+# The backends, one per mode, and what they stand on: only these reach a cluster's processes
+# (cluster.local) or the simulated network (swim.SimNetwork).
+BACKENDS = frozenset(
+    {
+        "scenarios.simcluster",
+        "scenarios.realcluster",
+        "scenarios.processes",
+        "scenarios.attach",
+        "scenarios.leftovers",
+        "scenarios.agents",
+    }
+)
+LOCAL_ERRORS = frozenset({"ClusterError", "BadInput"})  # what any module may catch or raise
+
+
+def _constants(node: ast.expr) -> Iterator[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node.value
+    elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+        for elt in node.elts:
+            yield from _constants(elt)
+
+
+def step_players(tree: ast.AST) -> list[str]:
+    """The functions of ``tree`` that map a step kind to an action: one compares against a
+    step kind's word and calls a fault in the same body."""
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        kinds = {
+            word
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Compare)
+            for comparator in node.comparators
+            for word in _constants(comparator)
+        } & STEP_KIND_WORDS
+        calls = {
+            node.func.attr
+            for node in ast.walk(fn)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        } & FAULT_CALLS
+        if kinds and calls:
+            found.append(f"{fn.name} (compares {sorted(kinds)}, calls {sorted(calls)})")
+    return found
+
+
+def test_only_the_engine_maps_step_kinds_to_actions() -> None:
+    """A scenario file, explore and the Python API play through one engine: the calls of
+    ``chaos.Cluster``, each step kind mapped to its call in ``scenarios.engine`` alone."""
+    wrong = [
+        f"{src.module}: {player}"
+        for src in sources()
+        if src.module.startswith("scenarios") and src.module != ENGINE
+        for player in step_players(src.tree)
+    ]
+    assert not wrong, "\n".join(wrong)
+    engine = next(s for s in sources() if s.module == ENGINE)
+    assert step_players(engine.tree), "the engine plays the steps"
+
+
+def reaches_past_the_backends(src: Source) -> list[str]:
+    """What ``src`` takes of cluster.local beyond its errors, and any use of SimNetwork."""
+    found = []
+    for node in _runtime_nodes(src.tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cluster.local"):
+            names = {a.name for a in node.names} - LOCAL_ERRORS
+            if names or node.module != "cluster.local":
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.Import) and any(
+            a.name.startswith("cluster.local") for a in node.names
+        ):
+            found.append(ast.unparse(node))
+        elif isinstance(node, ast.Attribute | ast.alias | ast.Name) and "SimNetwork" in (
+            getattr(node, "attr", None),
+            getattr(node, "name", None),
+            getattr(node, "id", None),
+        ):
+            found.append("SimNetwork")
+    return sorted(set(found))
+
+
+def test_only_the_backends_reach_processes_or_the_simulated_network() -> None:
+    """One backend per mode: outside them, scenarios/ plays on a ``Cluster`` and takes only
+    the launcher's errors from cluster.local."""
+    wrong = [
+        f"{src.module}: {what}"
+        for src in sources()
+        if src.module.startswith("scenarios") and src.module not in BACKENDS
+        for what in reaches_past_the_backends(src)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_scenario_modules_stay_under_the_tripwire() -> None:
+    """A module of scenarios/ nears the limit: its second job moves out before it is reached."""
+    big = [
+        f"{src.module}: {n} lines"
+        for src in sources()
+        if src.module.startswith("scenarios")
+        and (n := len(src.path.read_text().splitlines())) >= MAX_MODULE_LINES - 25
+    ]
+    assert not big, "\n".join(big)
