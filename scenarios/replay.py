@@ -2,8 +2,9 @@
 
 Rules:
 1. ``scenario_of`` writes what the test did as a scenario file (docs/rt_cluster.md): its size,
-   seed and swim settings, every action as a step at its time after the start (named as the
-   test named it: ``kill1``, ``heal3``), and every wait as an expectation with the bound it
+   seed and swim settings, every fault as a step at its time after the start (named as the
+   test named it: ``kill1``, ``heal3``; an ``http`` request is the test's own and left out),
+   and every wait as an expectation with the bound it
    was given, counted from the action it followed. ``never_dead: all`` is always expected,
    as ``Cluster.check`` always checks it, and so is every built-in checker a ``check`` ran
    (``file_form``: its expectation, bound included). ``rt_cluster scenario FILE`` (add
@@ -44,6 +45,8 @@ def _steps(a: Action, t0: float) -> list[dict[str, Any]]:
         return [{"at": at, "name": a.step, "partition": [list(g) for g in a.groups]}]
     if a.kind == "heal":
         return [{"at": at, "name": a.step, "heal": True}]
+    if a.kind == "http":
+        return []  # a request is the test's own, not a fault: the file does not repeat it
     key = "percent" if a.kind == "loss" else "ms"
     return [
         {"at": at, "name": a.step if k == 0 else f"{a.step}.{k}", a.kind: {"node": i, key: a.value}}
