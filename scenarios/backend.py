@@ -58,6 +58,7 @@ class Backend(Protocol):
     t0: float  # trace clock: when every node first listed every node alive
     directory: Path | None  # real: the cluster directory (logs, event logs); else None
     boots: dict[int, list[int]] | None  # sim: each node's boots in the order made
+    restart_stops: bool  # a restart stops a running process first, as a step of its own
 
     def now(self) -> float:
         """The trace clock, seconds (virtual in sim)."""

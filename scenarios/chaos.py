@@ -16,7 +16,8 @@ Rules:
    a 60 s wait costs milliseconds, and one seed replays the same events, one for one. A
    scenario file and explore play through these same calls (``engine``).
 3. Every fault is recorded as an ``Action`` (named ``<kind><n>``, ``kill1``, ``heal4``, or the
-   ``name`` given), stamped just before it takes effect and told to ``on_action``;
+   ``name`` given; what a call brings about on its own is ``<name>:<kind>``), stamped just
+   before it takes effect and told to ``on_action``;
    ``history()`` is those actions and the events on one clock, what ``check`` and the
    checkers (``checks``) judge.
 4. The waits and their bounds: ``waits`` (rule 4 there). Time moves only through
@@ -138,8 +139,13 @@ class Cluster(Recorded, Waits):
     def _record(
         self, kind: str, nodes: Iterable[int] = (), name: str | None = None, **kw: Any
     ) -> Action:
-        step = name or f"{kind}{len(self.actions) + 1}"
+        step = name or self._next(kind)
         return self._told(Action(self.backend.now(), kind, step, tuple(nodes), **kw))
+
+    def _next(self, kind: str) -> str:
+        """``<kind><n>``: ``n`` counts the calls so far (rule 3), not what a call brought
+        about on its own (a timed pause's ``:resume``, a restart's ``:stop``)."""
+        return f"{kind}{sum(1 for a in self.actions if ':' not in a.step) + 1}"
 
     def _told(self, a: Action) -> Action:
         self.actions.append(a)
@@ -201,10 +207,15 @@ class Cluster(Recorded, Waits):
         await self.backend.resume(i)
 
     async def restart(self, i: int, *, name: str | None = None) -> None:
-        """Start node ``i`` again with its id and port (stopped first if running)."""
+        """Start node ``i`` again with its id and port; a running process is stopped first
+        where the backend stops it (real: gracefully, recorded as ``<name>:stop``)."""
         self._known(i)
         await self.backend.prepare("restart", i)
-        self._record("restart", (i,), name)
+        step = name or self._next("restart")
+        if self.backend.restart_stops and self.state(i) != "down":
+            self._record("stop", (i,), f"{step}:stop")
+            await self.backend.stop(i)
+        self._record("restart", (i,), step)
         await self.backend.restart(i)
 
     async def add(self) -> int:
@@ -218,7 +229,7 @@ class Cluster(Recorded, Waits):
         recorded as one action."""
         t = self.backend.now()
         ids = tuple([await self.backend.add(induct) for _ in range(count)])
-        self._told(Action(t, "add", name or f"add{len(self.actions) + 1}", ids))
+        self._told(Action(t, "add", name or self._next("add"), ids))
         return ids
 
     async def partition(self, *groups: Iterable[int], name: str | None = None) -> None:

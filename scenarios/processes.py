@@ -58,6 +58,7 @@ class ProcessBackend:
 
     mode = "real"
     boots: dict[int, list[int]] | None = None  # the nodes' events name their boots
+    restart_stops = True  # a running process leaves gracefully before its restart
     directory: Path | None = None
 
     def __init__(

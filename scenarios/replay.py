@@ -37,6 +37,8 @@ __all__ = ["Failure", "file_form", "scenario_of", "write_failure"]
 
 def _steps(a: Action, t0: float) -> list[dict[str, Any]]:
     at = max(0.0, a.t - t0)  # full precision: a simulated replay acts at the same moment
+    if a.step.endswith(":stop"):
+        return []  # a restart's own stop: the restart step stops the process again
     if a.kind in ("kill", "pause", "resume", "restart", "stop"):
         return [{"at": at, "name": a.step, a.kind: a.nodes[0]}]
     if a.kind == "add":

@@ -44,6 +44,7 @@ class SimBackend:
 
     mode = "sim"
     directory: Path | None = None  # nothing on disk
+    restart_stops = False  # a restart replaces the machine at once
 
     def __init__(self, net: swim.SimNetwork) -> None:
         self.net = net
