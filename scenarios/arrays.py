@@ -9,7 +9,7 @@ others, the writes it acknowledged and the check that none was lost (docs/testin
         assert (await arr.check()).ok
 
 Rules:
-1. The same array and ledger as a scenario's ``storage:`` section (``scenarios.storage``):
+1. The same array and ledger as a scenario's ``storage:`` section (``play.storage``):
    one RAM ``rt_bdev`` pool per member node, the array ``rt_array`` on the owner; one array
    a cluster (a second ``make_array`` is refused: the names are taken).
 2. Real processes only (``real`` or ``netns``): on the simulated network there are no
@@ -27,9 +27,9 @@ from typing import Any
 import httpx
 import trio
 
+from .arrayrun import ARRAY_POOL, StorageRun, post_form
 from .checks import Verdict
 from .records import StorageSpec
-from .storage import ARRAY_POOL, StorageRun, post_form
 from .waits import WaitTimeout
 
 __all__ = ["Array", "Durability", "LostWrite", "make_array"]

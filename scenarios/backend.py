@@ -11,7 +11,7 @@ Rules:
    the actions, decides who is up, schedules a timed pause's resume and judges; the backend
    answers ``now`` (its trace clock, seconds), each observer's view and the membership events
    seen so far.
-2. Views and events use one vocabulary (``VIEW``): a member is ``alive``, ``suspect``,
+2. Views and events use one vocabulary (``trace.VIEW``): a member is ``alive``, ``suspect``,
    ``dead`` or ``left`` (``probe_failed`` is alive to everyone but the prober's own timer).
 3. Time moves only through ``advance_to`` (virtual time in sim; a sleep on real processes), so
    one caller decides every moment an operation happens at.
@@ -29,25 +29,11 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["MODES", "VIEW", "Backend", "HttpAnswer", "view_name"]
+__all__ = ["MODES", "Backend", "HttpAnswer"]
 
 MODES = ("real", "netns", "sim")  # what open_cluster runs on
 
-VIEW = {
-    "alive": "alive",
-    "probe_failed": "alive",
-    "suspected": "suspect",
-    "suspect": "suspect",
-    "dead": "dead",
-    "left": "left",
-}
-
 HttpAnswer = tuple[int | None, float, str]  # status or None, seconds to the status line, error
-
-
-def view_name(state: str | None) -> str | None:
-    """A machine's member state in the API's words (rule 2); None stays None."""
-    return None if state is None else VIEW.get(state, state)
 
 
 class Backend(Protocol):

@@ -28,11 +28,10 @@ from dataclasses import dataclass, replace
 from swim import SwimConfig
 
 from .analysis import describe, judge
-from .backend import view_name
 from .bounds import CONFIDENCE, BoundError, derive
 from .records import STEP_KINDS, Bound, Expectation
 from .suspicions import Accusation, classify
-from .trace import Action, Trace, Views
+from .trace import Action, Trace, Views, view_name
 
 __all__ = [
     "CheckResult",

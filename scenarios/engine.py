@@ -29,9 +29,9 @@ import trio
 
 from cluster.local import ClusterError
 
+from .arrayrun import StorageRun
 from .chaos import HTTP_TIMEOUT, Cluster
 from .records import Scenario, Step
-from .storage import StorageRun
 from .trace import Action, Trace
 
 __all__ = ["OnAction", "Say", "play"]

@@ -18,9 +18,9 @@ import trio
 from swim import SwimConfig
 
 from . import checks
-from .backend import Backend, view_name
+from .backend import Backend
 from .checks import Checker, CheckResult, History, Verdict, report
-from .trace import Action, HttpResult, Trace
+from .trace import Action, HttpResult, Trace, view_name
 
 __all__ = ["FINAL_READ", "Recorded"]
 

@@ -19,11 +19,35 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DOWN_STATES", "UP_STATES", "Action", "HttpResult", "Trace", "Views", "events_digest"]
+__all__ = [
+    "DOWN_STATES",
+    "UP_STATES",
+    "VIEW",
+    "Action",
+    "HttpResult",
+    "Trace",
+    "Views",
+    "events_digest",
+    "view_name",
+]
 
 UP_STATES = frozenset({"alive", "probe_failed", "suspected"})
 DOWN_STATES = frozenset({"dead", "left"})
 INF = float("inf")
+# A member state in the API's words, as views and chaos tests say it.
+VIEW = {
+    "alive": "alive",
+    "probe_failed": "alive",
+    "suspected": "suspect",
+    "suspect": "suspect",
+    "dead": "dead",
+    "left": "left",
+}
+
+
+def view_name(state: str | None) -> str | None:
+    """A machine's member state in the API's words (``backend`` rule 2); None stays None."""
+    return None if state is None else VIEW.get(state, state)
 
 
 @dataclass(frozen=True, slots=True)
