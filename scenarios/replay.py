@@ -24,13 +24,13 @@ from typing import Any
 
 import yaml
 
-from .chaos import Cluster
-from .realcluster import changed_settings
-from .records import TIMED_KINDS, Expectation
+from .format.records import TIMED_KINDS, Expectation
+from .format.spec import parse_scenario
+from .judge.trace import Action, Trace
+from .play.chaos import Cluster
+from .play.realcluster import changed_settings
+from .play.waits import Wait
 from .runner import results_of, write_outputs
-from .spec import parse_scenario
-from .trace import Action, Trace
-from .waits import Wait
 
 __all__ = ["Failure", "file_form", "scenario_of", "write_failure"]
 

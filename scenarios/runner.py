@@ -31,14 +31,14 @@ import trio
 
 from cluster.local import ClusterError
 
-from .aggregate import aggregate, run_line
-from .analysis import analyse
-from .properties import judged
-from .report import action_text, render_report
-from .runs_page import render_runs
-from .spec import Scenario, ScenarioError, load_scenario
-from .summary import summary, summary_many
-from .trace import Action, Trace, events_digest
+from .format.spec import Scenario, ScenarioError, load_scenario
+from .judge.analysis import analyse
+from .judge.properties import judged
+from .judge.trace import Action, Trace, events_digest
+from .reporting.aggregate import aggregate, run_line
+from .reporting.report import action_text, render_report
+from .reporting.runs_page import render_runs
+from .reporting.summary import summary, summary_many
 
 __all__ = [
     "LIBRARY",
@@ -214,17 +214,17 @@ def run_scenario(
     try:
         on_action = None if progress is None else _step_lines(progress)
         if sim:
-            from .sim import run_sim
+            from .play.sim import run_sim
 
             trace = run_sim(scenario, seed=seed, on_action=on_action)
         elif hostfile is not None:
-            from .attach import run_attached
+            from .play.attach import run_attached
 
             trace = trio.run(
                 lambda: run_attached(scenario, hostfile, on_action=on_action, say=progress)
             )
         else:
-            from .real import run_real
+            from .play.real import run_real
 
             assert out is not None
             trace = trio.run(
@@ -390,7 +390,7 @@ def _prepare(file: str, *, sim: bool, n: int | None, hostfile: str | None) -> tu
         raise ScenarioError("--hostfile plays on a running cluster's processes, not with --sim")
     if n is not None:
         raise ScenarioError("-n does not go with --hostfile: the hostfile says how many nodes")
-    from .attach import refuse_steps, target_of
+    from .play.attach import refuse_steps, target_of
 
     path = find_scenario(file)
     target = target_of(hostfile)

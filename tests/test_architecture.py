@@ -292,17 +292,17 @@ FAULT_CALLS = frozenset(
         "faults",
     }
 )
-ENGINE = "scenarios.engine"
+ENGINE = "scenarios.play.engine"
 # The backends, one per mode, and what they stand on: only these reach a cluster's processes
 # (cluster.local) or the simulated network (swim.SimNetwork).
 BACKENDS = frozenset(
     {
-        "scenarios.simcluster",
-        "scenarios.realcluster",
-        "scenarios.processes",
-        "scenarios.attach",
-        "scenarios.leftovers",
-        "scenarios.agents",
+        "scenarios.play.simcluster",
+        "scenarios.play.realcluster",
+        "scenarios.play.processes",
+        "scenarios.play.attach",
+        "scenarios.play.leftovers",
+        "scenarios.play.agents",
     }
 )
 LOCAL_ERRORS = frozenset({"ClusterError", "BadInput"})  # what any module may catch or raise
@@ -342,7 +342,7 @@ def step_players(tree: ast.AST) -> list[str]:
 
 def test_only_the_engine_maps_step_kinds_to_actions() -> None:
     """A scenario file, explore and the Python API play through one engine: the calls of
-    ``chaos.Cluster``, each step kind mapped to its call in ``scenarios.engine`` alone."""
+    ``play.chaos.Cluster``, each step kind mapped to its call in ``scenarios.play.engine`` alone."""
     wrong = [
         f"{src.module}: {player}"
         for src in sources()

@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from scenarios import open_cluster, parse_scenario
-from scenarios.sim import play_sim
-from scenarios.trace import events_digest
+from scenarios.judge.trace import events_digest
+from scenarios.play.sim import play_sim
 
 FILE = {
     "name": "every verb",

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from scenarios import Verdict, analyse, checks, load_scenario, open_cluster
-from scenarios.realcluster import changed_settings
+from scenarios.play.realcluster import changed_settings
+from scenarios.play.sim import play_sim
 from scenarios.replay import scenario_of, write_failure
-from scenarios.sim import play_sim
 from swim import SwimConfig
 
 

@@ -26,8 +26,8 @@ import trio
 
 import swim
 
+from ..judge.trace import view_name
 from .backend import HttpAnswer
-from .trace import view_name
 
 __all__ = ["JOIN_LIMIT", "JOIN_TIMEOUT", "STARTS", "SimBackend", "SimFailed"]
 

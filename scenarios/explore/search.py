@@ -3,8 +3,8 @@ violation nobody scripted, shrink it to a 1-minimal schedule, check it replays, 
 scenario file (docs/explore.md).
 
 ``drawing`` draws one run's scenario from its seed; ``playing`` plays and judges it;
-``properties`` holds what is checked; ``shrinking`` makes a failure small; this module is the
-search and the public surface of all four.
+``judge.properties`` holds what is checked; ``shrinking`` makes a failure small; this module is
+the search (the package, ``scenarios.explore``, the public surface of all four).
 
 Rules:
 1. Run ``k`` of a search with seed ``S`` plays ``draw(S * 1_000_003 + k)``: a search is a pure
@@ -38,10 +38,10 @@ import yaml
 
 from swim import SwimConfig
 
+from ..judge.properties import BUILT_IN, Property, Run, load_property
+from ..runner import error_results, results_of, write_outputs
 from .drawing import FAULT_KINDS, Options, draw
 from .playing import Outcome, digest, play, scenario_of
-from .properties import BUILT_IN, Property, Run, load_property
-from .runner import error_results, results_of, write_outputs
 from .shrinking import Shrunk, shrink
 
 __all__ = [

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import trio
 
-from .records import StorageSpec
+from ..format.records import StorageSpec
 
 __all__ = ["ARRAY_NAME", "ARRAY_POOL", "StorageRun", "post_form"]
 

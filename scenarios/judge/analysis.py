@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..format.spec import Expectation, Scenario
 from .durability import judge_storage
-from .spec import Expectation, Scenario
 from .suspicions import ACCUSING, Accusation, classify
 from .trace import DOWN_STATES, INF, Trace, Views
 

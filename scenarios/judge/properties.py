@@ -43,8 +43,8 @@ from dataclasses import dataclass, replace
 
 from swim import SwimConfig
 
+from ..format.records import PROPERTY_NAMES, TRUSTED, Scenario
 from .checks import Checker, History, bound_for, last_action
-from .records import PROPERTY_NAMES, TRUSTED, Scenario
 from .trace import Action, Trace
 
 __all__ = ["BUILT_IN", "Property", "Run", "check", "judged", "load_property"]

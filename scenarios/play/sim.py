@@ -20,11 +20,11 @@ import trio
 
 import swim
 
+from ..format.records import Scenario
+from ..judge.trace import Trace
 from .chaos import Cluster
 from .engine import OnAction, play
-from .records import Scenario
 from .simcluster import JOIN_LIMIT, JOIN_TIMEOUT, SimBackend, SimFailed
-from .trace import Trace
 
 __all__ = ["JOIN_LIMIT", "JOIN_TIMEOUT", "SimFailed", "play_sim", "run_sim"]
 

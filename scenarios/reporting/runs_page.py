@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..judge.trace import Trace
 from .charts import DASH, Cell, Series, cdf_chart, figure, percent, strip
 from .report import (
     LATENCIES,
@@ -31,7 +32,6 @@ from .report import (
     text_cols,
 )
 from .timeline import legend, timeline
-from .trace import Trace
 
 __all__ = ["render_runs"]
 

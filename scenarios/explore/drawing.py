@@ -25,9 +25,9 @@ from typing import Any
 from swim import SwimConfig
 from swim.lifeguard import suspicion_bounds
 
-from .bounds import BoundError, derive
-from .checks import fallback_bound
-from .properties import DEGRADING, SURE
+from ..format.bounds import BoundError, derive
+from ..judge.checks import fallback_bound
+from ..judge.properties import DEGRADING, SURE
 
 __all__ = ["FAULT_KINDS", "Options", "draw", "finish"]
 

@@ -36,13 +36,13 @@ from cluster.local.attached import (
     read_hostfile,
 )
 
+from ..format.spec import Scenario, Step
+from ..judge.trace import Action, Trace
 from .backend import Backend
 from .chaos import Cluster
 from .engine import OnAction, Say, play
 from .processes import ProcessBackend, new_client
 from .realcluster import RealBackend
-from .spec import Scenario, Step
-from .trace import Action, Trace
 
 __all__ = [
     "CONVERGE_TIMEOUT",

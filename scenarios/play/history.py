@@ -17,10 +17,10 @@ import trio
 
 from swim import SwimConfig
 
-from . import checks
+from ..judge import checks
+from ..judge.checks import Checker, CheckResult, History, Verdict, report
+from ..judge.trace import Action, HttpResult, Trace, view_name
 from .backend import Backend
-from .checks import Checker, CheckResult, History, Verdict, report
-from .trace import Action, HttpResult, Trace, view_name
 
 __all__ = ["FINAL_READ", "Recorded"]
 
@@ -91,7 +91,7 @@ class Recorded:
         return out
 
     async def check(self, *checkers: Checker) -> CheckResult:
-        """Run ``checkers`` (``scenarios.checks``) and ``never_dead()`` (no false death) over
+        """Run ``checkers`` (``judge.checks``) and ``never_dead()`` (no false death) over
         the history so far."""
         h = await self.history()
         verdicts = tuple(c(h) for c in (checks.never_dead(), *checkers))

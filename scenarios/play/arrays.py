@@ -27,9 +27,9 @@ from typing import Any
 import httpx
 import trio
 
+from ..format.records import StorageSpec
+from ..judge.checks import Verdict
 from .arrayrun import ARRAY_POOL, StorageRun, post_form
-from .checks import Verdict
-from .records import StorageSpec
 from .waits import WaitTimeout
 
 __all__ = ["Array", "Durability", "LostWrite", "make_array"]

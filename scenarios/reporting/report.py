@@ -19,10 +19,10 @@ import html
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..judge.trace import Trace
 from .charts import DASH, action_label, figure, percent
 from .summary import collection_notes
 from .timeline import legend, timeline
-from .trace import Trace
 
 __all__ = [
     "LATENCIES",

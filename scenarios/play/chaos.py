@@ -42,11 +42,11 @@ import trio
 
 from swim import SwimConfig
 
+from ..judge.checks import Verdict
+from ..judge.trace import Action, HttpResult
 from .backend import MODES, Backend
-from .checks import Verdict
 from .history import Recorded
 from .simcluster import SimBackend
-from .trace import Action, HttpResult
 from .waits import Wait, Waits, WaitTimeout
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class Cluster(Recorded, Waits):
     ) -> Array:
         """An erasure-coded array on node ``owner`` over one device on each node of
         ``members`` (data) and ``parity``: its writes, waits and durability check
-        (``scenarios.arrays``). Real processes only."""
+        (``arrays``). Real processes only."""
         from .arrays import make_array
 
         return await make_array(

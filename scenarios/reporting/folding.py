@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .trace import INF, Trace, Views
+from ..judge.trace import INF, Trace, Views
 
 __all__ = [
     "BAND_GAP",

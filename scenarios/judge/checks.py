@@ -1,7 +1,7 @@
 """Checkers: the scenario expectations as functions over a recorded history.
 
 A checker is any ``Callable[[History], Verdict]``: ``dead(2)``, ``never_dead()``,
-``converged()`` ... build one; ``Cluster.check(*checkers)`` (``scenarios.chaos``) runs them
+``converged()`` ... build one; ``Cluster.check(*checkers)`` (``play.chaos``) runs them
 over what the cluster did and saw; ``expectation(e)`` turns a scenario file's expectation into
 the same thing. A user adds one by writing a function of a ``History``.
 
@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 
 from swim import SwimConfig
 
+from ..format.bounds import CONFIDENCE, BoundError, derive
+from ..format.records import STEP_KINDS, Bound, Expectation
 from .analysis import describe, judge
-from .bounds import CONFIDENCE, BoundError, derive
-from .records import STEP_KINDS, Bound, Expectation
 from .suspicions import Accusation, classify
 from .trace import Action, Trace, Views, view_name
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from ..judge.trace import Trace, Views
 from .charts import (
     CHAR_PX,
     DASH,
@@ -42,7 +43,6 @@ from .folding import (
     fold_bands,
     scale_of,
 )
-from .trace import Trace, Views
 
 __all__ = ["legend", "timeline"]
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import yaml
 
-from .properties import Run, check
-from .records import Scenario
-from .sim import run_sim
-from .spec import parse_scenario
-from .trace import events_digest as digest
+from ..format.records import Scenario
+from ..format.spec import parse_scenario
+from ..judge.properties import Run, check
+from ..judge.trace import events_digest as digest
+from ..play.sim import run_sim
 
 __all__ = ["Outcome", "digest", "play", "scenario_of"]
 

@@ -18,11 +18,11 @@ import trio
 
 import swim
 
+from ..format.records import Scenario
+from ..judge.trace import Trace
 from .chaos import Cluster
 from .engine import OnAction, Say, play
 from .realcluster import RealBackend
-from .records import Scenario
-from .trace import Trace
 
 __all__ = ["run_real"]
 

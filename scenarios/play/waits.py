@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from swim import SwimConfig
 
-from . import checks
+from ..format.records import Bound
+from ..judge import checks
+from ..judge.trace import Action, Trace
 from .backend import Backend
-from .records import Bound
-from .trace import Action, Trace
 
 __all__ = [
     "POLL",

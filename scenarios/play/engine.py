@@ -29,10 +29,10 @@ import trio
 
 from cluster.local import ClusterError
 
+from ..format.records import Scenario, Step
+from ..judge.trace import Action, Trace
 from .arrayrun import StorageRun
 from .chaos import HTTP_TIMEOUT, Cluster
-from .records import Scenario, Step
-from .trace import Action, Trace
 
 __all__ = ["OnAction", "Say", "play"]
 

@@ -12,7 +12,7 @@ Rules:
    background while ``watching`` (a scenario's run), and from a node just before a kill,
    stop, pause or restart takes it away, so none is lost.
 3. With Serf agents the nodes speak memberlist and the agents follow them as members
-   N..N+M-1; views and events name every member by its number (``scenarios.agents``); an
+   N..N+M-1; views and events name every member by its number (``agents``); an
    agent has no events, no dashboard and no fault injection (``loss`` and ``delay`` refuse
    it).
 """
