@@ -34,8 +34,8 @@ import yaml
 
 from cluster.ground.settings import Settings
 from cluster.rpc import frames
-from scenarios.records import EXPECT_KINDS, STEP_KINDS
-from scenarios.spec import TOP_KEYS
+from scenarios.format.records import EXPECT_KINDS, STEP_KINDS
+from scenarios.format.spec import TOP_KEYS
 from swim import MemberState, SwimConfig, exchange, wire
 from swim.keyring import SEAL_VERSION
 from swim.wire import StateEntry

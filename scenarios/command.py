@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cluster.ground.parse import ParseError, parse_float, parse_int
-from cluster.local import MAX_NODES, BadInput
-from cluster.rt_cluster.cli import Command, integer, number
+from cluster.local import BadInput
+from cluster.rt_cluster.cli import MAX_NODES, Command, integer, number
 from cluster.rt_cluster.cli import build_parser as _cluster_parser
 from cluster.rt_cluster.cli import main as _cluster_main
 

@@ -46,12 +46,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from .backend import MODES
+from .play.backend import MODES
 
 if TYPE_CHECKING:
     from swim import SwimConfig
 
-    from .chaos import Cluster
+    from .play.chaos import Cluster
 
 __all__ = ["OpenCluster", "graceful_sigterm", "opening", "rt_cluster"]
 
@@ -100,7 +100,7 @@ def graceful_sigterm() -> None:
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
 
-    from .realcluster import kill_leftovers_now
+    from .play.leftovers import kill_leftovers_now
 
     installer = os.getpid()
 
@@ -134,7 +134,7 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
         seed: int | None = None,
         swim: SwimConfig | Mapping[str, Any] | None = None,
     ) -> Cluster:
-        from .chaos import start_cluster  # rule 7: loaded by the first test that opens one
+        from .play.chaos import start_cluster  # rule 7: loaded by the first test that opens one
 
         name = _name(request, len(opened))
         mode = mode or config.getoption("rt_mode")

@@ -2,8 +2,9 @@
 
 Rules:
 1. ``scenario_of`` writes what the test did as a scenario file (docs/rt_cluster.md): its size,
-   seed and swim settings, every action as a step at its time after the start (named as the
-   test named it: ``kill1``, ``heal3``), and every wait as an expectation with the bound it
+   seed and swim settings, every fault as a step at its time after the start (named as the
+   test named it: ``kill1``, ``heal3``; an ``http`` request is the test's own and left out),
+   and every wait as an expectation with the bound it
    was given, counted from the action it followed. ``never_dead: all`` is always expected,
    as ``Cluster.check`` always checks it, and so is every built-in checker a ``check`` ran
    (``file_form``: its expectation, bound included). ``rt_cluster scenario FILE`` (add
@@ -23,19 +24,21 @@ from typing import Any
 
 import yaml
 
-from .chaos import Cluster
-from .realcluster import changed_settings
-from .records import TIMED_KINDS, Expectation
-from .runner import results_of, write_outputs
-from .spec import parse_scenario
-from .trace import Action, Trace
-from .waits import Wait
+from .format.records import TIMED_KINDS, Expectation
+from .format.spec import parse_scenario
+from .judge.trace import Action, Trace
+from .play.chaos import Cluster
+from .play.realcluster import changed_settings
+from .play.waits import Wait
+from .reporting.results import results_of, write_outputs
 
 __all__ = ["Failure", "file_form", "scenario_of", "write_failure"]
 
 
 def _steps(a: Action, t0: float) -> list[dict[str, Any]]:
     at = max(0.0, a.t - t0)  # full precision: a simulated replay acts at the same moment
+    if a.step.endswith(":stop"):
+        return []  # a restart's own stop: the restart step stops the process again
     if a.kind in ("kill", "pause", "resume", "restart", "stop"):
         return [{"at": at, "name": a.step, a.kind: a.nodes[0]}]
     if a.kind == "add":
@@ -44,6 +47,8 @@ def _steps(a: Action, t0: float) -> list[dict[str, Any]]:
         return [{"at": at, "name": a.step, "partition": [list(g) for g in a.groups]}]
     if a.kind == "heal":
         return [{"at": at, "name": a.step, "heal": True}]
+    if a.kind == "http":
+        return []  # a request is the test's own, not a fault: the file does not repeat it
     key = "percent" if a.kind == "loss" else "ms"
     return [
         {"at": at, "name": a.step if k == 0 else f"{a.step}.{k}", a.kind: {"node": i, key: a.value}}

@@ -17,13 +17,10 @@ Rules:
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +28,11 @@ import trio
 
 from cluster.local import ClusterError
 
-from .aggregate import aggregate, run_line
-from .analysis import analyse
-from .properties import judged
-from .report import action_text, render_report
-from .runs_page import render_runs
-from .spec import Scenario, ScenarioError, load_scenario
-from .summary import summary, summary_many
-from .trace import Action, Trace, events_digest
+from .format.spec import Scenario, ScenarioError, load_scenario
+from .judge.trace import Action, Trace
+from .reporting.aggregate import aggregate, run_line
+from .reporting.results import action_line, error_results, results_of, write_outputs
+from .reporting.summary import summary, summary_many
 
 __all__ = [
     "LIBRARY",
@@ -50,7 +44,6 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
-EVENTS_KEPT = 200  # accusations listed per run in results.json (all are counted)
 
 LIBRARY = Path(__file__).resolve().parent
 EXIT = {"pass": 0, "fail": 1, "error": 2}
@@ -73,128 +66,6 @@ def find_scenario(name: str) -> Path:
     raise ScenarioError(f"{name}: no such file, nor a scenario of that name (library: {names})")
 
 
-def _clean(x: Any) -> Any:
-    """JSON-safe: infinities and NaN become null."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    return x
-
-
-def results_of(
-    scenario: Scenario, trace: Trace, mode: str, seed: int, hostfile: str | None = None
-) -> dict[str, Any]:
-    an = analyse(trace, scenario)
-    results: dict[str, Any] = _clean(
-        {
-            "scenario": scenario.name,
-            "description": scenario.description,
-            "source": scenario.source,
-            "mode": mode,
-            "hostfile": hostfile,
-            "seed": seed,
-            "nodes": len(trace.initial),
-            "duration": round(trace.end - trace.t0, 3),
-            "verdict": an.verdict,
-            "error": None,
-            "settings": dict(scenario.settings),
-            "expectations": an.expectations,
-            "detection": an.detection,
-            "suspicions": {
-                "false": sum(1 for a in an.accusations if a["class"] == "false"),
-                "expected": sum(1 for a in an.accusations if a["class"] == "expected"),
-                "events": an.accusations[:EVENTS_KEPT],
-            },
-            "false_suspicions": _listed(an.false_suspicions),
-            "false_deaths": _listed(an.false_deaths),
-            "expected_suspicions": {"count": len(an.accused("suspected", "expected"))},
-            "expected_deaths": {"count": len(an.accused("dead", "expected"))},
-            "convergence": an.convergence,
-            "steps": [
-                {
-                    "t": trace.rel(a.t),
-                    "kind": a.kind,
-                    "step": a.step,
-                    "nodes": list(a.nodes),
-                    "groups": [list(g) for g in a.groups],
-                    "value": a.value,
-                    "text": _text(a, _size_at(trace, a.t)),
-                }
-                for a in sorted(trace.actions, key=lambda a: a.t)
-            ],
-            "http": [
-                {**asdict(h), "at": trace.rel(h.t), "elapsed": round(h.elapsed, 4)}
-                for h in trace.http
-            ],
-            "events": len(trace.events),
-            "collection": trace.collection,
-        }
-    )
-    if trace.storage is not None:
-        results["storage"] = trace.storage  # the durability check (``storage`` rule 3)
-    if mode == "sim":
-        results["events_digest"] = events_digest(trace.events)
-    if prop := judged(scenario, trace):
-        results["property"] = prop
-        if prop["status"] == "fail":
-            results["verdict"] = "fail"
-    return results
-
-
-def _text(a: Action, cluster: int | None = None) -> str:
-    """The action's arguments, readable (``report.action_text``): "on all" when it names
-    every one of the ``cluster`` nodes there were."""
-    step = {"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value}
-    return action_text(step, cluster)
-
-
-def _size_at(trace: Trace, t: float) -> int:
-    """How many nodes the cluster had at ``t``: the first ones and those added before."""
-    added = {i for b in trace.actions if b.kind == "add" and b.t < t for i in b.nodes}
-    return len(set(trace.initial) | added)
-
-
-def _listed(events: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"count": len(events), "events": events[:EVENTS_KEPT]}
-
-
-def error_results(
-    scenario: Scenario | None,
-    source: str,
-    mode: str,
-    seed: int | None,
-    error: str,
-    hostfile: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "scenario": scenario.name if scenario else Path(source).stem,
-        "description": scenario.description if scenario else "",
-        "source": source,
-        "mode": mode,
-        "hostfile": hostfile,
-        "seed": seed,
-        "nodes": scenario.nodes if scenario else None,
-        "duration": None,
-        "verdict": "error",
-        "error": error,
-        "expectations": [],
-        "detection": [],
-        "suspicions": {"false": 0, "expected": 0, "events": []},
-        "false_suspicions": {"count": 0, "events": []},
-        "false_deaths": {"count": 0, "events": []},
-        "expected_suspicions": {"count": 0},
-        "expected_deaths": {"count": 0},
-        "convergence": [],
-        "steps": [],
-        "http": [],
-        "events": 0,
-        "collection": None,
-    }
-
-
 def run_scenario(
     scenario: Scenario,
     *,
@@ -214,17 +85,17 @@ def run_scenario(
     try:
         on_action = None if progress is None else _step_lines(progress)
         if sim:
-            from .sim import run_sim
+            from .play.sim import run_sim
 
             trace = run_sim(scenario, seed=seed, on_action=on_action)
         elif hostfile is not None:
-            from .attach import run_attached
+            from .play.attach import run_attached
 
             trace = trio.run(
                 lambda: run_attached(scenario, hostfile, on_action=on_action, say=progress)
             )
         else:
-            from .real import run_real
+            from .play.real import run_real
 
             assert out is not None
             trace = trio.run(
@@ -246,7 +117,7 @@ def _step_lines(progress: Progress) -> Callable[[Action, float], None]:
     """Rule 2: a line per action, as it is carried out."""
 
     def line(a: Action, t0: float) -> None:
-        progress(f"  {a.t - t0:+7.2f} s  {a.step}: {_text(a)}")
+        progress(f"  {a.t - t0:+7.2f} s  {a.step}: {action_line(a)}")
 
     return line
 
@@ -317,19 +188,6 @@ def _leaves(exc: BaseException) -> list[str]:
     return ["".join(traceback.format_exception_only(type(exc), exc)).strip()]
 
 
-def write_outputs(
-    out: Path, results: dict[str, Any], trace: Trace | None, trace_seed: int | None = None
-) -> None:
-    """``results.json`` and ``report.html`` (the many-runs page when ``results`` has runs)."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(_clean(results), indent=2) + "\n")
-    if "aggregate" in results:
-        page = render_runs(results, trace, trace_seed)
-    else:
-        page = render_report(results, trace)
-    (out / "report.html").write_text(page)
-
-
 def run_scenario_cli(
     file: str,
     *,
@@ -390,7 +248,7 @@ def _prepare(file: str, *, sim: bool, n: int | None, hostfile: str | None) -> tu
         raise ScenarioError("--hostfile plays on a running cluster's processes, not with --sim")
     if n is not None:
         raise ScenarioError("-n does not go with --hostfile: the hostfile says how many nodes")
-    from .attach import refuse_steps, target_of
+    from .play.attach import refuse_steps, target_of
 
     path = find_scenario(file)
     target = target_of(hostfile)

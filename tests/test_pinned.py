@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.chaos import open_cluster
-from scenarios.drawing import Options, draw
-from scenarios.playing import play
-from scenarios.properties import BUILT_IN
+from scenarios.explore.drawing import Options, draw
+from scenarios.explore.playing import play
+from scenarios.format.spec import load_scenario
+from scenarios.judge.properties import BUILT_IN
+from scenarios.judge.trace import events_digest
+from scenarios.play.chaos import open_cluster
+from scenarios.play.sim import run_sim
 from scenarios.runner import library
-from scenarios.sim import run_sim
-from scenarios.spec import load_scenario
-from scenarios.trace import events_digest
 from tests.support.pinned import check_pinned
 
 SEEDS = (None, 1, 2)  # None: the scenario's own seed

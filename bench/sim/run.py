@@ -9,7 +9,7 @@ Every figure comes from a fresh child process (``--one``), so peak memory is tha
   steadier figure), packets per node per second, peak RSS.
 - ``kill``: ``rt_cluster scenario kill_one --sim -n N`` past its argument parser
   (``scenarios.runner.run_scenario_cli``: the run, results.json, report.html): its verdict,
-  wall and CPU seconds, detection figures, peak RSS. Above ``scenarios.sim.JOIN_LIMIT``
+  wall and CPU seconds, detection figures, peak RSS. Above ``scenarios.play.sim.JOIN_LIMIT``
   nodes the simulated cluster starts converged (rule 1 there); up to it, it joins first.
 
 Prints a table and saves ``bench/results/sim.json``. Figures only: nothing passes or fails.

@@ -39,7 +39,7 @@ from typing import Any
 import psutil
 
 from scenarios import Scenario, find_scenario, library, load_scenario, run_scenario, write_outputs
-from scenarios.aggregate import aggregate, percentiles, run_line
+from scenarios.reporting.aggregate import aggregate, percentiles, run_line
 
 from .load import end_leftovers, open_neighbour
 
@@ -86,7 +86,7 @@ def held_out_seeds(sc: Scenario, runs: int) -> range:
 
 def compact(results: Run) -> Run:
     """What the figures need of one run's ``results.json`` (a few hundred bytes), in the
-    shape ``scenarios.aggregate`` reads. ``false_suspicions`` and ``expected_suspicions``
+    shape ``scenarios.reporting.aggregate`` reads. ``false_suspicions`` and ``expected_suspicions``
     count every accusation of the class, suspicions and deaths alike (``suspicions``)."""
     exps = results.get("expectations") or []
     keep = ("index", "kind", "description", "status", "measured", "unit", "bound", "bound_detail")
@@ -189,7 +189,8 @@ def real_runs(
 
 
 def stats(values: Sequence[float | None], unit: str = "s") -> dict[str, Any]:
-    """``scenarios.aggregate.percentiles`` without the values (1,000 of them per figure)."""
+    """``scenarios.reporting.aggregate.percentiles`` without the values (1,000 of them per
+    figure)."""
     return _without_values(percentiles(values, unit))
 
 
@@ -209,7 +210,7 @@ def _bound_over(exp: Run) -> float | None:
 
 def figures(runs: list[Run]) -> dict[str, Any]:
     """The figures of K runs of one scenario in one mode (see the module docstring): the
-    aggregate of ``scenarios.aggregate`` without its values, each derived bound over its
+    aggregate of ``scenarios.reporting.aggregate`` without its values, each derived bound over its
     p99.9, and the runs that did not pass."""
     section = aggregate(runs, 1.0)["aggregate"]
     del section["pass_rate"]

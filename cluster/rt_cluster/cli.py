@@ -36,7 +36,7 @@ from .commands import ASYNC_COMMANDS, cmd_list
 from .hints import unknown_command, unknown_option
 from .output import err
 
-__all__ = ["MAX_SECONDS", "Command", "build_parser", "integer", "main", "number"]
+__all__ = ["MAX_NODES", "MAX_SECONDS", "Command", "build_parser", "integer", "main", "number"]
 
 
 # ---- argument types -------------------------------------------------------------------------

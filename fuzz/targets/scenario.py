@@ -1,7 +1,7 @@
 """Target ``scenario``: a scenario file's bytes through ``scenarios.parse_scenario``, once as
 written for real processes and once with its ``sim:`` section applied.
 
-Only ``ScenarioError`` may come out (``scenarios.spec`` rule 1).
+Only ``ScenarioError`` may come out (``scenarios.format.spec`` rule 1).
 """
 
 from __future__ import annotations

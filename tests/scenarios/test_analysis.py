@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from scenarios import Action, HttpResult, Trace, Views, analyse, parse_scenario, render_report
-from scenarios.runner import results_of
-from scenarios.storage import judge_storage
+from scenarios.judge.durability import judge_storage
+from scenarios.reporting.results import results_of
 from tests.support.traces import event as ev
 from tests.support.traces import joined
 

@@ -25,7 +25,7 @@ from cluster.local.attached import (
     read_hostfile,
 )
 from scenarios import parse_scenario
-from scenarios.attach import Target, refuse_steps
+from scenarios.play.attach import Target, refuse_steps
 from tests.support import hold_port
 
 

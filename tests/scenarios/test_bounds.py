@@ -13,7 +13,7 @@ import random
 import pytest
 
 from scenarios import find_scenario, load_scenario, parse_scenario, run_scenario
-from scenarios.bounds import BoundError, _residual, derive, first_probe, spread
+from scenarios.format.bounds import BoundError, _residual, derive, first_probe, spread
 from swim import SwimConfig
 
 LOCAL = SwimConfig()

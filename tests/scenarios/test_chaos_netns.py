@@ -16,7 +16,7 @@ import pytest
 from cluster.local import live_members, read_record
 from cluster.local.netns import leftovers, network_key, privileged
 from scenarios import open_cluster
-from scenarios.realcluster import registered
+from scenarios.play.leftovers import registered
 from tests.support import running, wait_for
 from tests.support.clusters import end_an_inner_run, sigint_as_in_a_terminal
 

@@ -13,8 +13,8 @@ import pytest
 
 from cluster.local import live_members
 from scenarios import open_cluster
+from scenarios.play.leftovers import registered
 from scenarios.pytest_plugin import OpenCluster
-from scenarios.realcluster import registered
 from tests.support import running, wait_for
 from tests.support.clusters import end_an_inner_run, sigint_as_in_a_terminal
 

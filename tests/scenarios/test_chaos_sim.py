@@ -11,7 +11,7 @@ import pytest
 import scenarios
 from cluster.local import BadInput, netns
 from scenarios import Cluster, History, Verdict, WaitTimeout, checks, open_cluster
-from scenarios.sim import run_sim
+from scenarios.play.sim import run_sim
 from swim import SwimConfig
 
 STATES = {"alive", "suspect", "dead", "left"}

@@ -1,6 +1,7 @@
-"""The event collector (``scenarios.collect``) against fake nodes behind ``httpx.MockTransport``:
-each fake answers ``/api/events`` from a real ``swim.History`` ring, so paging, ``next`` and
-``dropped`` are the node's own; a restart is a new ring and a new ``boot``."""
+"""The event collector (``scenarios.play.collect``) against fake nodes behind
+``httpx.MockTransport``: each fake answers ``/api/events`` from a real ``swim.History`` ring,
+so paging, ``next`` and ``dropped`` are the node's own; a restart is a new ring and a new
+``boot``."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import pytest
 import trio
 
 from scenarios import render_report
-from scenarios.collect import EventCollector, open_collector, parse_page
-from scenarios.runner import error_results
-from scenarios.summary import collection_lines
+from scenarios.play.collect import EventCollector, open_collector, parse_page
+from scenarios.reporting.results import error_results
+from scenarios.reporting.summary import collection_lines
 from swim import History, MemberEvent
 from tests.support import wait_for_async
 

@@ -14,13 +14,14 @@ import pytest
 import yaml
 
 from bench.explore.plants import planted
-from scenarios import History, Verdict, load_scenario, properties, run_scenario
-from scenarios.aggregate import run_line
+from scenarios import History, Verdict, load_scenario, run_scenario
 from scenarios.explore import BUILT_IN, Options, Search, draw, load_property, run_search
-from scenarios.playing import scenario_of
-from scenarios.records import TRUSTED
-from scenarios.sim import run_sim
-from scenarios.spec import ScenarioError
+from scenarios.explore.playing import scenario_of
+from scenarios.format.records import TRUSTED
+from scenarios.format.spec import ScenarioError
+from scenarios.judge import properties
+from scenarios.play.sim import run_sim
+from scenarios.reporting.aggregate import run_line
 from tests.support.clusters import run_main
 
 RT_CLUSTER = [sys.executable, "-m", "scenarios.command"]

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from scenarios import Verdict, analyse, checks, load_scenario, open_cluster
-from scenarios.realcluster import changed_settings
+from scenarios.play.realcluster import changed_settings
+from scenarios.play.sim import play_sim
 from scenarios.replay import scenario_of, write_failure
-from scenarios.sim import run_sim
 from swim import SwimConfig
 
 
@@ -46,7 +46,7 @@ async def test_the_scenario_file_replays_the_test_event_for_event(tmp_path: Path
     assert (tmp_path / "out" / "results.json").is_file()
 
     scenario = load_scenario(failure.scenario, sim=True)
-    trace = run_sim(scenario)
+    trace = await play_sim(scenario)
     assert analyse(trace, scenario).verdict == "pass"
     mine = c.final_history().trace
     assert [e for e in trace.events if e["mono"] <= mine.end] == mine.events
@@ -64,7 +64,7 @@ async def test_a_failed_wait_is_replayed_as_a_failing_expectation(tmp_path: Path
     assert last["dead"] == 1
     assert last["within"] > 5
     scenario = load_scenario(write_failure(c, tmp_path).scenario, sim=True)
-    verdicts = [e["status"] for e in analyse(run_sim(scenario), scenario).expectations]
+    verdicts = [e["status"] for e in analyse(await play_sim(scenario), scenario).expectations]
     assert verdicts == ["pass", "fail"]
 
 
@@ -92,7 +92,7 @@ async def test_the_checks_a_test_ran_are_replayed_with_their_verdicts(tmp_path: 
         {"max_false_suspicions": 0},
     ]
     scenario = load_scenario(write_failure(c, tmp_path).scenario, sim=True)
-    replayed = [e["status"] for e in analyse(run_sim(scenario), scenario).expectations]
+    replayed = [e["status"] for e in analyse(await play_sim(scenario), scenario).expectations]
     assert replayed == ["pass", "pass", "pass", "fail", "pass"]
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from scenarios import Action, Trace, render_report
-from scenarios.charts import CHAR_PX, DASH, id_ranges, lanes, tick_label, tick_step, ticks
-from scenarios.report import action_text
-from scenarios.runs_page import render_runs
+from scenarios.reporting.charts import CHAR_PX, DASH, id_ranges, lanes, tick_label, tick_step, ticks
+from scenarios.reporting.report import action_text
+from scenarios.reporting.runs_page import render_runs
 from tests.support.traces import event, joined
 
 HOSTILE = "<script>alert(1)</script>"

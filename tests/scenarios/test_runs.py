@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.aggregate import aggregate, percentiles
+from scenarios.reporting.aggregate import aggregate, percentiles
 from scenarios.runner import run_scenario_cli
 
 

@@ -58,8 +58,8 @@ def test_cli_sim_exit_codes(tmp_path: Path) -> None:
 
 def test_a_large_simulated_cluster_starts_converged_and_plays_kill_one() -> None:
     """Above ``JOIN_LIMIT`` nodes the simulation starts from the shared roster at time 0
-    (scenarios.sim rule 1); a joined start is still there to ask for."""
-    from scenarios.sim import JOIN_LIMIT, run_sim
+    (scenarios.play.sim rule 1); a joined start is still there to ask for."""
+    from scenarios.play.sim import JOIN_LIMIT, run_sim
 
     path = LIBRARY["kill_one"]
     sc = parse_scenario(path.read_text(), str(path), sim=True)

@@ -143,7 +143,7 @@ def test_any_text_is_a_scenario_or_one_scenario_error(text: str, sim: bool) -> N
     ],
 )
 def test_a_property_key_names_a_built_in_or_refuses(value: str, needle: str) -> None:
-    # A file alone never makes rtsim import a module (scenarios.properties rule 3).
+    # A file alone never makes rtsim import a module (scenarios.judge.properties rule 3).
     with pytest.raises(ScenarioError, match=needle):
         parse_scenario(BASE + f"property: {value}\n", "s.yaml", sim=True)
     assert "antigravity" not in sys.modules

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scenarios import Action, Trace, parse_scenario, run_scenario
-from scenarios.runner import results_of
+from scenarios.reporting.results import results_of
 from tests.support.traces import event as ev
 from tests.support.traces import joined
 

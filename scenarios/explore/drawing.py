@@ -1,0 +1,158 @@
+"""What one exploring run plays: a scenario drawn from its own seed (swarm testing).
+
+Each run draws its size, which fault kinds it may use and how likely each is, a schedule of
+one to ``MAX_FAULTS`` faults, and (``--swim KEY=LOW..HIGH``) protocol settings within the
+user's ranges. The schedule is an ordinary scenario file (as a mapping, docs/rt_cluster.md).
+
+Rules:
+1. A pure function of the run's seed and the search's options: ``draw(seed, options)`` twice
+   gives the same mapping.
+2. Faults start at 2 s or later and follow one another by 1 to 12 s; a pause may outlast the
+   suspicion timeout (then it is resumed), a partition may outlast ``gossip_to_the_dead_time``
+   (then healed), loss and delay last until the final heal; at least two nodes stay running,
+   so a node added or restarted has a member to find (through its hostfile: ``swim.resync``,
+   whichever nodes are down).
+3. Every schedule ends with every paused node resumed and a heal (``final``), then runs past
+   the bounds derived after it plus ``QUIET`` seconds, so liveness can be judged.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from swim import SwimConfig
+from swim.lifeguard import suspicion_bounds
+
+from ..format.bounds import BoundError, derive
+from ..judge.checks import fallback_bound
+from ..judge.properties import DEGRADING, SURE
+
+__all__ = ["FAULT_KINDS", "Options", "draw", "finish"]
+
+FAULT_KINDS = ("kill", "pause", "restart", "add", "partition", "loss", "delay", "rolling")
+MAX_FAULTS = 4
+QUIET = 10.0  # seconds of the quiet window after the bounds (rule 3)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the search may draw: sizes ``low..high``, swim settings ranges."""
+
+    low: int = 3
+    high: int = 5
+    swim: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def _swim(rng: random.Random, ranges: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    default = SwimConfig().as_dict()
+    for key, (lo, hi) in sorted(ranges.items()):
+        value = rng.uniform(lo, hi)
+        out[key] = round(value) if isinstance(default.get(key), int) else round(value, 3)
+    return out
+
+
+def _bound(kind: str, after: str, n: int, config: SwimConfig) -> float:
+    try:
+        return derive(kind, after, n, config, real=False, confidence=SURE).seconds
+    except BoundError:
+        return fallback_bound(kind, n, config, real=False).seconds
+
+
+def _fault(kind: str, live: list[int]) -> str:
+    """Rule 2: the kind drawn, or ``loss`` for a kill or pause that would leave fewer than two
+    running nodes."""
+    return "loss" if kind in ("kill", "pause") and len(live) <= 2 else kind
+
+
+def draw(seed: int, options: Options) -> dict[str, Any]:
+    """The scenario mapping of run ``seed`` (rule 1)."""
+    rng = random.Random(seed)
+    n = rng.randint(options.low, options.high)
+    swim = _swim(rng, options.swim)
+    config = SwimConfig.from_mapping(swim)
+    kinds = [k for k in FAULT_KINDS if rng.random() < 0.5] or [rng.choice(FAULT_KINDS)]
+    weights = [rng.uniform(0.2, 1.0) for _ in kinds]
+    suspicion = suspicion_bounds(
+        config.suspicion_mult, config.suspicion_max_timeout_mult, n, config.probe_interval
+    )[1]  # a pause of 0.5 to 3 times the longest suspicion: short ones and long ones
+    steps: list[dict[str, Any]] = []
+    running = list(range(n))
+    down: list[int] = []
+    paused: dict[int, float] = {}
+    t = round(rng.uniform(2.0, 10.0), 3)
+    total = n
+    for _ in range(rng.randint(1, MAX_FAULTS)):
+        live = [i for i in running if i not in paused]
+        kind = _fault(rng.choices(kinds, weights)[0], live)
+        if kind == "kill":
+            i = rng.choice(live)
+            steps.append({"at": t, "kill": i})
+            running.remove(i)
+            down.append(i)
+        elif kind == "pause":
+            i = rng.choice(live)
+            dur = round(rng.uniform(0.5, 3.0) * suspicion, 3)
+            steps.append({"at": t, "pause": i, "for": dur})
+            paused[i] = t + dur
+        elif kind == "restart":
+            i = rng.choice(down) if down and rng.random() < 0.5 else rng.choice(live)
+            steps.append({"at": t, "restart": i})
+            if i in down:
+                down.remove(i)
+                running.append(i)
+        elif kind == "add":
+            steps.append({"at": t, "add": 1})
+            running.append(total)
+            total += 1
+        elif kind == "partition":
+            ids = list(range(total))  # the format wants every node in a group
+            rng.shuffle(ids)
+            cut = rng.randint(1, len(ids) - 1)
+            groups = [sorted(ids[:cut]), sorted(ids[cut:])]
+            steps.append({"at": t, "partition": groups})
+            hold = round(rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
+            if rng.random() < 0.6:
+                t = round(t + hold, 3)
+                steps.append({"at": t, "heal": True})
+        elif kind == "loss":
+            target = rng.choice(live) if rng.random() < 0.7 else "all"
+            steps.append(
+                {"at": t, "loss": {"node": target, "percent": rng.choice([10, 20, 40, 60])}}
+            )
+        elif kind == "delay":
+            target = rng.choice(live) if rng.random() < 0.7 else "all"
+            steps.append({"at": t, "delay": {"node": target, "ms": rng.choice([50, 150, 400])}})
+        else:  # rolling restart: every running node, one after another
+            gap = round(rng.uniform(1.0, 4.0), 3)
+            for i in sorted(live):
+                steps.append({"at": t, "restart": i})
+                t = round(t + gap, 3)
+        t = round(t + rng.uniform(1.0, 12.0), 3)
+    for until in paused.values():
+        t = max(t, round(until + 0.5, 3))  # a timed pause is resumed by its own ``for``
+    steps.append({"at": t, "heal": True, "name": "final"})
+    return finish(
+        {
+            "name": f"explore run {seed}",
+            "nodes": n,
+            "seed": seed,
+            "workload": "off",
+            "swim": swim,
+            "steps": steps,
+        }
+    )
+
+
+def finish(mapping: dict[str, Any]) -> dict[str, Any]:
+    """``mapping`` with the duration rule 3 gives it: past the bounds after its last step (and
+    a re-join), plus the quiet window."""
+    config = SwimConfig.from_mapping(mapping.get("swim") or {})
+    if any(k in s for s in mapping["steps"] for k in DEGRADING):  # as ``properties`` judges it
+        config = replace(config, probe_interval=config.probe_interval * config.awareness_max)
+    size = int(mapping["nodes"]) + sum(int(s.get("add", 0)) for s in mapping["steps"])
+    settle = max(_bound("converged", "heal", size, config), _bound("dead", "kill", size, config))
+    last = max((float(s["at"]) + float(s.get("for", 0.0)) for s in mapping["steps"]), default=0.0)
+    return {**mapping, "duration": round(last + 2 * settle + QUIET, 3)}
