@@ -610,3 +610,60 @@ def test_only_the_backends_reach_processes_or_the_simulated_network() -> None:
         for what in reaches_past_the_backends(src)
     ]
     assert not wrong, "\n".join(wrong)
+
+
+# ---- one bound on a forward, one number grammar ---------------------------------------------
+
+TIMERS = ("move_on_after", "fail_after", "move_on_at", "fail_at")
+
+
+def test_the_forward_bound_is_the_peers_alone() -> None:
+    """The runtime sets no timer of a forward's timeout: the peers it asks bound every call
+    by their ``timeout`` (``cluster.node.peers`` rule 1); ``FakePeers`` is peers too. (The
+    views matrix's one deadline over all its queued asks is a deadline, not a timeout.)"""
+    found = [
+        f"{src.module}: {text}"
+        for src in sources()
+        if src.module.startswith("cluster.runtime.") and src.module != "cluster.runtime.testing"
+        for node in ast.walk(src.tree)
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func).endswith(TIMERS)
+        and "timeout" in (text := ast.unparse(node)).lower()
+    ]
+    assert not found, "\n".join(found)
+
+
+SIGNED_NUMBERS = ("12", "-12")
+NOT_NUMBERS = ("x", "1x")
+NUMBER_GRAMMAR = "cluster.ground.parse"
+
+
+def number_patterns(src: Source) -> list[str]:
+    """The regular expressions of ``src`` that read a signed number (both of
+    ``SIGNED_NUMBERS``) and nothing else (none of ``NOT_NUMBERS``): a grammar of numbers."""
+    found = []
+    for node in ast.walk(src.tree):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "re.compile"):
+            continue
+        arg = node.args[0] if node.args else None
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            pattern = re.compile(arg.value)
+            if all(pattern.fullmatch(t) for t in SIGNED_NUMBERS) and not any(
+                pattern.fullmatch(t) for t in NOT_NUMBERS
+            ):
+                found.append(arg.value)
+    return found
+
+
+def test_numbers_are_read_by_one_grammar() -> None:
+    """ASCII digits, ranged, finite, one wording of the error: ``cluster.ground.parse``
+    alone writes the pattern; everyone else calls it."""
+    found = [
+        f"{src.module}: {pattern}"
+        for src in sources()
+        if src.module != NUMBER_GRAMMAR
+        for pattern in number_patterns(src)
+    ]
+    assert not found, "\n".join(found)
+    grammar = next(s for s in sources() if s.module == NUMBER_GRAMMAR)
+    assert number_patterns(grammar), "the grammar itself is seen (the test can fail)"
