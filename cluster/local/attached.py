@@ -2,7 +2,7 @@
 processes signalled only where they run on this machine.
 
 Rules:
-1. Node ids are hostfile offsets (``host:port`` runtime entries, ``cluster.node.parse_hostfile``).
+1. Node ids are hostfile offsets (``host:port`` runtime entries, ``cluster.hosts.parse_hostfile``).
    Whether an entry is on this machine is decided from the file alone (``on_this_machine``:
    a loopback address, or one of this machine's interface addresses, names resolved), so a
    caller can refuse what it cannot do before any packet is sent to any node.
