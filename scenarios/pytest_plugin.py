@@ -1,7 +1,8 @@
 """The pytest plugin of rtsim: the ``rt_cluster`` fixture (registered by installing rtsim, entry
 point ``pytest11``).
 
-Usage, in a trio test (pytest-trio; ``trio_mode = true`` or ``@pytest.mark.trio``)::
+Usage, in an async test (run by pytest-trio: the plugin marks a test that asks for the
+fixture ``trio``, so it needs neither ``trio_mode = true`` nor ``@pytest.mark.trio``)::
 
     async def test_kill(rt_cluster):
         c = await rt_cluster(3)              # mode from --rt-mode (default sim)
@@ -15,26 +16,35 @@ Rules:
 2. ``--rt-mode`` (``sim``, ``real`` or ``netns``) is the mode of a call that names none, so
    one test body runs in each; ``--rt-seed`` is the seed of a call that gives none, so a
    failure's seed replays it.
-3. A failed test's report gains a section ``rt_cluster`` per cluster: its mode, its seed, its
-   actions, how to replay it, and its artifacts: a scenario file that replays it
-   (``rt_cluster scenario FILE``) and the report (``report.html``: the per-observer
-   timeline), written under the test's ``tmp_path`` from the history the cluster kept when
+3. A failed test's report gains a section ``rt_cluster`` per cluster the test started,
+   however it opened it (the fixture, ``open_cluster``, ``start_cluster``: ``play.opened``):
+   its mode, its seed, its actions, how to run it again (sim: the same events; real and
+   netns: new processes, only the actions and waits are the same), and its artifacts: a
+   scenario file that replays it (``rt_cluster scenario FILE``; it holds the test's actions,
+   waits and checks, not its plain ``assert``s, and the section says so) and the report
+   (``report.html``: the per-observer timeline), written under the test's ``tmp_path`` (or
+   pytest's temporary folder, for a test without one) from the history the cluster kept when
    it closed (pytest-trio ends a test's fixtures before its report is made).
 4. Real clusters live under the test's ``tmp_path`` with a name unique to the test and the
    pytest-xdist worker (``PYTEST_XDIST_WORKER``) on free ports, netns clusters each on a
    subnet of its own (``realcluster`` rule 6), so workers never clash.
-5. The fixture is a plain async fixture: pytest-trio runs it for a trio test (``trio_mode =
-   true``, or ``@pytest.mark.trio``); the plugin itself imports nothing of pytest-trio, so it
-   loads wherever rtsim is installed.
+5. The fixture is a plain async fixture run by pytest-trio: the plugin marks every async
+   test that asks for it ``trio`` (pytest-trio's own marker, so ``trio_mode`` is not
+   needed); without pytest-trio such a test fails at setup with one line that says so. The
+   plugin imports nothing of pytest-trio, so it loads wherever rtsim is installed.
 7. Loading the plugin costs a pytest session that never opens a cluster next to nothing: the
    clusters, their checks and their reports are imported by the first test that opens one.
 6. Once a test opens a real cluster, SIGTERM to pytest (a CI timeout, ``kill``) ends the
    session as Ctrl-C does, so every fixture tears its clusters down; the last resort of
    ``realcluster`` (rule 5) covers what no teardown reached.
+8. A test that asked for the fixture or opened a cluster and failed with an exception group
+   of one exception (a trio nursery's, pytest-trio's) fails with that exception itself, so
+   pytest shows the user's own assertion.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import signal
@@ -47,15 +57,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from .play.backend import MODES
+from .play.opened import watching
 
 if TYPE_CHECKING:
     from swim import SwimConfig
 
     from .play.chaos import Cluster
 
-__all__ = ["OpenCluster", "graceful_sigterm", "opening", "rt_cluster"]
+__all__ = ["OpenCluster", "graceful_sigterm", "opening", "rt_cluster", "section"]
 
-CLUSTERS = pytest.StashKey["list[tuple[Cluster, Path]]"]()  # each cluster, its artifacts' folder
+CLUSTERS = pytest.StashKey["list[Cluster]"]()  # every cluster the test started (rule 3)
 
 
 class OpenCluster(Protocol):
@@ -124,7 +135,7 @@ def graceful_sigterm() -> None:
 @asynccontextmanager
 async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[OpenCluster]:
     """The fixture's body: an opener of clusters under ``tmp``, every one closed on exit."""
-    opened = request.node.stash.setdefault(CLUSTERS, [])
+    opened: list[Cluster] = []  # this fixture's own, closed on exit (rule 1)
     config = request.config
 
     async def open_one(
@@ -148,7 +159,7 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
             directory=tmp / name,
             name=name,
         )
-        opened.append((c, tmp / f"rt_cluster-{len(opened)}"))
+        opened.append(c)
         return c
 
     import trio
@@ -157,7 +168,7 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
         yield open_one
     finally:
         with trio.CancelScope(shield=True):
-            for c, _ in reversed(opened):
+            for c in reversed(opened):
                 await c.aclose()
 
 
@@ -169,6 +180,54 @@ async def rt_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
         yield opener
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Rule 5: an async test that asks for ``rt_cluster`` is a trio test."""
+    for item in items:
+        is_async = inspect.iscoroutinefunction(getattr(item, "obj", None))
+        if _uses_fixture(item) and is_async and item.get_closest_marker("trio") is None:
+            item.add_marker(pytest.mark.trio)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Rule 5: without pytest-trio, one line instead of pytest's own internals."""
+    if _uses_fixture(item) and not item.config.pluginmanager.hasplugin("trio"):
+        pytest.fail(
+            "rt_cluster is an async fixture run by pytest-trio: install it "
+            "(pip install pytest-trio, or rtsim[test])",
+            pytrace=False,
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """Rule 3: every cluster started during the test, however opened, is the test's."""
+    with watching(item.stash.setdefault(CLUSTERS, [])):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Rule 8: a group of one exception out of the test is that exception."""
+    try:
+        return (yield)
+    except BaseExceptionGroup as group:
+        leaf = _only_leaf(group)
+        if leaf is None or not (_uses_fixture(item) or item.stash.get(CLUSTERS, [])):
+            raise
+        raise leaf from None
+
+
+def _uses_fixture(item: pytest.Item) -> bool:
+    return "rt_cluster" in getattr(item, "fixturenames", ())
+
+
+def _only_leaf(exc: BaseException) -> BaseException | None:
+    """The one exception inside nested groups of one each; None if there are more."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return None if isinstance(exc, BaseExceptionGroup) else exc
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -177,19 +236,35 @@ def pytest_runtest_makereport(
     rep = yield
     clusters = item.stash.get(CLUSTERS, [])
     if rep.failed and clusters and call.when in ("setup", "call"):
-        for k, (c, out) in enumerate(clusters):
-            steps = ", ".join(f"{a.step} at +{a.t - c.t0:.2f} s" for a in c.actions) or "none"
-            lines = _artifacts(c, out, item.nodeid)
-            rep.sections.append(
-                (
-                    f"rt_cluster {k}",
-                    f"mode {c.mode}, seed {c.seed}, nodes {len(c.initial)} at the start\n"
-                    f"actions: {steps}\n"
-                    f"replay: pytest '{item.nodeid}' --rt-mode {c.mode} --rt-seed {c.seed}\n"
-                    + "\n".join(lines),
-                )
-            )
+        for k, c in enumerate(clusters):
+            lines = _artifacts(c, _folder(item, k), item.nodeid)
+            rep.sections.append((f"rt_cluster {k}", section(c, item.nodeid, lines)))
     return rep
+
+
+def section(c: Cluster, nodeid: str, artifacts: list[str]) -> str:
+    """Rule 3: the failure section of one cluster: mode, seed, actions, how to run it again."""
+    steps = ", ".join(f"{a.step} at +{a.t - c.t0:.2f} s" for a in c.actions) or "none"
+    again = f"pytest '{nodeid}' --rt-mode {c.mode} --rt-seed {c.seed}"
+    if c.mode == "sim":
+        again = f"replay: {again} (the same events, one for one)"
+    else:  # the seed drives a simulation only: real processes keep their own timing
+        again = f"rerun: {again} (new {c.mode} processes, the same test: timing is not replayed)"
+    return (
+        f"mode {c.mode}, seed {c.seed}, nodes {len(c.initial)} at the start\n"
+        f"actions: {steps}\n{again}\n" + "\n".join(artifacts)
+    )
+
+
+def _folder(item: pytest.Item, k: int) -> Path:
+    """Rule 3: where the ``k``-th cluster's artifacts go: under the test's ``tmp_path``, or
+    a fresh folder of pytest's own temporary one for a test that did not ask for it."""
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if isinstance(tmp, Path):
+        return tmp / f"rt_cluster-{k}"
+    factory: pytest.TempPathFactory = item.config._tmp_path_factory  # type: ignore[attr-defined]
+    test = re.sub(r"[^A-Za-z0-9._-]+", "-", item.name)[:32].strip("-.") or "test"
+    return factory.mktemp(f"{test}-rt_cluster-{k}", numbered=False)
 
 
 def _artifacts(c: Cluster, out: Path, name: str) -> list[str]:

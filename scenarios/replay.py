@@ -10,7 +10,8 @@ Rules:
    (``file_form``: its expectation, bound included). ``rt_cluster scenario FILE`` (add
    ``--sim`` for a simulated test) plays it again; a netns test's file plays on real
    processes of this host's loopback (the scenario runner has no namespaces), its
-   partitions as the nodes' own filters.
+   partitions as the nodes' own filters. A plain ``assert`` of the test has no form in the
+   file (its replay of such a failure says PASS): ``Failure.lines`` says so.
 2. The file is checked by the scenario parser before it is written: what ``write_failure``
    names can be run.
 3. The report is the scenario runner's own (``results.json`` and ``report.html``: the
@@ -131,6 +132,8 @@ class Failure:
         where = " on real processes, without namespaces" if mode == "netns" else ""
         return [
             f"scenario: {self.scenario} (replay{where}: rt_cluster scenario {self.scenario}{flag})",
+            "  (the file holds the test's actions, waits and checks, not its plain asserts: "
+            "a failed assert replays to verdict: PASS)",
             f"report: {self.report / 'report.html'}",
         ]
 

@@ -28,6 +28,8 @@ Rules:
    scenario file is played as written (``engine``), as the network would take it.
 6. The history, the checks and the close: ``history`` (a closed cluster still answers for
    its history).
+7. ``start_cluster`` tells ``opened`` of every cluster it starts (``open_cluster`` and the
+   pytest fixture start theirs through it), so a failed test names each one it opened.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ..judge.checks import Verdict
 from ..judge.trace import Action, HttpResult
 from .backend import MODES, Backend
 from .history import Recorded
+from .opened import seen
 from .simcluster import SimBackend
 from .waits import Wait, Waits, WaitTimeout
 
@@ -356,7 +359,9 @@ async def start_cluster(
         backend = await RealBackend.start(
             n, config, directory=directory, name=name, namespaces=mode == "netns", serf=serf
         )
-    return Cluster(backend, n + serf, seed, config)
+    c = Cluster(backend, n + serf, seed, config)
+    seen(c)  # the pytest plugin's record of the test's clusters (``opened``)
+    return c
 
 
 @asynccontextmanager
