@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scenarios import checks, load_scenario
-from scenarios.pytest_plugin import OpenCluster
+from scenarios.pytest_plugin import OpenCluster, section
 
 pytest_plugins = ("pytester",)
 
@@ -115,3 +115,71 @@ def test_sigterm_ends_a_fork_of_pytest_as_sigterm_does() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True", done.stderr
+
+
+# Issue 44: a new user's test file outside this repository, with no ini file (no trio_mode).
+def _outside(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(test_outside=source)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def test_the_fixture_runs_without_trio_mode(pytester: pytest.Pytester) -> None:
+    result = _outside(pytester, "async def test_x(rt_cluster):\n    c = await rt_cluster(3)\n")
+    result.assert_outcomes(passed=1)
+    assert "requested an async fixture" not in result.stdout.str()
+
+
+def test_without_pytest_trio_the_fixture_says_so_in_one_line(pytester: pytest.Pytester) -> None:
+    result = _outside(pytester, "async def test_x(rt_cluster):\n    pass\n", "-p", "no:trio")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*rt_cluster is an async fixture run by pytest-trio: install it*"])
+    assert "requested an async fixture" not in result.stdout.str()
+
+
+OWN_CLUSTER = """
+import pytest
+from scenarios import open_cluster
+
+@pytest.mark.trio
+async def test_own_cluster():
+    async with open_cluster(4, mode="sim", seed=424242) as c:
+        assert len(c.running) == 5
+"""
+
+
+def test_a_failed_assert_is_shown_as_itself(pytester: pytest.Pytester) -> None:
+    result = _outside(pytester, OWN_CLUSTER)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "Exception Group" not in out
+    assert "ExceptionGroup" not in out
+    assert re.search(r"^E +assert 4 == 5$", out, re.M), out  # the user's own assertion
+
+
+def test_a_cluster_opened_without_the_fixture_gets_the_section(pytester: pytest.Pytester) -> None:
+    out = _outside(pytester, OWN_CLUSTER).stdout.str()
+    assert "mode sim, seed 424242, nodes 4 at the start" in out
+    assert (
+        "replay: pytest 'test_outside.py::test_own_cluster' --rt-mode sim --rt-seed 424242" in out
+    )
+    files = re.findall(r"^scenario: (\S+) ", out, re.M)
+    assert len(files) == 1
+    assert Path(files[0]).exists()
+
+
+def test_the_section_says_a_plain_assert_replays_to_pass(pytester: pytest.Pytester) -> None:
+    out = _outside(pytester, OWN_CLUSTER).stdout.str()
+    assert "not its plain asserts: a failed assert replays to verdict: PASS" in out
+
+
+class _Stand:  # what section() reads of a Cluster
+    def __init__(self, mode: str) -> None:
+        self.mode, self.seed, self.initial, self.actions, self.t0 = mode, 9, [0, 1], [], 0.0
+
+
+def test_a_real_section_says_what_its_seed_does_not_replay() -> None:
+    real = section(_Stand("real"), "t.py::test", [])  # type: ignore[arg-type]
+    assert "--rt-seed 9 (new real processes, the same test: timing is not replayed)" in real
+    assert real.splitlines()[2].startswith("rerun: ")
+    sim = section(_Stand("sim"), "t.py::test", [])  # type: ignore[arg-type]
+    assert "replay: pytest 't.py::test' --rt-mode sim --rt-seed 9 (the same events" in sim
