@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["OpenCluster", "graceful_sigterm", "opening", "rt_cluster", "section"]
 
 CLUSTERS = pytest.StashKey["list[Cluster]"]()  # every cluster the test started (rule 3)
+FIXTURE = pytest.StashKey["list[Cluster]"]()  # those the fixture opened (rule 2 applies)
 
 
 class OpenCluster(Protocol):
@@ -135,7 +136,7 @@ def graceful_sigterm() -> None:
 @asynccontextmanager
 async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[OpenCluster]:
     """The fixture's body: an opener of clusters under ``tmp``, every one closed on exit."""
-    opened: list[Cluster] = []  # this fixture's own, closed on exit (rule 1)
+    opened = request.node.stash.setdefault(FIXTURE, [])  # closed on exit (rule 1)
     config = request.config
 
     async def open_one(
@@ -236,16 +237,22 @@ def pytest_runtest_makereport(
     rep = yield
     clusters = item.stash.get(CLUSTERS, [])
     if rep.failed and clusters and call.when in ("setup", "call"):
+        fixture = item.stash.get(FIXTURE, [])
         for k, c in enumerate(clusters):
             lines = _artifacts(c, _folder(item, k), item.nodeid)
-            rep.sections.append((f"rt_cluster {k}", section(c, item.nodeid, lines)))
+            rep.sections.append((f"rt_cluster {k}", section(c, item.nodeid, lines, c in fixture)))
     return rep
 
 
-def section(c: Cluster, nodeid: str, artifacts: list[str]) -> str:
-    """Rule 3: the failure section of one cluster: mode, seed, actions, how to run it again."""
+def section(c: Cluster, nodeid: str, artifacts: list[str], fixture: bool = True) -> str:
+    """Rule 3: the failure section of one cluster: mode, seed, actions, how to run it again.
+    ``fixture``: the fixture opened it, so ``--rt-mode`` and ``--rt-seed`` reach it (rule 2);
+    a cluster the test opened itself takes its mode and seed from the test's own call."""
     steps = ", ".join(f"{a.step} at +{a.t - c.t0:.2f} s" for a in c.actions) or "none"
     again = f"pytest '{nodeid}' --rt-mode {c.mode} --rt-seed {c.seed}"
+    if not fixture:  # the test's own call names its mode; real processes ignore a seed
+        own = f", with seed={c.seed} in the test's open_cluster call" if c.mode == "sim" else ""
+        again = f"pytest '{nodeid}'{own}"
     if c.mode == "sim":
         again = f"replay: {again} (the same events, one for one)"
     else:  # the seed drives a simulation only: real processes keep their own timing

@@ -160,8 +160,9 @@ def test_a_cluster_opened_without_the_fixture_gets_the_section(pytester: pytest.
     out = _outside(pytester, OWN_CLUSTER).stdout.str()
     assert "mode sim, seed 424242, nodes 4 at the start" in out
     assert (
-        "replay: pytest 'test_outside.py::test_own_cluster' --rt-mode sim --rt-seed 424242" in out
-    )
+        "replay: pytest 'test_outside.py::test_own_cluster', with seed=424242 in the test's "
+        "open_cluster call (the same events, one for one)"
+    ) in out
     files = re.findall(r"^scenario: (\S+) ", out, re.M)
     assert len(files) == 1
     assert Path(files[0]).exists()
@@ -183,3 +184,5 @@ def test_a_real_section_says_what_its_seed_does_not_replay() -> None:
     assert real.splitlines()[2].startswith("rerun: ")
     sim = section(_Stand("sim"), "t.py::test", [])  # type: ignore[arg-type]
     assert "replay: pytest 't.py::test' --rt-mode sim --rt-seed 9 (the same events" in sim
+    own = section(_Stand("real"), "t.py::test", [], fixture=False)  # type: ignore[arg-type]
+    assert "rerun: pytest 't.py::test' (new real processes" in own
