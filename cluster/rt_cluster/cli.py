@@ -226,11 +226,11 @@ def _add_fault_commands(sub: Subcommands) -> None:
     _command(sub, "heal", "remove partitions, loss and delay on every node")
     p = _command(sub, "loss", "drop PERCENT of a node's packets (NODE may be 'all')")
     p.add_argument("node", type=_node_or_all)
-    p.add_argument("percent", type=number(0, 100, "PERCENT"))
+    p.add_argument("percent", type=number(0, 100, "PERCENT"), metavar="PERCENT")
     p.add_argument("--peer", type=_node_id, help="only packets to/from this peer")
     p = _command(sub, "delay", "delay a node's packets by MS milliseconds (NODE may be 'all')")
     p.add_argument("node", type=_node_or_all)
-    p.add_argument("ms", type=number(0, 60000, "MS"))
+    p.add_argument("ms", type=number(0, 60000, "MS"), metavar="MS")
     p.add_argument("--peer", type=_node_id, help="only packets to/from this peer")
 
 

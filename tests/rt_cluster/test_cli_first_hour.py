@@ -65,7 +65,7 @@ ROOT = Path(__file__).resolve().parents[2]
         ),
         (
             ["loss", "0", "150"],
-            "rt_cluster loss: argument percent: 150 is out of range (from 0 to 100) "
+            "rt_cluster loss: argument PERCENT: 150 is out of range (from 0 to 100) "
             "(see: rt_cluster loss --help)",
         ),
     ],
