@@ -52,6 +52,8 @@ def _add_scenario(sub: Subcommands) -> None:
     p.add_argument("--out", help="directory for results.json and report.html")
     p.add_argument(
         "-n",
+        "--nodes",
+        dest="n",
         type=integer(1, MAX_SIM_NODES, "-n"),
         help=f"override the cluster size (at most {MAX_NODES}; {MAX_SIM_NODES} with --sim)",
     )
@@ -98,15 +100,15 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
 
 def _size_range(text: str) -> tuple[int, int]:
-    """``-n N`` or ``-n A-B`` of ``explore``: 2 to 64 nodes."""
+    """``-n N`` or ``-n A-B`` of ``explore``: 2 to 64 nodes (argparse names the option)."""
     low, _, high = text.partition("-")
     try:
         a = parse_int(low, low=0, high=1 << 20, what="-n")
         b = parse_int(high, low=0, high=1 << 20, what="-n") if high else a
     except ParseError:
-        raise argparse.ArgumentTypeError(f"-n {text[:20]!r}: a size N or a range A-B") from None
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}: a size N or a range A-B") from None
     if not 2 <= a <= b <= 64:
-        raise argparse.ArgumentTypeError(f"-n {text[:20]}: sizes of 2 to 64 nodes, low first")
+        raise argparse.ArgumentTypeError(f"{text[:20]}: sizes of 2 to 64 nodes, low first")
     return a, b
 
 
@@ -130,20 +132,42 @@ def _add_explore(sub: Subcommands) -> None:
         help="search simulated fault schedules for a property violation, shrink it, write it; "
         "exit 0 none, 1 violation, 2 bad usage",
     )
-    p.add_argument("-n", type=_size_range, default=(3, 5), help="size N or range A-B (3-5)")
-    p.add_argument("--budget-s", type=number(1, 86400, "--budget-s"), help="seconds in all")
-    p.add_argument("--runs", type=integer(1, 10**9, "--runs"), help="runs to search")
-    p.add_argument("--seed", type=integer(0, 2**31, "--seed"), default=0, help="search seed")
-    p.add_argument("--jobs", type=integer(1, 64, "--jobs"), default=1, help="worker processes")
-    p.add_argument("--out", default="explore-out", help="where failures go (explore-out)")
+    # Each help names its default in the words "(default: ...)", as --help shows it.
     p.add_argument(
-        "--swim", type=_swim_range, action="append", default=[], help="KEY=LOW..HIGH to draw from"
+        "-n",
+        "--nodes",
+        dest="n",
+        type=_size_range,
+        default=(3, 5),
+        metavar="N|A-B",
+        help="cluster size N or range A-B (default: 3-5)",
+    )
+    p.add_argument(
+        "--budget-s",
+        type=number(1, 86400, "--budget-s"),
+        help="seconds in all (default: 60, unless --runs is given)",
+    )
+    p.add_argument(
+        "--runs", type=integer(1, 10**9, "--runs"), help="runs to search (default: no limit)"
+    )
+    seed = integer(0, 2**31, "--seed")
+    p.add_argument("--seed", type=seed, default=0, help="search seed (default: 0)")
+    jobs = integer(1, 64, "--jobs")
+    p.add_argument("--jobs", type=jobs, default=1, help="worker processes (default: 1)")
+    p.add_argument("--out", default="explore-out", help="where failures go (default: explore-out)")
+    p.add_argument(
+        "--swim",
+        type=_swim_range,
+        action="append",
+        default=[],
+        help="KEY=LOW..HIGH to draw from (default: none: SWIM's defaults)",
     )
     p.add_argument(
         "--property",
         action="append",
         dest="properties",
-        help="check only these (repeat; built-in names, or module:function, a checker)",
+        help="check only these (repeat; built-in names, or module:function, a checker; "
+        "default: every built-in property)",
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import trio
 
 from cluster.local import ClusterError
+from cluster.rt_cluster.hints import did_you_mean
 
 from .format.spec import Scenario, ScenarioError, load_scenario
 from .judge.trace import Action, Trace
@@ -62,8 +63,15 @@ def find_scenario(name: str) -> Path:
     for cand in (LIBRARY / name, LIBRARY / f"{name}.yaml"):
         if cand.is_file():
             return cand
-    names = ", ".join(q.stem for q in library())
-    raise ScenarioError(f"{name}: no such file, nor a scenario of that name (library: {names})")
+    names = [q.stem for q in library()]
+    close = did_you_mean(Path(name).stem, names)
+    if close is not None:  # offered, never taken (hints rule 1)
+        raise ScenarioError(
+            f"{name}: no such file, nor a scenario of that name; did you mean {close!r}?"
+        )
+    raise ScenarioError(
+        f"{name}: no such file, nor a scenario of that name (library: {', '.join(names)})"
+    )
 
 
 def run_scenario(

@@ -10,6 +10,7 @@ cluster/storage holds even those to one direction.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 from collections.abc import Iterator
@@ -667,3 +668,21 @@ def test_numbers_are_read_by_one_grammar() -> None:
     assert not found, "\n".join(found)
     grammar = next(s for s in sources() if s.module == NUMBER_GRAMMAR)
     assert number_patterns(grammar), "the grammar itself is seen (the test can fail)"
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_no_command_line_takes_an_abbreviated_option() -> None:
+    """Issue 44: an option is its whole name, in every parser and subparser of ``rt_cluster``
+    and ``rt_run`` (argparse's prefix matching took ``--budget`` for ``--budget-s``)."""
+    from cluster.node.cli import build_parser as rt_run
+    from scenarios.command import build_parser as rt_cluster
+
+    found = [p.prog for build in (rt_cluster, rt_run) for p in _parsers(build()) if p.allow_abbrev]
+    assert not found, "\n".join(found)

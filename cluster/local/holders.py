@@ -24,6 +24,8 @@ __all__ = ["describe_holders", "port_holders", "port_trouble"]
 
 NODE_LOG = re.compile(r"node-(\d+)\.log")
 CMD_CHARS = 90  # a command line is cut to this many characters
+# how to choose other ports, in rt_cluster's words (open_cluster's base_port/runtime_base_port)
+PORT_OPTIONS = " (--base-port, --runtime-base-port; 0 picks free ports)"
 
 
 def _socket_inodes(port: int, *, udp: bool) -> set[int]:
@@ -97,7 +99,7 @@ def _describe(pid: int) -> tuple[str, str]:
     except (OSError, ClusterError):
         pass
     if rec is None or m is None:
-        return _short(cmd), f"end it (kill {pid}) or choose other ports"
+        return _short(cmd), f"end it (kill {pid}) or choose other ports{PORT_OPTIONS}"
     marker = start_marker(pid)
     known = [x for x in members(rec.directory, rec) if (x.pid, x.started) == (pid, marker)]
     if known and known[0].argv:  # a forked node's own command line is the zygote's
@@ -116,12 +118,12 @@ def describe_holders(port: int, *, udp: bool = True) -> str:
     if not pids and 0 in _socket_inodes(port, udp=udp):
         return (
             f"port {port} is held by a closing connection that no process owns any more (the "
-            f"kernel releases it within a minute); try again or choose other ports"
+            f"kernel releases it within a minute); try again or choose other ports{PORT_OPTIONS}"
         )
     if not pids:
         return (
             f"port {port} is taken by a process this user cannot inspect (another user's, or "
-            f"in another network namespace); choose other ports"
+            f"in another network namespace); choose other ports{PORT_OPTIONS}"
         )
     parts, hints = [], []
     for pid in pids[:3]:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 
@@ -31,7 +31,12 @@ __all__ = ["Prepared", "build_parser", "cached_parser", "main", "prepare"]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse whose refusal is one line on stderr (and exit status 2), no usage block."""
+    """argparse whose refusal is one line on stderr (and exit status 2), no usage block; an
+    option is its whole name (no abbreviation taken for it: ``--conf`` is not ``--config``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")

@@ -15,7 +15,10 @@ Rules:
 2. Every argument is parsed strictly by an argparse type before any handler runs: names by
    ``valid_name``, numbers by ``cluster.ground.parse`` (the one grammar: canonical ASCII
    digits, a decimal fraction where one makes sense, finite and within a stated range). A bad
-   one is one line on stderr naming the argument, and exit status 2.
+   one is one line on stderr naming the argument once, and exit status 2.
+3. An option is its whole name: no parser takes an abbreviation (``--budget`` is not
+   ``--budget-s``); an unknown one is answered with the option of that meaning or the closest
+   name (``hints.unknown_option``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
 
@@ -46,6 +49,13 @@ SUBNET = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}")
 MAX_SECONDS = 24 * 3600.0  # the longest wait or grace period one may ask for
 
 
+def _refusal(exc: ParseError, what: str) -> argparse.ArgumentTypeError:
+    """The parse error without its leading ``what:``: argparse's ``argument -n/--nodes:``
+    names the argument already (rule 2: named once)."""
+    text = str(exc)
+    return argparse.ArgumentTypeError(text.removeprefix(f"{what}: "))
+
+
 def integer(low: int, high: int, what: str) -> Callable[[str], int]:
     """The argparse type of a whole number from ``low`` to ``high`` (``parse_int``)."""
 
@@ -53,7 +63,7 @@ def integer(low: int, high: int, what: str) -> Callable[[str], int]:
         try:
             return parse_int(text, low=low, high=high, what=what)
         except ParseError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise _refusal(exc, what) from None
 
     return parse
 
@@ -65,7 +75,7 @@ def number(low: float, high: float, what: str) -> Callable[[str], float]:
         try:
             return parse_float(text, low=low, high=high, what=what)
         except ParseError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise _refusal(exc, what) from None
 
     return parse
 
@@ -111,6 +121,10 @@ def _groups(text: str) -> list[int]:
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # rule 3
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:  # one line and exit 2 (rule 2)
         line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
         if len(line) > 300:
@@ -143,7 +157,8 @@ def _command(sub: Subcommands, name: str, help_: str) -> argparse.ArgumentParser
 
 def _add_cluster_commands(sub: Subcommands) -> None:
     p = _command(sub, "up", "start N node processes and wait until they all see each other alive")
-    p.add_argument("-n", type=integer(1, MAX_NODES, "-n"), required=True, help="number of nodes")
+    nodes = integer(1, MAX_NODES, "-n")
+    p.add_argument("-n", "--nodes", dest="n", type=nodes, required=True, help="number of nodes")
     p.add_argument(
         "--serf",
         type=integer(0, MAX_NODES - 1, "--serf"),
@@ -211,11 +226,11 @@ def _add_fault_commands(sub: Subcommands) -> None:
     _command(sub, "heal", "remove partitions, loss and delay on every node")
     p = _command(sub, "loss", "drop PERCENT of a node's packets (NODE may be 'all')")
     p.add_argument("node", type=_node_or_all)
-    p.add_argument("percent", type=number(0, 100, "PERCENT"))
+    p.add_argument("percent", type=number(0, 100, "PERCENT"), metavar="PERCENT")
     p.add_argument("--peer", type=_node_id, help="only packets to/from this peer")
     p = _command(sub, "delay", "delay a node's packets by MS milliseconds (NODE may be 'all')")
     p.add_argument("node", type=_node_or_all)
-    p.add_argument("ms", type=number(0, 60000, "MS"))
+    p.add_argument("ms", type=number(0, 60000, "MS"), metavar="MS")
     p.add_argument("--peer", type=_node_id, help="only packets to/from this peer")
 
 
@@ -259,13 +274,13 @@ def _long_options(sub: argparse.ArgumentParser) -> list[str]:
 
 
 def _unknown_long_option(options: Sequence[str], args: Sequence[str]) -> str | None:
-    """The first ``--option`` in ``args`` that is none of ``options`` (nor abbreviates one),
-    else None."""
+    """The first ``--option`` in ``args`` that is none of ``options`` (rule 3: an abbreviation
+    is none of them), else None."""
     for arg in args:
         if arg == "--":
             break
         name = arg.split("=", 1)[0]
-        if name.startswith("--") and not any(o.startswith(name) for o in options):
+        if name.startswith("--") and name not in options:
             return name
     return None
 

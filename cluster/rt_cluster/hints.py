@@ -6,7 +6,10 @@ Rules:
    cluster exists and ``--name`` was left out.
 2. Node ids are numbers: a near string is no near node (``10`` is not a typo of ``1``), so an
    unknown id lists the ids there are, long runs shortened (``0..99``).
-3. Whatever the user typed is quoted through ``cluster.ground.parse.shown`` (escaped, cut short).
+3. An unknown option of a known meaning is answered with the option of that meaning
+   (``SYNONYMS``: ``--count`` and ``--size`` mean ``--nodes``) before the closest spelling,
+   which may mean something else entirely (``--nodes`` is near ``--netns``).
+4. Whatever the user typed is quoted through ``cluster.ground.parse.shown`` (escaped, cut short).
 """
 
 from __future__ import annotations
@@ -29,6 +32,18 @@ __all__ = [
 CUTOFF = 0.6  # difflib's similarity a suggestion must reach (its own default)
 MAX_NAMES = 12  # names one message lists before "... (N in all)"
 RUN = 4  # consecutive ids shown as a range from this many on
+SYNONYMS = {  # a word a user may reach for -> the option that means it (rule 3)
+    "--count": "--nodes",
+    "--size": "--nodes",
+    "--node": "--nodes",
+    "--num-nodes": "--nodes",
+    "--number": "--nodes",
+    "--budget": "--budget-s",
+    "--seconds": "--budget-s",
+    "--time": "--budget-s",
+    "--port": "--base-port",
+    "--workers": "--jobs",
+}
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -74,7 +89,8 @@ def unknown_command(word: str, commands: Sequence[str]) -> str:
 def unknown_option(option: str, options: Sequence[str]) -> str:
     """``unknown option '--forground'; did you mean '--foreground'?`` or the options there
     are."""
-    close = did_you_mean(option, options)
+    meant = SYNONYMS.get(option)
+    close = meant if meant in options else did_you_mean(option, options)
     if close is not None:
         return f"unknown option {shown(option)}; did you mean {close!r}?"
     return f"unknown option {shown(option)} (options: {', '.join(options)})"

@@ -44,7 +44,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (["delay", "0", "-5"], "MS: -5 is out of range"),
         (["partition", "0,a", "1"], "bad group '0,a'"),
         (["up", "-n", "2", "--name", "bad/name"], "bad cluster name"),
-        (["up", "-n", "0"], "-n: 0 is out of range (from 1 to 1024)"),
+        (["up", "-n", "0"], "argument -n/--nodes: 0 is out of range (from 1 to 1024)"),
         (["scenario", "kill_one", "-n", "2000"], "-n 2000: real clusters have at most 1024"),
         (["scenario", "kill_one", "-n", "70000", "--sim"], "out of range (from 1 to 65536)"),
         (["frobnicate"], "unknown command 'frobnicate' (commands: up, status,"),

@@ -27,18 +27,18 @@ def assert_one_line(err: str) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["up", "-n", "abc"], "-n: expected an integer from 1 to 1024, got 'abc'"),
-        (["up", "-n", "-5"], "-n: -5 is out of range (from 1 to 1024)"),
-        (["up", "-n", "0"], "-n: 0 is out of range (from 1 to 1024)"),
-        (["up", "-n", "99999999999"], "-n: 99999999999 is out of range"),
-        (["up", "-n", "9" * 5000], "-n: expected an integer from 1 to 1024, got '9999"),
-        (["up", "-n", "1e3"], "-n: expected an integer from 1 to 1024, got '1e3'"),
+        (["up", "-n", "abc"], "-n/--nodes: expected an integer from 1 to 1024, got 'abc'"),
+        (["up", "-n", "-5"], "-n/--nodes: -5 is out of range (from 1 to 1024)"),
+        (["up", "-n", "0"], "-n/--nodes: 0 is out of range (from 1 to 1024)"),
+        (["up", "-n", "99999999999"], "-n/--nodes: 99999999999 is out of range"),
+        (["up", "-n", "9" * 5000], "-n/--nodes: expected an integer from 1 to 1024, got '9999"),
+        (["up", "-n", "1e3"], "-n/--nodes: expected an integer from 1 to 1024, got '1e3'"),
         (
             ["up", "-n", "\u0663"],
-            "-n: expected an integer from 1 to 1024, got",
+            "-n/--nodes: expected an integer from 1 to 1024, got",
         ),  # an Arabic-Indic 3
-        (["up", "-n", "1_0"], "-n: expected an integer from 1 to 1024, got '1_0'"),
-        (["up", "-n", " 3"], "-n: expected an integer from 1 to 1024, got ' 3'"),
+        (["up", "-n", "1_0"], "-n/--nodes: expected an integer from 1 to 1024, got '1_0'"),
+        (["up", "-n", " 3"], "-n/--nodes: expected an integer from 1 to 1024, got ' 3'"),
         (
             ["up", "-n", "3", "--base-port", "-1"],
             "--base-port: -1 is out of range (from 0 to 65535)",
@@ -76,7 +76,7 @@ def assert_one_line(err: str) -> None:
         (["partition", "0,,1", "2"], "bad group '0,,1'"),
         (["partition", ",", "1"], "bad group ','"),
         (["scenario", "x", "--seed", "-1"], "--seed: -1 is out of range"),
-        (["scenario", "x", "-n", "0"], "-n: 0 is out of range"),
+        (["scenario", "x", "-n", "0"], "-n/--nodes: 0 is out of range"),
         (["up", "-n", "1", "--config", "/nonexistent/x.yaml"], "no such file"),
         (["up", "-n", "1", "--config", "x" * 5000], "cannot be read (File name too long)"),
         (["up", "-n", "1", "--frob"], "unknown option '--frob' (options: --help, --name,"),
