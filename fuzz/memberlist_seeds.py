@@ -9,15 +9,14 @@ byte of every input is the target's mode (see the targets' docstrings).
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
-from typing import Any
 
 import msgpack
 
 from swim.memberlist import codec, lzw, stream
 from swim.memberlist.codec import Kind
 from swim.memberlist.edge import encode_tags
+from tests.support.memberlist_packets import compound, compressed, pack, typed
 
 from .targets.memberlist_stream import sealed
 
@@ -51,26 +50,6 @@ STATES = (
 WORDS: tuple[bytes, ...] = tuple(msgpack.packb(k, use_bin_type=False) for k in FIELDS)
 
 
-def _pack(obj: Any) -> bytes:
-    out: bytes = msgpack.packb(obj, use_bin_type=False)
-    return out
-
-
-def _typed(kind: int, body: dict[str, Any]) -> bytes:
-    return bytes([kind]) + _pack(body)
-
-
-def compressed(msg: bytes) -> bytes:
-    """``msg`` in a compress message, as memberlist's ``compressPayload`` writes it."""
-    return _typed(Kind.COMPRESS, {"Algo": 0, "Buf": lzw.compress(msg)})
-
-
-def compound(parts: list[bytes]) -> bytes:
-    """A compound of ``parts`` whatever their count (``encode_packet`` refuses over 255)."""
-    lengths = b"".join(struct.pack(">H", len(p)) for p in parts)
-    return bytes([Kind.COMPOUND, len(parts) & 0xFF]) + lengths + b"".join(parts)
-
-
 def _flip_last(data: bytes) -> bytes:
     return data[:-1] + bytes([data[-1] ^ 1])
 
@@ -91,7 +70,7 @@ def _packets() -> dict[str, bytes]:
         "ok-compound": PLAIN + codec.encode_packet(parts, None, crc=False),
         "ok-compound-crc": PLAIN + codec.encode_packet(parts, None),
         "ok-compressed": PLAIN + compressed(codec.encode_packet(parts, None, crc=False)),
-        "ok-skipped": PLAIN + compound([ping, _typed(Kind.USER, {}), b"\x06\x80"]),
+        "ok-skipped": PLAIN + compound([ping, typed(Kind.USER, {}), b"\x06\x80"]),
         "ok-sealed": SEALED + codec.encode_packet(parts, None),
         "ok-sealed-v0": SEALED_V0 + codec.encode_packet([alive], None) + b"\x04" * 4,
     }
@@ -109,17 +88,16 @@ def _packets() -> dict[str, bytes]:
         "edge-compound-cut": PLAIN + codec.encode_packet(parts, None, crc=False)[:-3],
         "edge-compound-lengths": PLAIN + bytes([Kind.COMPOUND, 200, 0, 1]),
         "edge-deep": PLAIN + deep,
-        "edge-name-utf8": PLAIN + _typed(Kind.SUSPECT, {"Incarnation": 1, "Node": b"\xff\xfe"}),
-        "edge-addr-5": PLAIN + _typed(Kind.ALIVE, {"Node": "x", "Addr": b"\x7f\x00\x00\x01\x00"}),
-        "edge-incarnation": PLAIN + _typed(Kind.DEAD, {"Incarnation": 1 << 32, "Node": "x"}),
+        "edge-name-utf8": PLAIN + typed(Kind.SUSPECT, {"Incarnation": 1, "Node": b"\xff\xfe"}),
+        "edge-addr-5": PLAIN + typed(Kind.ALIVE, {"Node": "x", "Addr": b"\x7f\x00\x00\x01\x00"}),
+        "edge-incarnation": PLAIN + typed(Kind.DEAD, {"Incarnation": 1 << 32, "Node": "x"}),
         "edge-meta": PLAIN
-        + _typed(Kind.ALIVE, {"Node": "x", "Addr": b"\x7f\x00\x00\x01", "Meta": b"m" * 513}),
+        + typed(Kind.ALIVE, {"Node": "x", "Addr": b"\x7f\x00\x00\x01", "Meta": b"m" * 513}),
         "edge-too-many": PLAIN + compound([wide, wide]),
-        "edge-lzw-undefined": PLAIN
-        + _typed(Kind.COMPRESS, {"Buf": lzw.pack_codes([256, 65, 300])}),
-        "edge-lzw-bomb": PLAIN + _typed(Kind.COMPRESS, {"Algo": 0, "Buf": bomb}),
-        "edge-lzw-no-end": PLAIN + _typed(Kind.COMPRESS, {"Buf": lzw.pack_codes([256, 65, 66])}),
-        "edge-lzw-algo": PLAIN + _typed(Kind.COMPRESS, {"Algo": 1, "Buf": b""}),
+        "edge-lzw-undefined": PLAIN + typed(Kind.COMPRESS, {"Buf": lzw.pack_codes([256, 65, 300])}),
+        "edge-lzw-bomb": PLAIN + typed(Kind.COMPRESS, {"Algo": 0, "Buf": bomb}),
+        "edge-lzw-no-end": PLAIN + typed(Kind.COMPRESS, {"Buf": lzw.pack_codes([256, 65, 66])}),
+        "edge-lzw-algo": PLAIN + typed(Kind.COMPRESS, {"Algo": 1, "Buf": b""}),
         "edge-not-sealed": KEYED + crc,
         "edge-sealed-garbage": KEYED + b"\x01" + bytes(range(40)),
         "edge-padding": SEALED_V0 + crc + b"\x11",
@@ -135,7 +113,7 @@ def _streams() -> dict[str, bytes]:
     out = {
         "ok-pushpull": STREAM_PLAIN + push,
         "ok-pushpull-user-state": STREAM_PLAIN
-        + _typed(Kind.PUSH_PULL, {**header, "UserStateLen": 5})
+        + typed(Kind.PUSH_PULL, {**header, "UserStateLen": 5})
         + state
         + b"serf!",
         "ok-pushpull-compressed": STREAM_PLAIN + compressed(push),
@@ -145,11 +123,11 @@ def _streams() -> dict[str, bytes]:
         "ok-sealed-compressed": STREAM_SEALED + compressed(push),
         "ok-serf-stream-plain": STREAM_PLAIN + (CAPTURES / "stream-plain").read_bytes(),
         "ok-serf-stream-sealed": STREAM_KEYED + (CAPTURES / "stream-sealed").read_bytes(),
-        "edge-nodes-huge": STREAM_PLAIN + _typed(Kind.PUSH_PULL, {**header, "Nodes": 10**9}),
+        "edge-nodes-huge": STREAM_PLAIN + typed(Kind.PUSH_PULL, {**header, "Nodes": 10**9}),
         "edge-user-state-huge": STREAM_PLAIN
-        + _typed(Kind.PUSH_PULL, {**header, "UserStateLen": 1 << 31}),
+        + typed(Kind.PUSH_PULL, {**header, "UserStateLen": 1 << 31}),
         "edge-user-state-cut": STREAM_PLAIN
-        + _typed(Kind.PUSH_PULL, {**header, "Nodes": 0, "UserStateLen": 100})
+        + typed(Kind.PUSH_PULL, {**header, "Nodes": 0, "UserStateLen": 100})
         + b"x",
         "edge-sealed-4gb": STREAM_KEYED + bytes([Kind.ENCRYPT]) + b"\xff" * 4 + b"\x01" * 40,
         "edge-cut": STREAM_PLAIN + push[:-7],
@@ -157,10 +135,10 @@ def _streams() -> dict[str, bytes]:
         "edge-sealed-no-key": STREAM_SEALED_NO_KEY + push,
         "edge-sealed-garbage": STREAM_KEYED + _flip_last(sealed(push)),
         "edge-bad-state": STREAM_PLAIN
-        + _typed(Kind.PUSH_PULL, header)
-        + _pack({"Name": "x", "Addr": b"\x7f\x00\x00\x01", "State": 7}),
-        "edge-user-type": STREAM_PLAIN + _typed(Kind.USER, {}),
-        "edge-ping-not-map": STREAM_PLAIN + bytes([Kind.PING]) + _pack([1, 2]),
+        + typed(Kind.PUSH_PULL, header)
+        + pack({"Name": "x", "Addr": b"\x7f\x00\x00\x01", "State": 7}),
+        "edge-user-type": STREAM_PLAIN + typed(Kind.USER, {}),
+        "edge-ping-not-map": STREAM_PLAIN + bytes([Kind.PING]) + pack([1, 2]),
     }
     return out
 

@@ -12,11 +12,7 @@ from hypothesis import strategies as st
 
 from cluster.ground import safeyaml
 from cluster.ground.safeyaml import Limits, YamlError, YamlTooLarge, load, load_file
-
-# 342 bytes that expand to 9^9 (387 million) strings when aliases are followed.
-ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
-    f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
-)
+from tests.support.yamlbombs import ALIAS_BOMB
 
 PLAIN = (str, int, float, bool, type(None))
 

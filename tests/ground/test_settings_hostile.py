@@ -29,7 +29,7 @@ from cluster.ground.settings import (
 )
 from cluster.hosts.hostfile import parse_hostfile, resolve_identity
 from cluster.node import cli, flags, process
-from tests.ground.test_safeyaml import ALIAS_BOMB
+from tests.support.yamlbombs import ALIAS_BOMB
 
 ROOT = Path(__file__).resolve().parents[2]
 # The bomb inside a compose entry: before, it loaded in microseconds and start-up composing

@@ -18,13 +18,12 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-import msgpack
-
 from swim.keyring import Keyring
 from swim.memberlist import codec, lzw, stream
 from swim.memberlist.codec import Kind
 from swim.memberlist.door import MAX_PACKET
 from swim.wire import BadMessage
+from tests.support.memberlist_packets import compound, compress_message, pack, typed
 
 from .http_inputs import SEED
 
@@ -41,26 +40,6 @@ __all__ = [
 MAX_FRAME = 8 << 20  # bytes: swim.max_frame_bytes, the bound of one stream
 HOST = "127.0.0.1"
 Stream = tuple[str, bytes, str]  # what it is, its bytes, then "eof", "stall" or "hold"
-
-
-def _pack(obj: Any) -> bytes:
-    out: bytes = msgpack.packb(obj, use_bin_type=False)
-    return out
-
-
-def _typed(kind: int, body: dict[str, Any]) -> bytes:
-    return bytes([kind]) + _pack(body)
-
-
-def _compound(parts: list[bytes]) -> bytes:
-    """A compound of ``parts`` as memberlist lays it out, its count cut to a byte."""
-    lengths = b"".join(struct.pack(">H", len(p) & 0xFFFF) for p in parts)
-    return bytes([Kind.COMPOUND, len(parts) & 0xFF]) + lengths + b"".join(parts)
-
-
-def _compressed(buf: bytes) -> bytes:
-    """A compress message holding ``buf`` as its LZW stream, whatever it is."""
-    return _typed(Kind.COMPRESS, {"Algo": 0, "Buf": buf})
 
 
 def _clears(n: int) -> bytes:
@@ -131,24 +110,27 @@ def _compounds(src_port: int) -> Iterator[tuple[str, bytes]]:
     yield "compound of 255 parts, 10 bytes", bytes([Kind.COMPOUND, 255]) + b"\x00\x01" * 5
     yield "compound of 0 parts", bytes([Kind.COMPOUND, 0])
     yield "compound of 255 empty parts", bytes([Kind.COMPOUND, 255]) + b"\x00" * 510
-    yield "compound whose part runs past the end", _compound([one, one])[:-4]
+    yield "compound whose part runs past the end", compound([one, one])[:-4]
     yield "compound claiming 2, lengths of 65535", bytes([Kind.COMPOUND, 2]) + b"\xff" * 4 + one
 
 
 def _bombs(src_port: int) -> Iterator[tuple[str, bytes]]:
     msg = codec.encode_message(codec.Ping(1, "rt-0", HOST, src_port, ""))
     zeros = lzw.compress(b"\x00" * 200_000)
-    yield f"LZW of 200,000 zeros ({len(zeros)} bytes)", _compressed(zeros)
-    yield "LZW of a ping padded to 70,000", _compressed(lzw.compress(msg + b"\x00" * 70_000))
-    yield "LZW of 53,000 clear codes, no end", _compressed(_clears(53_000))
-    yield "LZW of clear codes, then nothing", _compressed(_clears(5_000) + lzw.pack_codes([257]))
-    yield "LZW of 1 MB of zeros, handmade", _compressed(_zeros(1 << 20))
-    yield "LZW with an undefined code", _compressed(lzw.pack_codes([256, 65, 400, 257]))
-    yield "LZW of algorithm 1", _typed(Kind.COMPRESS, {"Algo": 1, "Buf": zeros})
-    half = _compressed(lzw.compress(msg + b"\x00" * 40_000))  # two of them: 80 KB in all
-    yield "two LZW parts of 40 KB each", _compound([half, half])
-    wide = _compressed(lzw.compress(_compound([msg] * 200)))
-    yield "two LZW compounds of 200 pings each", _compound([wide, wide])
+    yield f"LZW of 200,000 zeros ({len(zeros)} bytes)", compress_message(zeros)
+    yield "LZW of a ping padded to 70,000", compress_message(lzw.compress(msg + b"\x00" * 70_000))
+    yield "LZW of 53,000 clear codes, no end", compress_message(_clears(53_000))
+    yield (
+        "LZW of clear codes, then nothing",
+        compress_message(_clears(5_000) + lzw.pack_codes([257])),
+    )
+    yield "LZW of 1 MB of zeros, handmade", compress_message(_zeros(1 << 20))
+    yield "LZW with an undefined code", compress_message(lzw.pack_codes([256, 65, 400, 257]))
+    yield "LZW of algorithm 1", typed(Kind.COMPRESS, {"Algo": 1, "Buf": zeros})
+    half = compress_message(lzw.compress(msg + b"\x00" * 40_000))  # two of them: 80 KB in all
+    yield "two LZW parts of 40 KB each", compound([half, half])
+    wide = compress_message(lzw.compress(compound([msg] * 200)))
+    yield "two LZW compounds of 200 pings each", compound([wide, wide])
 
 
 def _nested(src_port: int) -> Iterator[tuple[str, bytes]]:
@@ -156,13 +138,15 @@ def _nested(src_port: int) -> Iterator[tuple[str, bytes]]:
     for depth in (codec.MAX_DEPTH + 1, 10, 200):
         deep = msg
         for _ in range(depth):
-            deep = _compound([deep])
+            deep = compound([deep])
         yield f"compound nested {depth} deep", deep
     packed = msg
     for _ in range(codec.MAX_DEPTH + 1):
-        packed = _compressed(lzw.compress(packed))
+        packed = compress_message(lzw.compress(packed))
     yield f"LZW nested {codec.MAX_DEPTH + 1} deep", packed
-    mixed = _compound([_compressed(lzw.compress(_compound([_compressed(lzw.compress(msg))])))])
+    mixed = compound(
+        [compress_message(lzw.compress(compound([compress_message(lzw.compress(msg))])))]
+    )
     yield "compound, LZW, compound, LZW", mixed
 
 
@@ -189,14 +173,14 @@ def _fields() -> Iterator[tuple[str, bytes]]:
         ("meta a map", {"Meta": {"a": 1}}),
         ("vsn of 17 bytes", {"Vsn": b"\x01" * 17}),
     ):
-        yield f"alive: {what}", _typed(Kind.ALIVE, alive | change)
-    yield "dead: incarnation 2^64-1", _typed(Kind.DEAD, {"Incarnation": 2**64 - 1, "Node": "rt-1"})
-    yield "suspect: no name", _typed(Kind.SUSPECT, {"Incarnation": 1, "Node": ""})
-    yield "indirect ping: no target", _typed(Kind.INDIRECT_PING, {"SeqNo": 1, "Node": "rt-1"})
-    yield "indirect ping: nack 1", _typed(Kind.INDIRECT_PING, {"Target": b"\x7f\0\0\1", "Nack": 1})
-    yield "ack: seq 2^32", _typed(Kind.ACK, {"SeqNo": 1 << 32})
-    yield "ping: seq a float", _typed(Kind.PING, {"SeqNo": 1.5, "Node": "rt-0"})
-    yield "ping: body a list", bytes([Kind.PING]) + _pack([1, "rt-0"])
+        yield f"alive: {what}", typed(Kind.ALIVE, alive | change)
+    yield "dead: incarnation 2^64-1", typed(Kind.DEAD, {"Incarnation": 2**64 - 1, "Node": "rt-1"})
+    yield "suspect: no name", typed(Kind.SUSPECT, {"Incarnation": 1, "Node": ""})
+    yield "indirect ping: no target", typed(Kind.INDIRECT_PING, {"SeqNo": 1, "Node": "rt-1"})
+    yield "indirect ping: nack 1", typed(Kind.INDIRECT_PING, {"Target": b"\x7f\0\0\1", "Nack": 1})
+    yield "ack: seq 2^32", typed(Kind.ACK, {"SeqNo": 1 << 32})
+    yield "ping: seq a float", typed(Kind.PING, {"SeqNo": 1.5, "Node": "rt-0"})
+    yield "ping: body a list", bytes([Kind.PING]) + pack([1, "rt-0"])
 
 
 def malformed(src_port: int) -> list[tuple[str, bytes]]:
@@ -234,7 +218,7 @@ def costly(n: int) -> list[tuple[str, bytes]]:
     """Packets as costly to decode as the door allows: 64 KB of LZW clear codes, then a ping
     for another member (dropped as misdirected, after the work)."""
     msg = codec.encode_message(codec.Ping(1, "rt-9", "", 0, ""))
-    data = _compressed(_clears(57_000) + lzw.pack_codes([*msg, 257]))
+    data = compress_message(_clears(57_000) + lzw.pack_codes([*msg, 257]))
     assert len(data) <= MAX_PACKET
     assert codec.decode_packet(data, None, MAX_PACKET).messages
     return [("64 KB of LZW clear codes, then a ping for rt-9", data)] * n
@@ -244,7 +228,7 @@ def costly(n: int) -> list[tuple[str, bytes]]:
 
 
 def _header(**fields: Any) -> bytes:
-    return _typed(Kind.PUSH_PULL, {"Nodes": 0, "UserStateLen": 0, "Join": False} | fields)
+    return typed(Kind.PUSH_PULL, {"Nodes": 0, "UserStateLen": 0, "Join": False} | fields)
 
 
 def streams(src_port: int) -> list[Stream]:
@@ -252,8 +236,8 @@ def streams(src_port: int) -> list[Stream]:
     ``eof`` (we close our side), ``stall`` (we stay silent: the node's deadline must end it)."""
     empty = stream.pushpull_bytes([], join=True)
     sealed_4gb = bytes([Kind.ENCRYPT]) + b"\xff" * 4 + b"\x01" * 64
-    clears = _compressed(_clears(7_400_000) + lzw.pack_codes([257]))  # 8.3 MB: seconds of work
-    bomb = _compressed(_zeros(MAX_FRAME + 1024))
+    clears = compress_message(_clears(7_400_000) + lzw.pack_codes([257]))  # 8.3 MB: seconds of work
+    bomb = compress_message(_zeros(MAX_FRAME + 1024))
     misdirected = codec.encode_message(codec.Ping(5, "rt-9", HOST, src_port, "hostile"))
     rng = random.Random(SEED + 12)
     items: list[Stream] = [
@@ -265,12 +249,12 @@ def streams(src_port: int) -> list[Stream]:
         ("push/pull of 2^30 bytes of user state, 9 MiB sent", _header(UserStateLen=1 << 30)
          + b"u" * (9 << 20), "stall"),
         ("push/pull with a state of State 7", _header(Nodes=1)
-         + _pack({"Name": "x", "Addr": b"\x7f\0\0\1", "State": 7}), "stall"),
+         + pack({"Name": "x", "Addr": b"\x7f\0\0\1", "State": 7}), "stall"),
         ("push/pull cut in the middle, then silence", empty[: len(empty) // 2], "stall"),
         ("push/pull cut in the middle, then EOF", empty[: len(empty) // 2], "eof"),
         ("sealed stream of 4 GB (no keyring here)", sealed_4gb, "stall"),
         ("TCP ping for rt-9", misdirected, "stall"),
-        ("user message stream", _typed(Kind.USER, {"Name": "x"}), "stall"),
+        ("user message stream", typed(Kind.USER, {"Name": "x"}), "stall"),
         ("LZW stream expanding past 8 MiB", bomb, "stall"),
         *((f"LZW of 7,400,000 clear codes, #{k}", clears, "stall") for k in (1, 2, 3)),
     ]  # fmt: skip

@@ -11,7 +11,7 @@ from cluster.ground.errors import ValidationFailed
 from cluster.node import cli, nodeclient
 from cluster.runtime.compose import CONFIG_LIMITS, check_compose
 from cluster.runtime.runtime import Runtime
-from tests.ground.test_safeyaml import ALIAS_BOMB
+from tests.support.yamlbombs import ALIAS_BOMB
 
 # The fields the issue named, each holding the bomb's last alias.
 FIELDS = ("members", "parity_members", "max_failures", "chunk_size", "capacity", "bdev_type")

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scenarios import Scenario, ScenarioError, load_scenario, parse_scenario, run_scenario
-from tests.ground.test_safeyaml import ALIAS_BOMB
+from tests.support.yamlbombs import ALIAS_BOMB
 
 BASE = "nodes: 3\nsteps:\n  - {at: 1, kill: 2, name: k}\nexpect:\n  - {never_dead: [0, 1]}\n"
 

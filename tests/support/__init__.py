@@ -8,7 +8,9 @@ hold_port, held_socket          a port held taken on purpose (TCP listening, or 
 Imported by module: ``clusters`` (the rt_cluster command, its usual ``up`` line, runs in the
 foreground, proof that nothing of a cluster runs), ``runtime`` (a network-less runtime),
 ``memudp`` (an in-memory UDP network for trio, with a ``MockClock``), ``strategies``
-(hypothesis: what a msgpack peer can send), ``traces`` (hand-written membership events).
+(hypothesis: what a msgpack peer can send), ``traces`` (hand-written membership events),
+``memberlist_packets`` (memberlist's packets made by hand), ``yamlbombs`` (YAML that attacks
+its reader), ``pinned`` (values a move of code must leave unchanged).
 """
 
 from .harness import HOST, NODE, Child, Harness, open_harness, running

@@ -28,6 +28,7 @@ from swim.memberlist import codec, decode_tags, lzw, stream
 from swim.memberlist.codec import Kind
 from swim.memberlist.door import MAX_PACKET
 from swim.wire import BadMessage
+from tests.support.memberlist_packets import compound, compressed, pack, typed
 
 CAPTURES = Path(__file__).parent / "serf_captures"
 KEY = base64.b64decode("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVowMTIzNDU=")  # the README's test key
@@ -52,25 +53,6 @@ STATES = (
     codec.NodeState("serf-a", HOST, 7946, b"\xff\x81\xa4role\xa3web", 3, 0, VSN),
     codec.NodeState("rt-1", "::1", 7947, b"", 1, 3, b""),
 )
-
-
-def _pack(obj: Any) -> bytes:
-    out: bytes = msgpack.packb(obj, use_bin_type=False)
-    return out
-
-
-def _typed(kind: int, body: dict[str, Any]) -> bytes:
-    return bytes([kind]) + _pack(body)
-
-
-def _compound(parts: list[bytes]) -> bytes:
-    """A compound as memberlist lays it out, whatever the count (no checks)."""
-    lengths = b"".join(struct.pack(">H", len(p)) for p in parts)
-    return bytes([Kind.COMPOUND, len(parts) & 0xFF]) + lengths + b"".join(parts)
-
-
-def _compressed(msg: bytes) -> bytes:
-    return _typed(Kind.COMPRESS, {"Algo": 0, "Buf": lzw.compress(msg)})
 
 
 def _decode(packet: bytes, keyring: Keyring | None = None, max_bytes: int = MAX_PACKET) -> Any:
@@ -179,7 +161,7 @@ def test_a_compound_of_every_kind_round_trips(keyring: Keyring | None) -> None:
     packet = codec.encode_packet(parts, keyring)
     decoded = _decode(packet, keyring)
     assert (decoded.messages, decoded.skipped) == (list(MESSAGES), 0)
-    assert _decode(_compressed(codec.encode_packet(parts, None, crc=False))).messages == list(
+    assert _decode(compressed(codec.encode_packet(parts, None, crc=False))).messages == list(
         MESSAGES
     )
     with pytest.raises(ValueError, match=r"1\.\.255 parts"):
@@ -191,7 +173,7 @@ def test_a_compound_of_every_kind_round_trips(keyring: Keyring | None) -> None:
 async def test_a_pushpull_round_trips(keyring: Keyring | None, compress: bool) -> None:
     msg = stream.pushpull_bytes(STATES, join=False)
     kind, reader = await _request(
-        stream.sealed_stream(keyring, _compressed(msg) if compress else msg), keyring
+        stream.sealed_stream(keyring, compressed(msg) if compress else msg), keyring
     )
     assert kind == Kind.PUSH_PULL
     assert await stream.read_pushpull(reader, max_states=2) == (False, list(STATES))
@@ -234,9 +216,9 @@ def test_a_checksum_that_does_not_match_is_refused() -> None:
 
 def test_parts_of_other_types_are_skipped_and_counted_while_the_rest_decode() -> None:
     ping, alive = codec.encode_message(MESSAGES[0]), codec.encode_message(MESSAGES[8])
-    user = _typed(Kind.USER, {"LTime": 1, "Name": "deploy"})  # Serf's own messages
-    push = _typed(Kind.PUSH_PULL, {"Nodes": 0})  # TCP only
-    decoded = _decode(_compound([ping, user, push, alive, b"\x2a\xc0"]))
+    user = typed(Kind.USER, {"LTime": 1, "Name": "deploy"})  # Serf's own messages
+    push = typed(Kind.PUSH_PULL, {"Nodes": 0})  # TCP only
+    decoded = _decode(compound([ping, user, push, alive, b"\x2a\xc0"]))
     assert (decoded.messages, decoded.skipped) == ([MESSAGES[0], MESSAGES[8]], 3)
 
 
@@ -252,7 +234,7 @@ PING = codec.encode_message(MESSAGES[0])
         b"\x07",  # a compound without its count
         b"\x07\x00",  # of no part
         b"\x07\x03\x00\x05",  # its lengths cut
-        _compound([PING, PING])[:-1],  # its last part cut
+        compound([PING, PING])[:-1],  # its last part cut
         bytes([Kind.COMPOUND, 2, 0, len(PING), 0, 0]) + PING,  # an empty part
     ],
     ids=["empty", "no-count", "no-part", "lengths-cut", "part-cut", "empty-part"],
@@ -264,37 +246,37 @@ def test_a_truncated_packet_is_refused(packet: bytes) -> None:
 def test_layers_nest_at_most_max_depth_deep() -> None:
     nested, packed = PING, PING
     for _ in range(codec.MAX_DEPTH):
-        nested, packed = _compound([nested]), _compressed(packed)
+        nested, packed = compound([nested]), compressed(packed)
     assert _decode(nested).messages == _decode(packed).messages == [MESSAGES[0]]
-    _refused(_compound([nested]), "malformed")
-    _refused(_compressed(packed), "malformed")
-    _refused(_compound([_compressed(_compound([packed]))]), "malformed")
+    _refused(compound([nested]), "malformed")
+    _refused(compressed(packed), "malformed")
+    _refused(compound([compressed(compound([packed]))]), "malformed")
 
 
 def _alive(**fields: Any) -> bytes:
     body = {"Incarnation": 1, "Node": "x", "Addr": b"\x7f\x00\x00\x01", "Port": 1} | fields
-    return _typed(Kind.ALIVE, body)
+    return typed(Kind.ALIVE, body)
 
 
 @pytest.mark.parametrize(
     ("packet", "reason"),
     [
-        (_typed(Kind.SUSPECT, {"Incarnation": 1, "Node": b"\xc3\x28"}), "bad_field"),
-        (_typed(Kind.DEAD, {"Incarnation": 1, "Node": ""}), "bad_field"),
+        (typed(Kind.SUSPECT, {"Incarnation": 1, "Node": b"\xc3\x28"}), "bad_field"),
+        (typed(Kind.DEAD, {"Incarnation": 1, "Node": ""}), "bad_field"),
         (_alive(Node="n" * (codec.MAX_NAME + 1)), "bad_field"),
         (_alive(Addr=b"\x7f\x00\x00\x01\x00"), "bad_field"),
         (_alive(Addr=b""), "bad_field"),
         (_alive(Incarnation=2**32), "bad_field"),
         (_alive(Incarnation=-1), "bad_field"),
-        (_typed(Kind.DEAD, {"Incarnation": 2**32, "Node": "x"}), "bad_field"),
+        (typed(Kind.DEAD, {"Incarnation": 2**32, "Node": "x"}), "bad_field"),
         (_alive(Port=65536), "bad_field"),
         (_alive(Meta=b"m" * (codec.MAX_META + 1)), "bad_field"),
         (_alive(Meta=[1, 2, 256]), "bad_field"),
-        (_typed(Kind.ACK, {"SeqNo": 1.0}), "bad_field"),
-        (_typed(Kind.ACK, {"SeqNo": True}), "bad_field"),
-        (_typed(Kind.INDIRECT_PING, {"Target": b"\x7f\x00\x00\x01", "Nack": 1}), "bad_field"),
-        (_typed(Kind.COMPRESS, {"Algo": 1, "Buf": b""}), "bad_field"),
-        (bytes([Kind.ACK]) + _pack([1, 2]), "malformed"),
+        (typed(Kind.ACK, {"SeqNo": 1.0}), "bad_field"),
+        (typed(Kind.ACK, {"SeqNo": True}), "bad_field"),
+        (typed(Kind.INDIRECT_PING, {"Target": b"\x7f\x00\x00\x01", "Nack": 1}), "bad_field"),
+        (typed(Kind.COMPRESS, {"Algo": 1, "Buf": b""}), "bad_field"),
+        (bytes([Kind.ACK]) + pack([1, 2]), "malformed"),
         (bytes([Kind.ACK, 0xC1]), "malformed"),
         (bytes([Kind.ACK]) + b"\xdb\xff\xff\xff\xff", "malformed"),
     ],
@@ -321,27 +303,27 @@ def test_the_edges_of_the_ranges_are_taken() -> None:
 def test_a_packet_over_its_size_is_refused_before_and_after_decompression() -> None:
     _refused(b"\x00" * 101, "oversize", max_bytes=100)
     padded = PING + b"\x00" * 3000  # trailing bytes after a body are ignored, as Go does
-    assert _decode(_compressed(padded), max_bytes=4096).messages == [MESSAGES[0]]
-    _refused(_compressed(padded), "malformed", max_bytes=2048)  # lzw: expands beyond
+    assert _decode(compressed(padded), max_bytes=4096).messages == [MESSAGES[0]]
+    _refused(compressed(padded), "malformed", max_bytes=2048)  # lzw: expands beyond
     # The bound holds for the whole packet: two layers of 3 KB each are 6 KB decompressed.
-    _refused(_compound([_compressed(padded), _compressed(padded)]), "malformed", max_bytes=4096)
+    _refused(compound([compressed(padded), compressed(padded)]), "malformed", max_bytes=4096)
 
 
 def test_a_packet_holds_at_most_max_parts_messages_in_all_its_layers() -> None:
-    full = _compound([PING] * codec.MAX_PARTS)
+    full = compound([PING] * codec.MAX_PARTS)
     assert len(_decode(full).messages) == codec.MAX_PARTS
-    wide = _compressed(_compound([PING] * 200))
+    wide = compressed(compound([PING] * 200))
     assert len(wide) < 2000  # 200 messages in under 2 KB: two of them hold 400
-    _refused(_compound([wide, wide]), "oversize")
-    user = _typed(Kind.USER, {})
-    _refused(_compound([_compressed(_compound([user] * 200)), wide]), "oversize")
+    _refused(compound([wide, wide]), "oversize")
+    user = typed(Kind.USER, {})
+    _refused(compound([compressed(compound([user] * 200)), wide]), "oversize")
 
 
 # ---- streams ------------------------------------------------------------------------------------
 
 
 def _header(**fields: Any) -> bytes:
-    return _typed(Kind.PUSH_PULL, {"Nodes": 0, "UserStateLen": 0, "Join": False} | fields)
+    return typed(Kind.PUSH_PULL, {"Nodes": 0, "UserStateLen": 0, "Join": False} | fields)
 
 
 async def _pushpull(data: bytes, keyring: Keyring | None = None, max_bytes: int = 1 << 16) -> Any:
@@ -359,11 +341,11 @@ async def _pushpull(data: bytes, keyring: Keyring | None = None, max_bytes: int 
         (_header(UserStateLen=1 << 20) + b"u" * 70_000, "oversize"),  # past max_bytes
         (_header(UserStateLen=10) + b"short", "truncated"),
         (_header(Join=1), "bad_state"),
-        (_header(Nodes=1) + _pack({"Name": "x", "Addr": b"\x7f\x00\x00\x01", "State": 4}),
+        (_header(Nodes=1) + pack({"Name": "x", "Addr": b"\x7f\x00\x00\x01", "State": 4}),
          "bad_field"),
-        (_header(Nodes=1) + _pack({"Name": "x"}), "bad_state"),
+        (_header(Nodes=1) + pack({"Name": "x"}), "bad_state"),
         (_header(Nodes=2) + codec.encode_message(STATES[0]), "truncated"),
-        (bytes([Kind.PUSH_PULL]) + _pack([1]), "malformed"),
+        (bytes([Kind.PUSH_PULL]) + pack([1]), "malformed"),
     ],
     ids=["nodes-1e9", "nodes-over", "user-2^31", "user-1MiB", "user-cut", "join-int",
          "state-4", "no-addr", "states-cut", "not-a-map"],
@@ -405,13 +387,13 @@ async def test_a_stream_is_bounded_in_all_including_decompressed() -> None:
     with pytest.raises(BadMessage, match="oversize"):
         await _pushpull(big, max_bytes=len(big) - 1)
     with pytest.raises(BadMessage, match="lzw: expands beyond"):
-        await _request(_compressed(big + b"\x00" * 2000), None, max_bytes=2000)
+        await _request(compressed(big + b"\x00" * 2000), None, max_bytes=2000)
 
 
 async def test_a_large_compressed_stream_is_expanded_off_the_event_loop() -> None:
     user = random.Random(1).randbytes(150_000)  # Serf's user state, incompressible
     msg = _header(Nodes=1, UserStateLen=len(user)) + codec.encode_message(STATES[0]) + user
-    data = _compressed(msg)
+    data = compressed(msg)
     assert len(data) > stream.INLINE_LZW
     ticks = 0
 
