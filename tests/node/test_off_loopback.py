@@ -113,19 +113,18 @@ def pair(addresses: Addresses, tmp_path_factory: pytest.TempPathFactory) -> Iter
     with open_harness(workdir) as harness:
         p0 = free_port(a)
         (p1,) = pick_free_ports("0.0.0.0", 1, udp=True, avoid={p0})
-        viz0 = free_port(a, udp=False)
         hostfile = workdir / "hostfile"
         hostfile.write_text(f"{a}:{p0}\n{b}:{p1}\n")
         config = workdir / "rt.yaml"
         config.write_text(CONFIG)
         common = ("--hostfile", str(hostfile), "--config", str(config))
-        node0 = harness.start_node(
-            "--host", a, "--viz-bind", a, *common, port=p0, viz_port=viz0, name="node0"
+        node0 = harness.start_dashboard_node(
+            "--host", a, "--viz-bind", a, *common, port=p0, name="node0"
         )
         node1 = harness.start_node(
             "--host", "0.0.0.0", "--advertise", b, "--no-viz", *common, port=p1, name="node1"
         )
-        yield Pair(harness, addresses, node0, node1, viz0)
+        yield Pair(harness, addresses, node0, node1, node0.viz_port)
 
 
 def get(pair: Pair, path: str, host: str | None = None, **kw: Any) -> httpx.Response:

@@ -25,7 +25,7 @@ import re
 import signal
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,27 @@ class Harness:
             port=port,
             viz_port=-1 if viz_port is None else viz_port,
         )
+
+    def start_dashboard_node(
+        self,
+        *flags: str,
+        port: int | None = None,
+        name: str = "node",
+        env: Mapping[str, str] | None = None,
+    ) -> Child:
+        """``start_node`` with its dashboard on a port of the kernel's choosing, read back from
+        this start's log line (a restart appends to the same log): a port picked free
+        beforehand can be taken by someone else before the node binds it."""
+        log = self.workdir / f"{name}.log"
+        before = len(re.findall(LISTENING, log.read_text())) if log.exists() else 0
+        child = self.start_node(*flags, port=port, viz_port=0, name=name, env=env)
+
+        def listening() -> list[str]:
+            self.require_alive(child)
+            return re.findall(LISTENING, child.log.read_text())[before:]
+
+        urls = wait_for(f"{name}'s dashboard to listen", listening, timeout=60)
+        return replace(child, viz_port=int(urls[0].rsplit(":", 1)[1]))
 
     # ---- watching ----------------------------------------------------------------------------
 

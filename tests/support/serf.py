@@ -6,14 +6,12 @@
 
 from __future__ import annotations
 
-import re
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 from cluster.local import SerfUnavailable, free_port, serf_members
 
-from .harness import HOST, LISTENING, Child, Harness
+from .harness import HOST, Child, Harness
 from .waiting import wait_for
 
 __all__ = ["SERF", "Agent", "start_node"]
@@ -56,16 +54,6 @@ class Agent:
 def start_node(h: Harness, join: int, key_file: Path | None, *, port: int, name: str) -> Child:
     flags = ["--wire", "memberlist", "--node-id", "0", "--name", name, "--join", f"{HOST}:{join}"]
     flags += ["--keyring", str(key_file)] if key_file else []
-    # The dashboard binds a port of the kernel's choosing, read back from the log (this
-    # start's line: a restart appends to the same log): a port picked free beforehand can be
-    # taken by then (a refused /api/topology, once in a while).
-    log = h.workdir / f"{name}.log"
-    before = len(re.findall(LISTENING, log.read_text())) if log.exists() else 0
-    child = h.start_node(*flags, port=port, viz_port=0, name=name)
+    child = h.start_dashboard_node(*flags, port=port, name=name)
     h.wait_ready(child)
-    urls = wait_for(
-        f"{name}'s dashboard to listen",
-        lambda: re.findall(LISTENING, child.log.read_text())[before:],
-        timeout=30,
-    )
-    return replace(child, viz_port=int(urls[0].rsplit(":", 1)[1]))
+    return child

@@ -68,10 +68,10 @@ class LocalNodes:
         hostfile = workdir / "hosts"
         hostfile.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
         for i, port in enumerate(ports):
-            node = self.harness.start_node(
+            node = self.harness.start_dashboard_node(
                 "--host", "127.0.0.1", "--hostfile", str(hostfile),
                 "--events", str(workdir / f"events{i}.jsonl"),
-                port=port, viz_port=free_port(), name=f"node{i}",
+                port=port, name=f"node{i}",
             )  # fmt: skip
             self.nodes.append(node)
         for i, node in enumerate(self.nodes):
