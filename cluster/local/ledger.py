@@ -12,7 +12,8 @@ Rules:
    that process.
 3. Nothing here signals a process.
 4. A Serf agent has no watcher and no process file: it is known from ``cluster.json`` alone
-   (recorded as soon as its spawn returns), and how it ended is guessed from its log.
+   (recorded as soon as its spawn returns), and how it ended is guessed from its log, unless
+   the record says rt_cluster killed it (state ``killed``): then it ended by SIGKILL.
 """
 
 from __future__ import annotations
@@ -159,9 +160,16 @@ def _node_now(n: R, ending: Ending | None, gone_state: str) -> R:
 
 
 def _agent_now(a: AgentRecord, gone_state: str) -> AgentRecord:
-    """An agent's record matched to its process; its ending read from its log once gone."""
+    """An agent's record matched to its process; its ending read from its log once gone. An
+    agent has no watcher, but one that ``kill`` ended is recorded ``killed``: rt_cluster sent
+    the SIGKILL itself, so that is its cause (as a node's watcher would have recorded)."""
     gone = a.pid > 0 and a.ended is None and process_state(a.pid, a.started) == "gone"
-    return _node_now(a, guessed_ending(a.log) if gone else None, gone_state)
+    if not gone:
+        return _node_now(a, None, gone_state)
+    ending = guessed_ending(a.log)
+    if a.state == "killed":
+        ending = replace(ending, signal="SIGKILL", known=True)
+    return _node_now(a, ending, gone_state)
 
 
 def fold_endings(

@@ -78,7 +78,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         except ClusterError:
             continue
         running = len(live_members(rec.directory, rec))
-        rows.append((rec.name, len(rec.nodes), running, rec.directory))
+        members = f"{len(rec.nodes)}+{len(rec.agents)} serf" if rec.agents else len(rec.nodes)
+        rows.append((rec.name, members, running, rec.directory))
     if not rows:
         out(f"no clusters under {home}")
     else:

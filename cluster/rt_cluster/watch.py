@@ -14,6 +14,8 @@ Rules:
 4. Nothing here changes a cluster.
 5. A node speaking memberlist (``up --serf``) names its members; a member it names is shown by
    that name (``serf-3``, ``rt-1``) in views and faults, rather than by the id it gives it.
+6. While nothing changes the watch still speaks: after ``SUMMARY_EVERY`` seconds without a
+   line it prints ``summary`` (nodes up, what each sees), so a quiet watch is seen alive.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .output import out
 __all__ = [
     "ASK_TIMEOUT",
     "INTERVAL",
+    "SUMMARY_EVERY",
     "Look",
     "NodeLook",
     "carry",
@@ -41,10 +44,12 @@ __all__ = [
     "look",
     "node_look",
     "serve_watch",
+    "summary",
 ]
 
 ASK_TIMEOUT = 1.0  # seconds one node gets to answer one question of a look
 INTERVAL = 1.0  # seconds between the starts of two looks of ``serve_watch``
+SUMMARY_EVERY = 10.0  # seconds without a printed line before ``serve_watch`` sums up (rule 6)
 View = tuple[tuple[int, str], ...]  # (subject, state) as one node sees its members
 
 
@@ -307,20 +312,49 @@ def describe_faults(body: Mapping[str, Any], names: Mapping[int, str] | None = N
     return "; ".join(parts)
 
 
+# ---- the summary while nothing changes (rule 6) -------------------------------------------------
+
+
+def _seen_cell(n: NodeLook) -> str:
+    """What one node sees in two words: ``3 alive``; or why it says nothing."""
+    if n.pid == 0 or n.process == "gone":
+        return "down"
+    if n.process == "paused":
+        return "paused"
+    alive = n.alive_count()
+    return "not answering" if alive is None else f"{alive} alive"
+
+
+def summary(now: Look) -> str:
+    """``3/3 nodes up; 0-2: 3 alive`` (nodes that see the same grouped, in id order)."""
+    up = sum(1 for n in now.nodes if n.pid and n.process != "gone")
+    groups: dict[str, list[int]] = {}
+    for n in now.nodes:
+        groups.setdefault(_seen_cell(n), []).append(n.node_id)
+    parts = [f"{id_list(ids)}: {cell}" for cell, ids in sorted(groups.items(), key=lambda g: g[1])]
+    return "; ".join([f"{up}/{len(now.nodes)} nodes up", *parts])
+
+
 # ---- the watch --------------------------------------------------------------------------------
 
 
 async def serve_watch(cluster: LocalCluster, interval: float = INTERVAL) -> NoReturn:
-    """Print a time-stamped line per change, looking every ``interval`` seconds, until
-    cancelled. The record is re-read before each look: other commands change the cluster."""
+    """Print a time-stamped line per change, looking every ``interval`` seconds, and the
+    summary after ``SUMMARY_EVERY`` quiet seconds (rule 6), until cancelled. The record is
+    re-read before each look: other commands change the cluster."""
     before = await look(cluster)
-    due = trio.current_time()
+    due = spoke = trio.current_time()
     while True:
         due = max(due + interval, trio.current_time())  # a slow look shifts, never piles up
         await trio.sleep_until(due)
         cluster.refresh_states()
         after = carry(before, await look(cluster))
         stamp = time.strftime("%H:%M:%S")
-        for line in changes(before, after):
+        lines = changes(before, after)
+        if not lines and trio.current_time() - spoke >= SUMMARY_EVERY:
+            lines = [summary(after)]
+        for line in lines:
             out(f"{stamp}  {line}")
+        if lines:
+            spoke = trio.current_time()
         before = after

@@ -285,3 +285,19 @@ def test_status_and_commands_on_the_agents_of_a_stopped_mixed_cluster(
     code, _, err = run_main("partition", "0", "1", "--name", "mx")
     assert code == 2
     assert "node(s) 2 are in no group" in err
+
+
+def test_an_agent_rt_cluster_killed_ended_by_sigkill_not_by_an_unknown_cause(
+    tmp_path: Path, fake_serf: Path
+) -> None:
+    """Issue 44: ``status`` showed an agent ``kill`` ended as ``ended (cause unknown)``."""
+    rec = _mixed(tmp_path / "c", base_port=0, runtime_base_port=0)
+    me = os.getpid()
+    killed = replace(rec.agents[0], pid=me, started=start_marker(me) + 1, state="killed")
+    Path(killed.log).write_text("==> Serf agent running!\n")
+    rec = rec.with_agent(killed)
+    folded, _ = fold_endings(rec, members(rec.directory, rec))
+    ended = folded.member(killed.index).ended
+    assert ended is not None
+    assert ended.describe() == "killed by SIGKILL"
+    assert ended.last_line == "==> Serf agent running!"

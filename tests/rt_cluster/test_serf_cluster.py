@@ -6,6 +6,7 @@ others see it fail; ``down`` leaves nothing of the agents. Skipped without ``ser
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import urllib.request
 from pathlib import Path
@@ -59,7 +60,14 @@ def test_up_status_kill_and_down_of_a_cluster_with_serf_agents(
         lambda: serf_members(agents[0]["rpc_addr"]).get("serf-2") == "failed",
         timeout=60,
     )
-    assert _status("mx")["agents"][1]["state"] == "killed"
+    gone = _status("mx")["agents"][1]
+    assert gone["state"] == "killed"
+    # issue 44: rt_cluster killed it, so the cause is known (was "ended (cause unknown)")
+    assert gone["ended"]["signal"] == "SIGKILL"
+    table = rt_cluster("status", "--name", "mx").stdout
+    assert re.search(r"^2\s+serf\s+serf-2\s+\d+\s+killed\s+killed by SIGKILL\s", table, re.M), table
+    listed = rt_cluster("list").stdout  # issue 44: the agents are counted next to the nodes
+    assert re.search(r"^mx\s+1\+2 serf\s+2\s", listed, re.M), listed
 
     down = rt_cluster("down", "--name", "mx")
     assert down.returncode == 0, down.stderr
