@@ -156,6 +156,11 @@ def _add_explore(sub: Subcommands) -> None:
     p.add_argument("--jobs", type=jobs, default=1, help="worker processes (default: 1)")
     p.add_argument("--out", default="explore-out", help="where failures go (default: explore-out)")
     p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write over an earlier search's failures in --out (default: refuse)",
+    )
+    p.add_argument(
         "--swim",
         type=_swim_range,
         action="append",
@@ -187,6 +192,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         out=Path(args.out),
         properties=args.properties or list(BUILT_IN),
+        overwrite=args.overwrite,
     )
     try:
         return run_search(search, say=lambda line: print(line, flush=True))

@@ -20,6 +20,9 @@ Rules:
    as ``DIR/failure-<run>.yaml``: an ordinary scenario file with its seed and a
    ``property:`` key (``rt_cluster scenario FILE --sim`` checks it), beside
    ``failure-<run>/`` with ``results.json``, ``report.html`` and ``events.json``.
+   A ``DIR`` that already holds a ``failure-*`` (an earlier search's) is refused before
+   anything runs, unless ``overwrite``: a second search never replaces the first's files
+   without a word.
 6. Exit status: 0 nothing violated, 1 a violation (files written), 2 bad usage.
 """
 
@@ -76,6 +79,7 @@ class Search:
     jobs: int = 1
     out: Path = Path("explore-out")
     properties: list[str] = field(default_factory=lambda: list(BUILT_IN))
+    overwrite: bool = False  # rule 5: write over an earlier search's failures
 
     def run_seed(self, k: int) -> int:
         return self.seed * SEED_STRIDE + k
@@ -109,6 +113,12 @@ def run_search(search: Search, say: Any = print) -> int:
         load_property(p)  # ValueError: bad usage, before anything runs
     for end in (0, 1):  # ValueError names an unknown setting or a bad end of a range
         SwimConfig.from_mapping({key: span[end] for key, span in search.options.swim.items()})
+    earlier = sorted(search.out.glob("failure-*")) if search.out.is_dir() else []
+    if earlier and not search.overwrite:  # rule 5, before anything runs
+        raise ValueError(
+            f"--out {search.out} holds an earlier search's failures ({earlier[0].name}): "
+            "give another --out, or --overwrite to write over them"
+        )
     started = time.monotonic()
     stop_at = None if search.budget_s is None else started + search.budget_s * SEARCH_SHARE
     search.out.mkdir(parents=True, exist_ok=True)

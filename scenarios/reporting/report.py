@@ -184,6 +184,8 @@ def bound_html(x: dict[str, Any]) -> str:
     b, unit = x.get("bound"), x.get("unit") or "s"
     if b is None:
         return "—"
+    if isinstance(b, str):  # a property's bound, in words
+        return esc(b)
     if isinstance(b, list | tuple) and len(b) == 2:
         text = esc(f"{_short(b[0])}{DASH}{_short(b[1])} s")
     else:
@@ -200,9 +202,35 @@ def bound_html(x: dict[str, Any]) -> str:
     return f"<abbr title='{esc(tip.strip('; '))}'>{text} ({how})</abbr>"
 
 
+# The bound each built-in property holds a run to (``judge.properties``), for its row.
+PROPERTY_BOUNDS = {
+    "completeness": "a killed node dead everywhere within the derived death bound (1 - 10^-6)",
+    "convergence": "every node up holds every node up alive within the derived bound",
+    "quiet_accuracy": "no new suspicion once the convergence bound has passed",
+    "no_exception": "no machine raises",
+    "incarnation": "an observer's incarnation of a subject never goes down",
+}
+
+
+def _property_row(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The file's ``property`` (an explore failure or its replay) as an expectation."""
+    p = results.get("property")
+    if not isinstance(p, dict) or not p.get("name"):
+        return []
+    name = str(p["name"])
+    return [
+        {
+            "status": p.get("status"),
+            "description": f"property {name}",
+            "bound": PROPERTY_BOUNDS.get(name, "the user's checker"),
+            "detail": p.get("detail"),
+        }
+    ]
+
+
 def _expectations(results: dict[str, Any]) -> list[str]:
     rows = []
-    for x in results.get("expectations", []):
+    for x in [*results.get("expectations", []), *_property_row(results)]:
         status = str(x.get("status", ""))
         rows.append(
             [
