@@ -199,14 +199,20 @@ class FakePeers:
         self.answer = answer or self._default_answer
         self.calls: list[tuple[int, JSON]] = []
         self.in_flight = 0
-        self._hang: set[int] = set()
+        self._hang: dict[int, trio.Event] = {}  # set: the silence ends as the bound would
         self._refuse: set[int] = set()
         self.delay = 0.0  # seconds before an answer
         self.timeout = FORWARD_TIMEOUT  # seconds: the bound on every call
         runtime.peers = self
 
     def hang(self, node_id: int) -> None:
-        self._hang.add(node_id)
+        """Calls to ``node_id`` get silence: each ends at its ``timeout``."""
+        self._hang.setdefault(node_id, trio.Event())
+
+    def time_out_now(self, node_id: int) -> None:
+        """Calls to hung ``node_id``, waiting and to come, end now as their bound would end
+        them (``timed out after <timeout>s``): a test need not wait out a long bound."""
+        self._hang.setdefault(node_id, trio.Event()).set()
 
     def refuse(self, node_id: int) -> None:
         self._refuse.add(node_id)
@@ -250,8 +256,9 @@ class FakePeers:
                 if node_id in self._refuse:
                     exc = PeerUnreachable("[Errno 111] Connection refused")
                     raise unreachable(node_id, what, exc)
-                if node_id in self._hang:
-                    await trio.sleep_forever()
+                if (silence := self._hang.get(node_id)) is not None:
+                    await silence.wait()
+                    raise timed_out(what, self.timeout)
                 if self.delay:
                     await trio.sleep(self.delay)
                 return self.answer(node_id, request)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from typing import Any
 
 import httpx
@@ -157,11 +156,11 @@ def test_forward_to_live_then_killed_peer(harness: Harness) -> None:
         assert list(r.json())[:2] == ["node_id", key]
         assert r.json()["node_id"] == 1
     harness.kill(peer)
-    start = time.monotonic()
     r = httpx.get(f"{url}/api/nodes/1/workers", timeout=10)
     assert r.status_code == 503
     assert list(r.json()) == ["error"]
-    assert time.monotonic() - start < 5.5
+    # A dead peer's port refuses at once: the answer says so, it did not wait out the bound.
+    assert "timed out" not in r.json()["error"], r.json()
     assert httpx.get(url + "/api/health", timeout=10).status_code == 200
 
 
@@ -180,15 +179,14 @@ async def forwards_in_flight(http: httpx.AsyncClient) -> float:
 async def test_paused_peer_forwards_time_out_while_local_routes_answer(harness: Harness) -> None:
     url, peer = two_nodes(harness)
     harness.pause(peer)
-    statuses: list[tuple[int, float, Any]] = []
-    local_latencies: list[float] = []
+    statuses: list[tuple[int, Any]] = []
+    answered_locally: list[int] = []  # forwards ended when each local round had answered
     async with httpx.AsyncClient(base_url=url, timeout=30,
                                  limits=httpx.Limits(max_connections=32)) as http:  # fmt: skip
 
         async def forward(query: str) -> None:
-            t0 = time.monotonic()
             r = await http.get(f"/api/nodes/1/{query}")
-            statuses.append((r.status_code, time.monotonic() - t0, r.json()))
+            statuses.append((r.status_code, r.json()))
 
         async with trio.open_nursery() as nursery:
             for i in range(12):
@@ -200,17 +198,15 @@ async def test_paused_peer_forwards_time_out_while_local_routes_answer(harness: 
                 timeout=10,
                 retry_on=(*RETRY_ON, httpx.HTTPError),
             )
-            for _ in range(5):
+            for _ in range(3):
                 for path in ("/api/health", "/api/topology", "/api/nodes/local/workers",
                              "/api/pools", "/metrics"):  # fmt: skip
-                    t0 = time.monotonic()
                     r = await http.get(path)
-                    local_latencies.append(time.monotonic() - t0)
                     assert r.status_code == 200, (path, r.text)
+                answered_locally.append(len(statuses))
                 await trio.sleep(0.3)
-    assert [s for s, _, _ in statuses] == [503] * 12
-    assert all(
-        re.fullmatch(r"monitor '\w+' timed out after 5s", b["error"]) for _, _, b in statuses
-    )
-    assert max(t for _, t, _ in statuses) < 5 * 2 + 1  # 12 forwards, 12 forward slots: one round
-    assert max(local_latencies) < 1.0, local_latencies
+    # Every local round answered while all 12 forwards were still waiting at the paused peer
+    # (by the order of events: none of them had ended), and each forward ended at its bound.
+    assert answered_locally == [0, 0, 0]
+    assert [s for s, _ in statuses] == [503] * 12
+    assert all(re.fullmatch(r"monitor '\w+' timed out after 5s", b["error"]) for _, b in statuses)

@@ -3,7 +3,6 @@ request slots under forwards to a silent peer."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import httpx
@@ -64,22 +63,24 @@ async def test_taken_port_is_oserror(runtime: Runtime, nursery: trio.Nursery) ->
 
 async def test_health_answers_while_forwards_hang(runtime: Runtime, nursery: trio.Nursery) -> None:
     """max_threads=4: three slots for forwards, one kept for local routes; 8 forwards to a
-    silent peer are in flight or queued, and health still answers at once. (The forward bound
-    is shortened to 1 s to keep the test short; the 5 s value is tested in test_nodes.)"""
+    silent peer are in flight or queued, and local routes answer while every forward slot is
+    held and before any forward has ended: by the order of events, not by a stopwatch (the
+    peer stays silent for a minute, far past anything a slow machine adds, then the test ends
+    the silence as the bound would)."""
     peers = FakePeers(runtime)
-    peers.timeout = 1.0
+    peers.timeout = 60.0
     peers.hang(1)
     viz = replace(runtime.settings.viz, port=0, max_threads=4)
     _, port = await nursery.start(serve_dashboard, runtime, viz)
     base = f"http://127.0.0.1:{port}"
-    statuses: list[int] = []
+    answers: list[tuple[int, str]] = []
     limits = httpx.Limits(max_connections=20)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as http:
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=90) as http:
 
         async def forward() -> None:
-            statuses.append((await http.get("/api/nodes/1/workers")).status_code)
+            r = await http.get("/api/nodes/1/workers")
+            answers.append((r.status_code, r.json()["error"]))
 
-        start = time.monotonic()
         async with trio.open_nursery() as inner:
             for _ in range(8):
                 inner.start_soon(forward)
@@ -90,12 +91,10 @@ async def test_health_answers_while_forwards_hang(runtime: Runtime, nursery: tri
                 timeout=10,
                 interval=0.01,
             )
-            t0 = time.monotonic()
             for path in ("/api/health", "/api/nodes/local/workers", "/api/topology"):
                 r = await http.get(path)
                 assert r.status_code == 200
-            assert time.monotonic() - t0 < 1.0
-            assert peers.in_flight == 3
-        elapsed = time.monotonic() - start
-    assert statuses == [503] * 8
-    assert elapsed < 3 * 1.0 + 1.5  # three rounds of three slots, each bounded by the timeout
+            assert peers.in_flight == 3  # no fourth forward got past the slots
+            assert answers == []  # the local routes did not wait behind any forward
+            peers.time_out_now(1)
+    assert answers == [(503, "monitor 'workers' timed out after 60s")] * 8
