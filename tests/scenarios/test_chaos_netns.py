@@ -76,7 +76,12 @@ def test_ctrl_c_in_netns_mode_leaves_nothing(pytester: pytest.Pytester, tmp_path
         preexec_fn=sigint_as_in_a_terminal,
     )
     try:
-        wait_for("the inner test's cluster to start", out.exists, timeout=120)
+        # Its whole name, not the file's mere existence: write_text creates, then writes.
+        wait_for(
+            "the inner test's cluster to start",
+            lambda: out.is_file() and out.read_text(),
+            timeout=120,
+        )
         directory = Path(out.read_text())
         pids = [m.pid for m in live_members(directory)]
         assert len(pids) == 2
@@ -88,6 +93,8 @@ def test_ctrl_c_in_netns_mode_leaves_nothing(pytester: pytest.Pytester, tmp_path
             proc.kill()
             proc.wait()
             end_an_inner_run(out)
+        if proc.stdout is not None:
+            proc.stdout.close()  # else its pipe is closed by the garbage collector, in a later test
     assert "KeyboardInterrupt" in text
     _nothing_left(directory, pids)
 

@@ -121,7 +121,12 @@ def test_a_signal_to_pytest_leaves_nothing(
         preexec_fn=_ignore_sigint if ignore_sigint else sigint_as_in_a_terminal,
     )
     try:
-        wait_for("the inner test's cluster to start", out.exists, timeout=120)
+        # Its whole name, not the file's mere existence: write_text creates, then writes.
+        wait_for(
+            "the inner test's cluster to start",
+            lambda: out.is_file() and out.read_text(),
+            timeout=120,
+        )
         directory, pids = _pids_of(out)
         assert len(pids) == 2
         proc.send_signal(sig)
@@ -131,6 +136,8 @@ def test_a_signal_to_pytest_leaves_nothing(
             proc.kill()
             proc.wait()
             end_an_inner_run(out)
+        if proc.stdout is not None:
+            proc.stdout.close()  # else its pipe is closed by the garbage collector, in a later test
     if ignore_sigint:
         assert proc.returncode == -signal.SIGTERM  # ended as SIGTERM would, nodes first
     else:
