@@ -73,3 +73,15 @@ def procs(tmp_path: Path) -> Iterator[Path]:
 def zygote(tmp_path: Path, procs: Path) -> Iterator[Zygote]:
     with Processes().open_zygote(ZYGOTE, zygote_env(tmp_path), tmp_path / "zygote.log") as z:
         yield z
+
+
+@pytest.fixture
+def fake_serf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``serf`` on PATH that is never run (planning only looks it up)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    serf = bin_dir / "serf"
+    serf.write_text("#!/bin/sh\nexit 1\n")
+    serf.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return serf

@@ -43,18 +43,6 @@ from scenarios.command import build_parser
 from tests.support.clusters import run_main
 
 
-@pytest.fixture
-def fake_serf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A ``serf`` on PATH that is never run (planning only looks it up)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    serf = bin_dir / "serf"
-    serf.write_text("#!/bin/sh\nexit 1\n")
-    serf.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    return serf
-
-
 def _mixed(directory: Path, n: int = 2, serf: int = 2, **kw: object) -> ClusterRecord:
     return plan_cluster(directory, directory.name, n, serf=serf, **kw)  # type: ignore[arg-type]
 

@@ -4,7 +4,6 @@ membership it sees"); ``list`` counts a mixed cluster's Serf agents next to its 
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -71,18 +70,6 @@ def test_a_quiet_watch_prints_a_summary_every_summary_every_seconds(
     assert SUMMARY_EVERY == 10.0  # the period docs/rt_cluster.md and the README name
     assert len(lines) == 2
     assert all(line.endswith("  3/3 nodes up; 0, 1, 2: 3 alive") for line in lines)
-
-
-@pytest.fixture
-def fake_serf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A ``serf`` on PATH that is never run (planning only looks it up)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    serf = bin_dir / "serf"
-    serf.write_text("#!/bin/sh\nexit 1\n")
-    serf.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    return serf
 
 
 def test_list_counts_a_mixed_clusters_serf_agents_next_to_its_nodes(
