@@ -22,6 +22,7 @@ class ExtentDevice(Container, BlockStore):
     meter: IoMeter
     device_noun: ClassVar[str] = "block device"  # how a range error names the device
     instance: str = ""  # set at start by a device that lends itself to peers (``remote``)
+    made_for: str = ""  # the writer of the peer's array it was made for (``remote`` rule 6)
     fences: dict[str, int]  # writer -> the highest epoch seen (``remote`` rule 2)
 
     def check_range(self, offset: int, size: int) -> None:

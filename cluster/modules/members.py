@@ -26,6 +26,7 @@ __all__ = [
     "MAX_MEMBERS",
     "MEMBER_BASE",
     "MemberRequest",
+    "check_new_device",
     "find_block_store",
     "member_names",
     "resolve_member",
@@ -105,7 +106,7 @@ async def resolve_member(
     elif not req.capacity:
         errors["member_name"] = f"no pool named '{name}' exists; give a capacity to create it here"
     else:
-        _check_new(req, bdev_type, needed, errors)
+        check_new_device(req, bdev_type, needed, errors)
     if errors:
         raise ValidationFailed(errors)
     if existing is not None:
@@ -125,8 +126,11 @@ async def resolve_member(
     return created, True
 
 
-def _check_new(req: MemberRequest, bdev_type: str, needed: int, errors: dict[str, str]) -> None:
-    """The type and capacity of a device to be made for ``req``."""
+def check_new_device(
+    req: MemberRequest, bdev_type: str, needed: int, errors: dict[str, str]
+) -> None:
+    """The type and capacity of a device to be made for ``req`` (here or on a peer), into
+    ``errors`` by field."""
     if bdev_type not in MEMBER_TYPES:
         errors["bdev_type"] = "member bdevs here are 'file' or 'ram'"
     try:

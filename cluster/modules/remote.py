@@ -2,12 +2,13 @@
 an array uses in its place (``RemoteStore``), one ``Block`` frame of the node RPC per call.
 
 Rules:
-1. Only an ``rt_bdev`` device serves other nodes (``Container.serve_block``), and only five
+1. Only an ``rt_bdev`` device serves other nodes (``Container.serve_block``), and only six
    operations (``cluster.runtime.BLOCK_OPS``):
-   ``info``, ``allocate``, ``free``, ``read``, ``write``. Every field is checked before the
-   device is touched: a read or write moves at most ``BLOCK_IO`` bytes and lies inside the
-   device; a free names an aligned, allocated extent inside it (a double free is refused,
-   never merged). A refusal is a ``BadRequest`` (400), and nothing changed.
+   ``info``, ``allocate``, ``free``, ``read``, ``write``, ``destroy`` (rule 6). Every field is
+   checked before the device is touched: a writer name is at most ``MAX_WRITER`` characters;
+   a read or write moves at most ``BLOCK_IO`` bytes and lies inside the device; a free names
+   an aligned, allocated extent inside it (a double free is refused, never merged). A refusal
+   is a ``BadRequest`` (400), and nothing changed.
 2. Writes are fenced: each carries its array's name (``writer``) and an epoch, raised when the
    member comes back from being away. A device refuses a write below the highest epoch it saw
    from that writer, so a write that lay in a paused node's socket, long given up by the
@@ -20,6 +21,11 @@ Rules:
    device, and every call is bounded by the runtime's forward timeout (5 s). A peer that is
    down, cut off or silent is a ``PeerUnavailable``, which the array takes as a failed I/O
    (the member turns ``faulty``).
+6. A device an array makes on a peer is composed there with ``made_for``: the array's writer
+   name. ``destroy`` gives it back: the device destroys itself only when the call's writer is
+   the one it was made for and nothing is allocated on it (no region of any array, here or
+   elsewhere); otherwise it refuses (409) and nothing changes. So a peer can destroy only a
+   device made for its own array, once free, never another pool of the node.
 """
 
 from __future__ import annotations
@@ -30,12 +36,12 @@ from typing import Any
 
 from cluster.ground.errors import ApiError, BadRequest, Conflict, PeerUnreachable
 from cluster.ground.ids import PoolId, parse_node_id
-from cluster.runtime import BLOCK_IO, BLOCK_OPS, BlockCall, ModuleContext
+from cluster.runtime import BLOCK_IO, BLOCK_OPS, MAX_WRITER, BlockCall, ModuleContext
 from cluster.storage import BlockStore, Buffer, Extent, IoMeter, IoSnapshot
 
 from .extents import ExtentDevice
 
-__all__ = ["RemoteStore", "serve_block", "split_member"]
+__all__ = ["RemoteStore", "give_back", "serve_block", "split_member"]
 
 
 def split_member(text: str) -> tuple[str, int | None]:
@@ -78,12 +84,30 @@ def fenced(device: ExtentDevice, call: BlockCall) -> None:
             del fences[next(iter(fences))]
 
 
+async def give_back(device: ExtentDevice, writer: str) -> dict[str, Any]:
+    """Rule 6: destroy ``device`` for the array ``writer`` names, or refuse (409)."""
+    pool_id = device.info.pool_id
+    if not writer or device.made_for != writer:
+        raise Conflict(
+            f"device {pool_id} was not made for the array {writer[:80] or '(none)'}: "
+            "only the array it was made for may give it back"
+        )
+    if not device.unused:
+        raise Conflict(f"device {pool_id} holds allocations: it is in use and stays")
+    await device.runtime.destroy(str(pool_id))  # out of the pool table before any checkpoint
+    return {"ok": True, "pool_id": str(pool_id)}
+
+
 async def serve_block(device: ExtentDevice, call: BlockCall) -> Any:
     """One operation a peer asks of ``device`` (rule 1)."""
     op, offset, size, data = call.op, call.offset, call.size, call.data
     if op not in BLOCK_OPS:
         raise BadRequest(f"unknown block operation '{op[:40]}' (one of: {', '.join(BLOCK_OPS)})")
+    if len(call.writer) > MAX_WRITER:
+        raise BadRequest(f"a writer is at most {MAX_WRITER} characters, not {len(call.writer)}")
     fenced(device, call)
+    if op == "destroy":
+        return await give_back(device, call.writer)
     if op == "info":
         return {
             "pool_id": str(device.info.pool_id),
@@ -178,6 +202,10 @@ class RemoteStore(BlockStore):
     async def _call(self, op: str, **fields: Any) -> Any:
         call = BlockCall(str(self.pool_id), op, writer=self.writer, epoch=self.epoch, **fields)
         return await self.peer.peer_block(self.node_id, call)
+
+    async def destroy(self) -> None:
+        """Give the device back to its node: made there for our array, now free (rule 6)."""
+        await self._call("destroy")
 
     async def allocate(self, size: int) -> Extent:
         got = await self._call("allocate", size=size)

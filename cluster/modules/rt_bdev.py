@@ -16,6 +16,9 @@ Rules:
    digits) of at most ``MAX_CAPACITY`` bytes; a ``file`` device at most the free space of
    the data folder, a memory device at most the host's memory. When the store cannot be made
    or an I/O fails (``OSError``), the answer is an ``ApiError`` that says so, never a 500.
+6. ``made_for`` (optional) names the writer of a peer's array the device was made for: 1 to
+   ``MAX_WRITER`` printable ASCII characters, no space. Only that array may give the device
+   back, once nothing is allocated on it (``remote`` rule 6).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from cluster.api import (
 )
 from cluster.ground.errors import BadRequest, Conflict, ValidationFailed
 from cluster.ground.parse import ParseError, int_value, size_value
-from cluster.runtime import BlockCall
+from cluster.runtime import MAX_WRITER, BlockCall
 from cluster.storage import (
     Allocator,
     Buffer,
@@ -141,6 +144,18 @@ def bdev_config_errors(
     return errors
 
 
+def made_for_errors(config: Mapping[str, Any]) -> dict[str, str]:
+    """Rule 6: the error of a ``made_for`` that cannot name an array's writer, if any."""
+    if "made_for" not in config:
+        return {}
+    value = config["made_for"]
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_WRITER:
+        return {"made_for": f"1 to {MAX_WRITER} characters of text naming an array's writer"}
+    if not value.isascii() or not value.isprintable() or " " in value:
+        return {"made_for": "printable ASCII characters only, no space"}
+    return {}
+
+
 def _io_error(what: str, exc: OSError) -> Conflict:
     """An ``OSError`` of the device, answered as a ``Conflict`` (409)."""
     return Conflict(f"{what} failed: {exc.strerror or exc}")
@@ -167,6 +182,7 @@ class BdevContainer(ExtentDevice):
         self.meter = IoMeter()
         self.store: Store | None = None
         self.instance = secrets.token_hex(8)  # this process's copy of the device (``remote``)
+        self.made_for = str(self.config.get("made_for", ""))  # rule 6
         self.fences: dict[str, int] = {}
         self._yielded_ns = 0  # perf_counter_ns of the last yield of an I/O run inline
         self._done_ns = 0  # perf_counter_ns of the end of the last I/O run inline
@@ -344,7 +360,7 @@ class BdevModule(HttpModule):
     title = "Block device"
     container_class = BdevContainer
     suggest_base = 800
-    config_keys = ("bdev_type", "capacity")
+    config_keys = ("bdev_type", "capacity", "made_for")
     api_fields = {
         "capacity": ApiParam("capacity", apidoc.SIZE, "bytes, e.g. 16M (powers of 1024)", True),
         "bdev_type": ApiParam("bdev_type", apidoc.one_of(*BDEV_TYPES), "the store (ram)"),
@@ -384,7 +400,8 @@ class BdevModule(HttpModule):
         }, {}
 
     def validate_config(self, config: Mapping[str, Any]) -> dict[str, str]:
-        return bdev_config_errors(config, self.runtime.settings.data_dir)
+        errors = bdev_config_errors(config, self.runtime.settings.data_dir)
+        return {**errors, **made_for_errors(config)}
 
     def demo_entries(self) -> list[JSON]:
         entry = {"mod_name": self.mod_name, "bdev_type": "ram"}

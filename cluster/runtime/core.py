@@ -165,6 +165,15 @@ class RuntimeCore:
             raise PeerUnreachable(f"node {node_id} answered a compose badly") from None
         return result
 
+    async def peer_pool_ids(self, node_id: int) -> set[PoolId]:
+        """The pool ids in node ``node_id``'s pool table (its admin ``pools`` monitor)."""
+        peers, member = self.reach(node_id)
+        body = await peers.monitor(member, "pools", {})
+        try:
+            return {PoolId.parse(str(p["pool_id"])) for p in body["pools"]}
+        except (KeyError, TypeError, BadRequest):
+            raise PeerUnreachable(f"node {node_id} described its pools badly") from None
+
     def alive_nodes(self) -> list[int]:
         """The ids of the members the membership holds alive, this node's among them."""
         return sorted(m.node_id for m in self.membership.members() if str(m.state) == "alive")

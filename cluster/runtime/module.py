@@ -114,6 +114,9 @@ class ModuleContext(Protocol):
     async def peer_compose(self, node_id: int, entry: Mapping[str, Any]) -> JSON:
         """Compose one pool on node ``node_id`` (bounded by the forward timeout)."""
 
+    async def peer_pool_ids(self, node_id: int) -> set[PoolId]:
+        """The pool ids node ``node_id`` holds (bounded by the forward timeout)."""
+
     async def peer_block(self, node_id: int, call: BlockCall) -> Any:
         """One block operation on node ``node_id``'s device, bounded by the forward timeout;
         ``PeerUnavailable`` when the node does not answer."""

@@ -35,6 +35,7 @@ __all__ = [
     "FORWARD_TIMEOUT",
     "LOCAL_NAMES",
     "MAX_RANGE_COUNT",
+    "MAX_WRITER",
     "BlockCall",
     "Peers",
     "Routing",
@@ -49,7 +50,8 @@ __all__ = [
 
 FORWARD_TIMEOUT = 5.0  # seconds: the bound on every forward
 BLOCK_IO = 1 << 20  # bytes one block read or write between nodes moves (an array's run)
-BLOCK_OPS = ("info", "allocate", "free", "read", "write")  # what a peer's device serves
+BLOCK_OPS = ("info", "allocate", "free", "read", "write", "destroy")  # a peer's device serves
+MAX_WRITER = 128  # characters of an array's writer name (a device's ``made_for`` too)
 LOCAL_NAMES = ("local", "self")
 LOCAL_ROUTINGS = ("", "local", "dynamic")
 MAX_RANGE_COUNT = 4096  # nodes one range names: more than a cluster holds (rt_cluster: 1024)
@@ -61,9 +63,10 @@ ROUTING_FORMS = "local, broadcast, dynamic, direct_id:N, direct_hash:N, range:OF
 class BlockCall:
     """One operation on a node's block device ``pool`` (an id, or a name), for an array
     member there: ``op`` one of ``BLOCK_OPS``; ``offset``, ``size`` and ``data`` place it.
-    ``writer`` names the array that asks and ``epoch`` its fence: a device refuses a write of
-    a writer at an epoch below one it has seen (a write that lay in a paused node's socket
-    must not land over a newer one)."""
+    ``writer`` names the array that asks (at most ``MAX_WRITER`` characters) and ``epoch`` its
+    fence: a device refuses a write of a writer at an epoch below one it has seen (a write that
+    lay in a paused node's socket must not land over a newer one). ``destroy`` gives back a
+    device made for the writer's array, once nothing is allocated on it."""
 
     pool: str
     op: str

@@ -9,11 +9,13 @@ the SWIM statistics the dashboard's ``/metrics`` reads, a history and faults) an
 
 A real node answers a forwarded monitor by running the admin monitor of its own runtime; the
 fake answers with ``answer(node_id, request)``, where ``request`` is the RPC frame the node
-would send (by default the same body shape, for that id).
+would send (by default the same body shape, for that id). An answer may be awaitable (another
+runtime's own handler, say): the fake awaits it within the same bound.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -240,7 +242,8 @@ class FakePeers:
 
     async def block(self, member: MemberLike, call: BlockCall) -> Any:
         request = {"k": "block", "pool": call.pool, "op": call.op, "offset": call.offset}
-        request |= {"size": call.size, "data": call.data}
+        request |= {"size": call.size, "data": call.data, "writer": call.writer}
+        request |= {"epoch": call.epoch}
         return await self._call(member, request, f"block {call.op} on {call.pool[:40]}")
 
     async def compose(self, member: MemberLike, entries: Sequence[Mapping[str, Any]]) -> Any:
@@ -261,7 +264,8 @@ class FakePeers:
                     raise timed_out(what, self.timeout)
                 if self.delay:
                     await trio.sleep(self.delay)
-                return self.answer(node_id, request)
+                answer = self.answer(node_id, request)
+                return await answer if inspect.isawaitable(answer) else answer
             raise timed_out(what, self.timeout)
         finally:
             self.in_flight -= 1

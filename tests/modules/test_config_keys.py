@@ -16,7 +16,7 @@ from cluster.ground.settings import parse_settings_text
 from cluster.runtime import Runtime, startup_compose
 
 KNOWN = {
-    "rt_bdev": "bdev_type, capacity",
+    "rt_bdev": "bdev_type, capacity, made_for",
     "rt_safe_bdev": "members, parity_members, max_failures, chunk_size, recover_period_s, "
     "scrub_period_s, recover_pace_s, auto_replace_after_s",
     "rt_cte_core": "targets, rescore_period_s",
@@ -68,7 +68,7 @@ async def test_yaml_parameters_are_blamed_at_their_line_and_column(runtime: Runt
         await runtime.compose("rt_bdev", "d", "800.0", text)
     assert info.value.errors == {
         "capacty": "line 5, column 1: unknown parameter 'capacty' of rt_bdev "
-        "(known: bdev_type, capacity)",
+        "(known: bdev_type, capacity, made_for)",
         "capacity": "line 3, column 1: unparseable size 'lots'",
     }
     with pytest.raises(ValidationFailed) as info:  # a flow mapping: the key's own column

@@ -21,7 +21,7 @@ from tests.support.runtime import make_runtime
 
 MEMBERS = ("m0", "m1", "m2")
 BASE: dict[str, dict[str, Any]] = {
-    "rt_bdev": {"bdev_type": "ram", "capacity": "64K"},
+    "rt_bdev": {"bdev_type": "ram", "capacity": "64K", "made_for": "0/950.0/5eed"},
     "rt_safe_bdev": {
         "members": "m0,m1",
         "parity_members": "m2",

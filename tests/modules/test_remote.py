@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.ground.errors import BadRequest, Conflict
+from cluster.ground.errors import BadRequest, Conflict, ValidationFailed
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.runtime import BlockCall, Runtime
 
@@ -48,3 +48,60 @@ async def test_operations_are_found_by_name_and_checked(runtime: Runtime) -> Non
         await runtime.local_block(BlockCall("900.0", "trim"))
     with pytest.raises(BadRequest, match="is not a block device other nodes can use"):
         await runtime.local_block(BlockCall("1.0", "info"))
+
+
+async def test_a_device_is_destroyed_only_for_the_array_it_was_made_for_once_free(
+    runtime: Runtime,
+) -> None:
+    """``remote`` rule 6: a peer gives back only a device made for its own array, once nothing
+    is allocated on it; every other ``destroy`` is refused and changes nothing."""
+    await runtime.compose("rt_bdev", "made", "901.0", {"capacity": "64K", "made_for": "0/950.0/a"})
+    plain = await lent(runtime)  # 900.0, made for no array
+
+    async def destroy(pool: str, writer: str) -> object:
+        return await runtime.local_block(BlockCall(pool, "destroy", writer=writer))
+
+    def table() -> list[str]:
+        return [p["pool_id"] for p in runtime.pools_json()["pools"]]
+
+    before = table()
+    for pool, writer in (("901.0", "0/950.0/b"), ("901.0", ""), ("made", "0/950.0/A"),
+                         ("900.0", "0/950.0/a"), ("900.0", "")):  # fmt: skip
+        with pytest.raises(Conflict, match="was not made for the array"):
+            await destroy(pool, writer)
+    region = await runtime.local_block(BlockCall("901.0", "allocate", size=4096, writer="x"))
+    with pytest.raises(Conflict, match="holds allocations: it is in use and stays"):
+        await destroy("901.0", "0/950.0/a")
+    with pytest.raises(BadRequest, match="a writer is at most 128 characters, not 129"):
+        await destroy("901.0", "w" * 129)
+    assert table() == before
+    assert not plain.closed
+    await runtime.local_block(BlockCall("901.0", "free", region["offset"], region["size"]))
+    assert await destroy("made", "0/950.0/a") == {"ok": True, "pool_id": "901.0"}
+    assert table() == ["1.0", "900.0"]
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("", "1 to 128 characters"),
+        ("w" * 129, "1 to 128 characters"),
+        (7, "1 to 128 characters"),
+        (["0/950.0/a"], "1 to 128 characters"),
+        ("a b", "printable ASCII characters only, no space"),
+        ("caf\u00e9", "printable ASCII characters only, no space"),
+        ("a\x00b", "printable ASCII characters only, no space"),
+    ],
+)
+async def test_made_for_names_a_writer_or_the_device_is_refused(
+    runtime: Runtime, value: object, why: str
+) -> None:
+    with pytest.raises(ValidationFailed) as info:
+        await runtime.compose("rt_bdev", "d", "900.0", {"capacity": "64K", "made_for": value})
+    assert list(info.value.errors) == ["made_for"]
+    assert why in info.value.errors["made_for"]
+    assert runtime.pools.by_name("d") is None
+    await runtime.compose("rt_bdev", "d", "900.0", {"capacity": "64K", "made_for": "0/9.0/f"})
+    made = runtime.pools.by_name("d")
+    assert isinstance(made, BdevContainer)
+    assert made.made_for == "0/9.0/f"

@@ -43,7 +43,7 @@ async def test_a_date_in_compose_reaches_the_module_as_text(runtime: Runtime) ->
         check_compose(runtime.pools, runtime.modules, request)
     assert info.value.errors == {
         "created": "line 2, column 1: unknown parameter 'created' of rt_bdev "
-        "(known: bdev_type, capacity)"
+        "(known: bdev_type, capacity, made_for)"
     }
     with pytest.raises(ValidationFailed) as info:
         await runtime.compose("rt_bdev", "d", "800.0", "capacity: 2024-01-01\n")

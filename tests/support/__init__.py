@@ -7,6 +7,7 @@ hold_port, held_socket          a port held taken on purpose (TCP listening, or 
 
 Imported by module: ``clusters`` (the rt_cluster command, its usual ``up`` line, runs in the
 foreground, proof that nothing of a cluster runs), ``runtime`` (a network-less runtime),
+``linked`` (runtimes of several nodes in one loop, linked as the node RPC links them),
 ``memudp`` (an in-memory UDP network for trio, with a ``MockClock``), ``strategies``
 (hypothesis: what a msgpack peer can send), ``traces`` (hand-written membership events),
 ``memberlist_packets`` (memberlist's packets made by hand), ``yamlbombs`` (YAML that attacks

@@ -10,16 +10,17 @@ from pathlib import Path
 import trio
 
 from cluster.ground.settings import load_settings
-from cluster.runtime import Runtime
+from cluster.runtime import Membership, Runtime
 
 __all__ = ["make_runtime", "serving_runtime"]
 
 
-def make_runtime(data_dir: Path) -> Runtime:
-    """Node 0's runtime on the embedded settings, its data under ``data_dir``; nothing runs."""
+def make_runtime(data_dir: Path, node_id: int = 0, membership: Membership | None = None) -> Runtime:
+    """Node ``node_id``'s runtime on the embedded settings, its data under ``data_dir``;
+    nothing runs."""
     settings = load_settings("embedded", env={"HOME": str(data_dir.parent)})
     runtime = dataclasses.replace(settings.runtime, data_dir=str(data_dir))
-    return Runtime(dataclasses.replace(settings, runtime=runtime), 0)
+    return Runtime(dataclasses.replace(settings, runtime=runtime), node_id, membership)
 
 
 @asynccontextmanager

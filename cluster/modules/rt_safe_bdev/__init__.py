@@ -22,7 +22,8 @@ Rules:
    (409); nothing is changed by a refused or invalid request. Member changes run one at a
    time per array; one sent while another runs is refused (409).
 5. A destroyed array frees its regions on its members and destroys the devices it made
-   (``<pool>_p<j>``, members made from a capacity) unless something else holds space there.
+   (``<pool>_p<j>``, members and spares made from a capacity, on this node or on a peer)
+   unless something else holds space there.
 """
 
 from .container import SafeBdevContainer

@@ -13,8 +13,9 @@ the page shows as is.
 
 What an array takes it gives back when it is destroyed (or its start fails): its regions on
 the member devices (``claim`` / ``release``) and the devices it created itself (its ``_p<j>``
-parity members, members made from a name and a capacity), once nothing else is allocated on
-them. It waits for its operations in flight first, so no late write lands in a freed region.
+parity members, members and spares made from a name and a capacity, here or on a peer:
+``devices`` rule 5), once nothing else is allocated on them. It waits for its operations in
+flight first, so no late write lands in a freed region.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 import trio
 
-from cluster.ground.errors import ApiError, Conflict, ValidationFailed
+from cluster.ground.errors import ApiError, Conflict
 from cluster.ground.ids import PoolId, parse_node_id
 from cluster.runtime import parse_period
 from cluster.storage import (
@@ -81,7 +82,7 @@ class SafeBdevContainer(ExtentDevice):
         self._run_started: float | None = None  # trio time the last recovery run started
         self._run_ended: float | None = None  # ... and ended (None while it runs)
         writer = f"{self.runtime.node_id}/{self.info.pool_id}/{secrets.token_hex(4)}"
-        self.devices = MemberDevices(self.runtime, writer)  # where the members live
+        self.devices = MemberDevices(self.runtime, writer, self.info.pool_name)  # the members
         self.ledger = WriteLedger()  # the durability check's acknowledged writes
 
     # -- composition ------------------------------------------------------------------------
@@ -119,7 +120,8 @@ class SafeBdevContainer(ExtentDevice):
     async def close(self) -> None:
         await super().close()
         await self.wait_idle()
-        for pool_id in [*self._claims, *(b.info.pool_id for b in self._created)]:
+        made = [*(b.info.pool_id for b in self._created), *self.devices.made]
+        for pool_id in dict.fromkeys([*self._claims, *made]):  # each once: one bound a peer
             await self.give_back(pool_id)
 
     async def _create_member(self, name: str, like: BlockStore, slots: int) -> BlockStore:
@@ -130,20 +132,11 @@ class SafeBdevContainer(ExtentDevice):
 
     async def resolve_member(self, req: MemberRequest, needed: int) -> BlockStore:
         """The device ``req`` names or creates, with ``needed`` free bytes for this array: on
-        node ``req.node_id`` when that is a peer (found there by name, ``devices`` rule 1)."""
+        node ``req.node_id`` when that is a peer (found or made there, ``devices`` rule 1)."""
         node_id = parse_node_id(req.node_id) if req.node_id else None
         if self.devices.is_remote(node_id):
             assert node_id is not None
-            if self.runtime.node_state(node_id) is None:
-                raise ValidationFailed({"node_id": f"node {node_id} is not in the host table"})
-            store = await self.devices.on_node(node_id, req.member_name)
-            if store.largest_free < needed:
-                raise Conflict(
-                    f"'{req.member_name}' on node {node_id} has {store.largest_free} bytes "
-                    f"free; the array needs {needed}"
-                )
-            self.devices.check_distinct(self.array, [], store)
-            return store
+            return await self.devices.find_or_make(node_id, req, needed, self.array)
         member_of = partial(member_ops.member_of, self.runtime)
         avoid = set(self.devices.remote)  # ``devices`` rule 2
         bdev, created = await resolve_member(self.runtime, req, needed, member_of, avoid)
@@ -160,15 +153,16 @@ class SafeBdevContainer(ExtentDevice):
     def device_id(self, bdev: BlockStore) -> PoolId:
         return self.devices.pool_id(bdev)
 
-    async def release(self, pool_id: PoolId) -> None:
+    async def release(self, pool_id: PoolId) -> bool:
         """Free the regions this array holds on device ``pool_id`` (a device that is gone or
-        broken keeps them: its space is its own)."""
-        store = self.devices.open(pool_id)
+        broken keeps them: its space is its own); whether every one was freed."""
+        store, freed = self.devices.open(pool_id), True
         for extent in list(self._claims.get(pool_id, ())):
             try:
                 if store is not None:
                     await store.free(extent)
             except Exception as exc:
+                freed = False
                 log.info(
                     "array %s: could not free %s on %s: %s",
                     self.info.pool_name,
@@ -178,17 +172,21 @@ class SafeBdevContainer(ExtentDevice):
                 )
             self._claims[pool_id].remove(extent)
         self._claims.pop(pool_id, None)
+        return freed
 
     async def give_back(self, pool_id: PoolId) -> None:
         """Free this array's regions on device ``pool_id``; destroy the device too when it was
-        made for this array and nothing else holds space on it."""
-        await self.release(pool_id)
+        made for this array and nothing else holds space on it (on a peer: ``devices`` rule
+        5, once it is no member of the array)."""
+        freed = await self.release(pool_id)
         for bdev in [b for b in self._created if b.info.pool_id == pool_id]:
             if bdev.closed or self.runtime.pools.find(pool_id) is not bdev:
                 self._created.remove(bdev)
             elif bdev.unused and member_ops.member_of(self.runtime, pool_id) is None:
                 self._created.remove(bdev)
                 await self.runtime.destroy(str(pool_id))
+        if self.closed or self.array is None or self.array.position_of(pool_id) is None:
+            await self.devices.give_back(pool_id, freed)
 
     @contextmanager
     def member_change(self, what: str) -> Iterator[StripeArray]:
@@ -291,11 +289,14 @@ class SafeBdevContainer(ExtentDevice):
     async def _auto_replace(self, array: StripeArray, position: int, pool_id: PoolId) -> None:
         """``devices`` rule 4: replace the member away too long onto a spare on a live node."""
         name = f"{self.info.pool_name}_r{array.recovery.generation + 1}_{position}"
+        spare: PoolId | None = None
         try:
-            req = await self.devices.make_spare(array, name, array.slots * self.chunk)
+            req, spare = await self.devices.make_spare(array, name, array.slots * self.chunk)
             await self.replace_member(str(pool_id), req)
         except ApiError as exc:
             log.warning("array %s: no automatic replacement yet: %s", self.info.pool_name, exc)
+            if spare is not None:
+                await self.give_back(spare)  # ``devices`` rule 4: no spare left unused
             return
         log.warning(
             "array %s: member %s replaced by %s on node %s after %gs away",

@@ -2,8 +2,12 @@
 
 Rules:
 1. A member is named ``name`` (this node's rt_bdev pool) or ``name@node`` (node ``node``'s,
-   reached over the node RPC: a ``RemoteStore``). A peer's device is found by name; it is not
-   made from here, so it must exist (compose it on that node first).
+   reached over the node RPC: a ``RemoteStore``). A member change with a peer's ``node_id``
+   finds that node's device by name, or, when it has none of that name and the request gives
+   a capacity, makes it there (``find_or_make``): every field is checked first, with the
+   rules of a device made here (``members.check_new_device``), all bad fields at once. A
+   device made on a peer is composed with ``made_for`` (this array's writer name) and a pool
+   id neither that node nor a member of the array has (rule 2).
 2. The members of one array have distinct pool ids, wherever they live: a member is known by
    its pool id in the API (``member_pool_id``) and in the roster.
 3. Member health follows membership: a member on a node this node's SWIM holds ``dead`` or
@@ -17,23 +21,31 @@ Rules:
    SWIM may never declare dead): it comes back the same way.
 4. With ``auto_replace_after_s``, a member away that long is replaced onto a spare made on a
    live node (a peer holding no member of the array first, then this node, then any peer),
-   and recovery runs across the network. A spare made on a peer stays there when the array
-   is destroyed.
+   and recovery runs across the network. A spare that no replacement took is given back at
+   once (rule 5).
+5. What the array made on peers it gives back (``give_back``), when a member change that
+   made it is refused and when the array is destroyed: once its regions there are freed,
+   the peer is asked to destroy the device (``remote`` rule 6), which it does only for this
+   writer and with nothing allocated on it. A peer that is down, or does not answer within
+   the forward bound, keeps the device: the array's destroy goes on, and says so.
 """
 
 from __future__ import annotations
 
-from cluster.ground.errors import ApiError, Conflict, NotFound, PeerUnavailable
+import logging
+
+from cluster.ground.errors import ApiError, Conflict, NotFound, PeerUnavailable, ValidationFailed
 from cluster.ground.ids import PoolId
-from cluster.runtime import ModuleContext
+from cluster.runtime import BlockCall, ModuleContext, name_error
 from cluster.storage import ArrayMember, BlockStore, DeviceState, StripeArray
 
-from ..members import MemberRequest, find_block_store
+from ..members import MEMBER_BASE, MemberRequest, check_new_device, find_block_store
 from ..remote import RemoteStore, split_member
 from ..rt_bdev import BdevContainer
 
 __all__ = ["DOWN_STATES", "MemberDevices"]
 
+log = logging.getLogger(__name__)
 DOWN_STATES = ("dead", "left", None)  # how membership holds a node whose members are lost
 RETRY_S = 1.0  # seconds between two tries to reattach an away member whose node is alive
 
@@ -41,13 +53,14 @@ RETRY_S = 1.0  # seconds between two tries to reattach an away member whose node
 class MemberDevices:
     """The devices one array's members are on (rule 1), and their health (rule 3)."""
 
-    def __init__(self, runtime: ModuleContext, writer: str) -> None:
-        self.runtime = runtime
+    def __init__(self, runtime: ModuleContext, writer: str, name: str = "") -> None:
+        self.runtime, self.name = runtime, name  # the array's pool name, for the log
         self.writer = writer  # the array's name for its write fences (``remote`` rule 2)
         self.remote: dict[PoolId, RemoteStore] = {}
         self.away: dict[int, tuple[PoolId, float]] = {}  # position -> member, since (rule 3)
         self.resync: set[int] = set()  # positions back from away: only what they missed
         self.tried: dict[int, float] = {}  # position -> when its reattach was last tried
+        self.made: dict[PoolId, int] = {}  # devices made on peers for this array -> their node
 
     def is_remote(self, node_id: int | None) -> bool:
         return node_id is not None and node_id != self.runtime.node_id
@@ -70,6 +83,87 @@ class MemberDevices:
         store = await RemoteStore.find(self.runtime, node_id, name, self.writer)
         self.remote[store.pool_id] = store
         return store
+
+    async def find_or_make(
+        self, node_id: int, req: MemberRequest, needed: int, array: StripeArray | None
+    ) -> RemoteStore:
+        """Rule 1: node ``node_id``'s device ``req.member_name`` with ``needed`` free bytes,
+        found there by name or made there from ``req.capacity``; not a member yet (rule 2)."""
+        name, bdev_type = req.member_name, req.bdev_type or "file"
+        errors: dict[str, str] = {}
+        if self.runtime.node_state(node_id) is None:
+            errors["node_id"] = f"node {node_id} is not in the host table"
+        if (why := name_error(name)) is not None:
+            errors["member_name"] = why
+        if req.capacity:
+            check_new_device(req, bdev_type, needed, errors)
+        if errors:
+            raise ValidationFailed(errors)
+        try:
+            store, made = await self.on_node(node_id, name), False
+        except NotFound:
+            if not req.capacity:
+                raise ValidationFailed(
+                    {
+                        "member_name": f"no pool named '{name}' exists on node {node_id}; give "
+                        "a capacity to create it there"
+                    }
+                ) from None
+            store, made = await self._make(node_id, name, req.capacity, bdev_type, array), True
+        try:
+            if store.largest_free < needed:
+                raise Conflict(
+                    f"'{name}' on node {node_id} has {store.largest_free} bytes free; the array "
+                    f"needs {needed}"
+                )
+            self.check_distinct(array, [], store)
+        except ApiError:
+            if made:
+                await self.give_back(store.pool_id)
+            raise
+        return store
+
+    async def _make(
+        self, node_id: int, name: str, capacity: str, bdev_type: str, array: StripeArray | None
+    ) -> RemoteStore:
+        """Compose device ``name`` on node ``node_id`` for this array (rules 1 and 5)."""
+        taken = await self.runtime.peer_pool_ids(node_id) | set(self.remote) | set(self.made)
+        if array is not None:
+            taken |= {array.member(p).pool_id for p in array.positions()}
+        pool_id = PoolId(MEMBER_BASE, 0)
+        while pool_id in taken:
+            pool_id = PoolId(pool_id.major + 1, 0)
+        entry = {"mod_name": "rt_bdev", "pool_name": name, "pool_id": str(pool_id)}
+        entry |= {"bdev_type": bdev_type, "capacity": capacity, "made_for": self.writer}
+        await self.runtime.peer_compose(node_id, entry)
+        self.made[pool_id] = node_id
+        return await self.on_node(node_id, str(pool_id))
+
+    async def give_back(self, pool_id: PoolId, freed: bool = True) -> None:
+        """Rule 5: ask the peer device ``pool_id`` was made on for this array to destroy it
+        (``freed``: the array's regions there are freed); logged when it stays there."""
+        node_id = self.made.get(pool_id)
+        if node_id is None:
+            return
+        state = self.runtime.node_state(node_id)
+        why = None if freed else "a region of the array there could not be freed"
+        if why is None and state in DOWN_STATES:
+            why = f"node {node_id} is {state or 'out of the host table'}"
+        if why is None:
+            call = BlockCall(str(pool_id), "destroy", writer=self.writer)
+            try:
+                await self.runtime.peer_block(node_id, call)
+            except NotFound:
+                pass  # gone already: its node restarted, or someone destroyed it
+            except ApiError as exc:
+                why = exc.message
+        if why is not None:
+            log.warning(
+                "array %s: device %s stays on node %d: %s", self.name, pool_id, node_id, why
+            )
+            return
+        del self.made[pool_id]
+        self.remote.pop(pool_id, None)
 
     def member(self, store: BlockStore, base: int) -> ArrayMember:
         """The member record of the array's region at ``base`` on ``store``."""
@@ -140,26 +234,28 @@ class MemberDevices:
             self.away[p] = (pool_id, now)
         return due
 
-    async def make_spare(self, array: StripeArray, name: str, size: int) -> MemberRequest:
+    async def make_spare(
+        self, array: StripeArray, name: str, size: int
+    ) -> tuple[MemberRequest, PoolId | None]:
         """Rule 4: a device of ``size`` bytes named ``name`` on a live node, for a member
         to be replaced onto: a peer that holds none of the array's members if one answers,
-        else this node, else any live peer; a request naming it."""
+        else this node, else any live peer. A request naming it, and the pool id of the
+        device made on a peer (None: the replacement makes it here)."""
         holding = {array.member(p).node_id for p in array.positions()}
         holding = {self.runtime.node_id if n is None else n for n in holding}
         me, alive = self.runtime.node_id, self.runtime.alive_nodes()
         order = [n for n in alive if n not in holding and n != me] + [me]
         order += [n for n in alive if n in holding and n != me]
-        entry = {"mod_name": "rt_bdev", "pool_name": name, "bdev_type": "file", "capacity": size}
         why = "no live node"
         for node_id in order:
             if not self.is_remote(node_id):
-                return MemberRequest(name, str(size), "file")  # made here by the replacement
+                return MemberRequest(name, str(size), "file"), None
             try:
-                await self.runtime.peer_compose(node_id, entry)
+                store = await self._make(node_id, name, str(size), "file", array)
             except ApiError as exc:
                 why = f"node {node_id}: {exc.message}"
                 continue
-            return MemberRequest(name, node_id=str(node_id))
+            return MemberRequest(name, node_id=str(node_id)), store.pool_id
         raise Conflict(f"no live node could hold a spare of {size} bytes ({why})")
 
     def resync_only(self, array: StripeArray) -> bool:

@@ -66,7 +66,7 @@ _NEW_MEMBER = (
     ApiParam(
         "node_id",
         doc="the node that holds the member (default: this one); a peer's rt_bdev pool is "
-        "found there by name, never made from here",
+        "found there by name, or made there with capacity and bdev_type",
     ),
 )
 _MEMBER_SPECS = {
