@@ -34,6 +34,7 @@ import yaml
 
 from cluster.ground.settings import Settings
 from cluster.rpc import frames
+from cluster.runtime import BLOCK_OPS
 from scenarios.format.records import EXPECT_KINDS, STEP_KINDS
 from scenarios.format.spec import TOP_KEYS
 from swim import MemberState, SwimConfig, exchange, wire
@@ -154,6 +155,7 @@ REQUESTS: tuple[frames.Request, ...] = (
     frames.Block("m1", "info"),
     frames.Block("900.0", "write", 4096, 0, b"\x01" * 64),
     frames.Block("900.0", "read", 4096, 64),
+    frames.Block("903.0", "destroy", writer="0/950.0/5eed1e55"),
 )
 
 
@@ -174,6 +176,7 @@ def _rpc_frame() -> dict[str, bytes]:
         "edge-bad-field": _pack({"k": "control", "op": "faults", "action": "loss", "value": True}),
         "edge-nested": b"\x81\xa1k" + b"\x91" * 40 + b"\x90",
         "edge-nan": _pack({"k": "control", "op": "faults", "action": "delay", "value": 1e400}),
+        "edge-block-writer": _pack({"k": "block", "pool": "903.0", "op": "destroy", "writer": 7}),
     }
     return out
 
@@ -361,6 +364,7 @@ def dictionaries() -> dict[str, str]:
     setting_keys |= set(SwimConfig().as_dict())
     step_words = {*TOP_KEYS, *STEP_KINDS, *EXPECT_KINDS, "at", "name", "for", "within", "after"}
     kinds = {k for r in REQUESTS for k in r.KIND if k} | {"k", "op", "ok", "body", "status"}
+    kinds |= {*BLOCK_OPS, "pool", "writer", "epoch"}  # a block call's keys and operations
     yaml_words = {*YAML_WORDS, *EDGE_NUMBERS}
     tags = {"!!int", "!!str", "!!binary", "!!set", "!!float", "tag:yaml.org,2002:"}
     return {

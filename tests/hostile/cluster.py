@@ -8,8 +8,11 @@ Rules:
    joins through it (``--join``, no hostfile), each named ``rt-<id>``.
 2. Known data is written through the API before any hostile input: on each node a safe block
    device array (two data members, one parity member it creates), a storage-target core over
-   the array and a RAM target, blobs of fixed sizes put on the core (their sha256 kept), and a
-   sacrificial block device (``hx_victim``) that hostile ids aim at but must never reach.
+   the array and a RAM target, blobs of fixed sizes put on the core (their sha256 kept), a
+   sacrificial block device (``hx_victim``) that hostile ids aim at but must never reach, and
+   two devices made for a peer's array (``made_for``: ``OWNER``): ``hx_lent``, in use by a
+   one-member array (``hx_lender``), and ``hx_spare``, free; hostile ``destroy`` calls aim
+   at both and at every other pool, and must reach none.
 3. ``check_intact`` is the same after every class: both processes running; ``/api/health``
    answering each node within 1 s (each answer's own latency, the best of ``HEALTH_TRIES``);
    each node's membership showing both alive within ``MEMBERSHIP_WAIT``; every blob reading
@@ -48,10 +51,14 @@ MEMORY_CAP = 4 << 30  # bytes of address space per node (rule 4)
 CONFIG = "workload:\n  enabled: false\n"
 BLOBS = {"b0": 100_000, "b1": 5_000, "b2": 1, "b3": 65_536}
 CORE, ARRAY, VICTIM = "710.0", "860.0", "820.0"
+LENT, SPARE, OWNER = "830.0", "831.0", "9/990.0/0wner"  # made for a peer's array (rule 2)
 COMPOSE = (
     ("rt_bdev", "hx_d0", "810.0", "{bdev_type: ram, capacity: 256K}"),
     ("rt_bdev", "hx_d1", "811.0", "{bdev_type: ram, capacity: 256K}"),
     ("rt_bdev", "hx_victim", VICTIM, "{bdev_type: ram, capacity: 64K}"),
+    ("rt_bdev", "hx_lent", LENT, f"{{bdev_type: ram, capacity: 64K, made_for: {OWNER}}}"),
+    ("rt_bdev", "hx_spare", SPARE, f"{{bdev_type: ram, capacity: 64K, made_for: {OWNER}}}"),
+    ("rt_safe_bdev", "hx_lender", "861.0", "{members: [hx_lent], max_failures: 0}"),
     ("rt_safe_bdev", "hx_array", ARRAY, "{members: [hx_d0, hx_d1], max_failures: 1}"),
     (
         "rt_cte_core",

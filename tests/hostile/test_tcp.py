@@ -1,6 +1,7 @@
 """Hostile TCP against the node RPC (the runtime port) of a real 2-node cluster: random bytes,
 bad length prefixes, garbage of a valid length, frames of known kinds with hostile values, a
-huge length then a stall, half-open connections, and 200 idle connections.
+peer's ``destroy`` of devices not made for it or in use, a huge length then a stall,
+half-open connections, and 200 idle connections.
 
 A connection that sent something malformed must be closed (or answered with an error reply,
 never a 500) within ``HOLD_WAIT``; the node's RPC counters (``control identity``'s ``rpc``) must
@@ -24,11 +25,11 @@ import pytest
 import trio
 
 from .attack import finish, record_intact, sample_health, verdict
-from .cluster import Cluster
+from .cluster import ARRAY, CORE, LENT, OWNER, SPARE, VICTIM, Cluster
 from .http_inputs import SEED
 from .rawhttp import HOST
 from .tally import ClassTally, Tally
-from .wire_inputs import frame, typed_frames
+from .wire_inputs import destroy_frames, frame, typed_frames
 
 pytestmark = pytest.mark.slow
 
@@ -221,6 +222,29 @@ def test_frames_with_hostile_values(cluster: Cluster, tally: Tally) -> None:
         partial(_fire, cluster.ports[0], [i for i in items if i[0] in lenient], ct, refuse=False)
     )
     finish(cluster, ct, "tcp.typed")
+
+
+def test_a_peer_destroys_no_device_not_made_for_it_or_in_use(
+    cluster: Cluster, tally: Tally
+) -> None:
+    """``remote`` rule 6: each ``destroy`` gets the refusal it must (409 for a device not made
+    for the writer, or in use; 400 for a writer too long or a pool that is no block device;
+    404 for no pool), and no pool of either node goes (``finish`` compares the pool tables)."""
+    ct = tally["tcp.destroy"]
+    pools = {"victim": VICTIM, "member": "810.0", "spare": SPARE, "spare_name": "hx_spare",
+             "lent": LENT, "array": ARRAY, "core": CORE}  # fmt: skip
+    items = list(destroy_frames(pools, OWNER))
+    expected = {what: status for what, _, status in items}
+
+    async def each(port: int) -> None:
+        for what, data, _ in items:
+            label, _ = await probe(port, data, wait=5.0)
+            wrong = label != f"err-reply {expected[what]}"
+            ct.record(label, what, f"answered {label}, not {expected[what]}" if wrong else None)
+
+    for port in cluster.ports:
+        trio.run(each, port)
+    finish(cluster, ct, "tcp.destroy")
 
 
 async def _stall(cluster: Cluster, ct: ClassTally) -> int:

@@ -28,6 +28,7 @@ from .http_inputs import SEED, malformed_ids
 
 __all__ = [
     "U63",
+    "destroy_frames",
     "flood",
     "frame",
     "lies",
@@ -158,6 +159,32 @@ def flood(n: int, src_port: int, peer_port: int) -> Iterator[tuple[str, bytes]]:
 
 
 # -- TCP frames of the node RPC ----------------------------------------------------------------
+
+
+def destroy_frames(pools: dict[str, str], owner: str) -> Iterator[tuple[str, bytes, int]]:
+    """``destroy`` block calls a peer is refused (``remote`` rule 6), each with the status it
+    must get: ``pools`` names the targets by role (``lent``: made for ``owner``'s array and
+    in use; ``spare``: made for it, free; ``victim`` and ``member``: made for no array;
+    ``array`` and ``core``: no block device), by pool id; ``spare_name``, by name."""
+
+    def call(pool: str, writer: str) -> bytes:
+        return frame({"k": "block", "pool": pool, "op": "destroy", "writer": writer})
+
+    for role in ("victim", "member"):
+        for writer in ("", owner, "hx/other"):
+            yield f"destroy {role} as {writer or 'nobody'}", call(pools[role], writer), 409
+    yield "destroy the spare as another array", call(pools["spare"], "hx/other"), 409
+    yield "destroy the spare as nobody", call(pools["spare"], ""), 409
+    yield "destroy the spare by name, writer cut", call(pools["spare_name"], owner[:-1]), 409
+    yield "destroy the spare, writer lengthened", call(pools["spare"], owner + "x"), 409
+    yield "destroy the spare, writer upper-cased", call(pools["spare"], owner.upper()), 409
+    yield "destroy the spare, writer of 129", call(pools["spare"], "w" * 129), 400
+    yield "destroy the lent device in use", call(pools["lent"], owner), 409
+    yield "destroy the lent device, writer of 5000", call(pools["lent"], owner * 400), 400
+    for role in ("array", "core"):
+        yield f"destroy the {role} as its owner", call(pools[role], owner), 400
+    yield "destroy no such pool", call("999.9", owner), 404
+    yield "destroy a malformed id", call("830.0.0", owner), 400
 
 
 def _nested(depth: int) -> list[Any]:
