@@ -78,6 +78,9 @@ TARGETS: dict[str, Target] = {
         Target("rpc_frame", "cluster.rpc.frames: request and reply frames", ("cluster",)),
         Target("rpc_stream", "cluster.node.rpc: bytes on a server connection", ("cluster",), 8192),
         Target(
+            "block_call", "cluster.modules.remote.serve_block: a peer's block call", ("cluster",)
+        ),
+        Target(
             "settings", "cluster.ground.settings.parse_settings_text", ("cluster", "swim"), 8192
         ),
         Target("safeyaml", "cluster.ground.safeyaml.load_marked", ("cluster", "yaml"), 8192),

@@ -181,6 +181,35 @@ def _rpc_frame() -> dict[str, bytes]:
     return out
 
 
+def _block_call() -> dict[str, bytes]:
+    """Block calls on the ``block_call`` target's node: ``lent`` (900.0) and ``spare`` (901.0)
+    made for ``OWNER``, ``lent`` in use; ``plain`` (902.0) made for no array."""
+    owner = "0/950.0/5eed1e55"
+
+    def call(pool: str, op: str, **fields: Any) -> bytes:
+        return _pack(frames.encode(frames.Block(pool, op, **fields)))
+
+    return {
+        "ok-info": call("spare", "info", writer=owner),
+        "ok-allocate": call("902.0", "allocate", size=8192, writer="x", epoch=3),
+        "ok-write": call("901.0", "write", offset=4096, data=b"\x07" * 512, writer=owner, epoch=9),
+        "ok-read": call("900.0", "read", size=4096),
+        "ok-free": call("900.0", "free", size=4096),
+        "ok-destroy": call("901.0", "destroy", writer=owner),
+        "ok-destroy-by-name": call("spare", "destroy", writer=owner),
+        "edge-destroy-in-use": call("900.0", "destroy", writer=owner),
+        "edge-destroy-other-writer": call("901.0", "destroy", writer=owner[:-1]),
+        "edge-destroy-no-owner": call("902.0", "destroy", writer=owner),
+        "edge-destroy-nobody": call("901.0", "destroy"),
+        "edge-destroy-admin": call("1.0", "destroy", writer=owner),
+        "edge-writer-too-long": call("901.0", "destroy", writer="w" * 129),
+        "edge-double-free": call("902.0", "free", size=4096),
+        "edge-outside": call("901.0", "read", offset=65536 - 8, size=16),
+        "edge-unknown-op": call("901.0", "trim"),
+        "edge-not-block": _pack(frames.encode(frames.Pools())),
+    }
+
+
 def _rpc_stream() -> dict[str, bytes]:
     def conn(*requests: frames.Request) -> bytes:
         return b"\x00" + b"".join(_framed(frames.encode(r)) for r in requests)
@@ -325,6 +354,7 @@ def seeds() -> dict[str, dict[str, bytes]]:
         "state": _state(),
         "rpc_frame": _rpc_frame(),
         "rpc_stream": _rpc_stream(),
+        "block_call": _block_call(),
         "settings": settings,
         "safeyaml": safeyaml,
         "scenario": scenario,
@@ -372,6 +402,25 @@ def dictionaries() -> dict[str, str]:
         "safeyaml": _dict_lines(yaml_words | tags),
         "scenario": _dict_lines(step_words | yaml_words | {"all", "leader", "auto", "0-2"}),
         "rpc_frame": _dict_lines(_pack(k) for k in kinds),  # as msgpack writes them
+        "block_call": _dict_lines(
+            _pack(k)
+            for k in {
+                *BLOCK_OPS,
+                "k",
+                "block",
+                "pool",
+                "writer",
+                "epoch",
+                "offset",
+                "size",
+                "data",
+                "lent",
+                "spare",
+                "plain",
+                "900.0",
+                "901.0",
+            }
+        ),
         "numbers": _dict_lines({*EDGE_NUMBERS, "K", "M", "GiB", "MB", "e+", "e-", ".", "-"}),
         "memberlist": _dict_lines(memberlist_seeds.WORDS),  # as go-msgpack writes them
         "memberlist_stream": _dict_lines(memberlist_seeds.WORDS),
