@@ -40,7 +40,7 @@ const addForm = renderForm({
     { name: 'member_name', label: 'Member name', required: true, help: 'an existing rt_bdev pool, or the name of a new one' },
     { name: 'capacity', label: 'Capacity (for a new device)', placeholder: 'e.g. 4MB' },
     { name: 'bdev_type', label: 'Type', type: 'select', default: 'file', options: ['file', 'ram'] },
-    { name: 'node_id', label: 'Node (empty: this one)', placeholder: 'e.g. 2', help: "a peer's existing rt_bdev pool, found there by name" },
+    { name: 'node_id', label: 'Node (empty: this one)', placeholder: 'e.g. 2', help: "a peer's rt_bdev pool of that name, or one made there from the capacity" },
     { name: 'as_parity', label: 'Add as parity (raises the parity level)', type: 'checkbox' },
   ],
 }, {
@@ -64,9 +64,9 @@ const replaceForm = renderForm({
   fields: [
     { name: 'failed_pool_id', label: 'Failed member', type: 'select', required: true, options: [] },
     { name: 'member_name', label: 'New member name', required: true, placeholder: 'e.g. spare0' },
-    { name: 'capacity', label: 'Capacity (for a new device here)', placeholder: 'e.g. 4MB' },
+    { name: 'capacity', label: 'Capacity (for a new device)', placeholder: 'e.g. 4MB' },
     { name: 'bdev_type', label: 'Type', type: 'select', default: 'file', options: ['file', 'ram'] },
-    { name: 'node_id', label: 'Node (empty: this one)', placeholder: 'e.g. 2', help: "a peer's existing rt_bdev pool, found there by name" },
+    { name: 'node_id', label: 'Node (empty: this one)', placeholder: 'e.g. 2', help: "a peer's rt_bdev pool of that name, or one made there from the capacity" },
   ],
 }, {
   submitLabel: 'Replace and recover',
