@@ -41,7 +41,7 @@ from cluster.storage import BlockStore, Buffer, Extent, IoMeter, IoSnapshot
 
 from .extents import ExtentDevice
 
-__all__ = ["RemoteStore", "give_back", "serve_block", "split_member"]
+__all__ = ["RemoteStore", "serve_block", "split_member"]
 
 
 def split_member(text: str) -> tuple[str, int | None]:
@@ -84,7 +84,7 @@ def fenced(device: ExtentDevice, call: BlockCall) -> None:
             del fences[next(iter(fences))]
 
 
-async def give_back(device: ExtentDevice, writer: str) -> dict[str, Any]:
+async def destroy_for(device: ExtentDevice, writer: str) -> dict[str, Any]:
     """Rule 6: destroy ``device`` for the array ``writer`` names, or refuse (409)."""
     pool_id = device.info.pool_id
     if not writer or device.made_for != writer:
@@ -107,7 +107,7 @@ async def serve_block(device: ExtentDevice, call: BlockCall) -> Any:
         raise BadRequest(f"a writer is at most {MAX_WRITER} characters, not {len(call.writer)}")
     fenced(device, call)
     if op == "destroy":
-        return await give_back(device, call.writer)
+        return await destroy_for(device, call.writer)
     if op == "info":
         return {
             "pool_id": str(device.info.pool_id),
@@ -202,10 +202,6 @@ class RemoteStore(BlockStore):
     async def _call(self, op: str, **fields: Any) -> Any:
         call = BlockCall(str(self.pool_id), op, writer=self.writer, epoch=self.epoch, **fields)
         return await self.peer.peer_block(self.node_id, call)
-
-    async def destroy(self) -> None:
-        """Give the device back to its node: made there for our array, now free (rule 6)."""
-        await self._call("destroy")
 
     async def allocate(self, size: int) -> Extent:
         got = await self._call("allocate", size=size)
