@@ -132,9 +132,10 @@ def action_line(a: Action, cluster: int | None = None) -> str:
 
 
 def _size_at(trace: Trace, t: float) -> int:
-    """How many nodes the cluster had at ``t``: the first ones and those added before."""
+    """How many nodes the cluster had at ``t``: the first ones and those added before (a Serf
+    agent is no node: "on all" names every node, as a loss on ``all`` acts on them)."""
     added = {i for b in trace.actions if b.kind == "add" and b.t < t for i in b.nodes}
-    return len(set(trace.initial) | added)
+    return len((set(trace.initial) | added) - set(trace.agents))
 
 
 def _listed(events: list[dict[str, Any]]) -> dict[str, Any]:

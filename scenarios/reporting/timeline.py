@@ -286,6 +286,7 @@ def _fault_spans(trace: Trace) -> list[tuple[float, float, str, str]]:
             end = next((b.t for b in acts[k + 1 :] if b.kind in ("heal", a.kind)), trace.end)
         else:
             continue
-        label = action_label(a.kind, a.nodes, a.groups, a.value, len(trace.initial))
+        nodes = len(trace.initial) - len(trace.agents)  # "on all": every node, no Serf agent
+        label = action_label(a.kind, a.nodes, a.groups, a.value, nodes)
         out.append((a.t, end, a.kind, label))
     return out

@@ -203,7 +203,7 @@ def test_an_agent_is_judged_reported_and_named_like_a_member() -> None:
         end=120.0,
         initial=(0, 1, 2, 3, 4),
         events=events,
-        actions=[Action(101.0, "kill", "k", (2,))],
+        actions=[Action(101.0, "kill", "k", (2,)), Action(110.0, "loss", "l", (0, 1, 2), value=5)],
         agents={3: "serf-3", 4: "serf-4"},
     )
     (dead,) = analyse(trace, scenario).expectations
@@ -227,6 +227,7 @@ def test_an_agent_is_judged_reported_and_named_like_a_member() -> None:
         "new": "dead",
     }
     assert agents["serf-4"]["view"]["2"] == "alive"
+    assert results["steps"][1]["text"] == "loss 5 % on all"  # all: every node, no agent
     json.dumps(results)
     page = render_report(results, trace)
     assert "Serf agents <b>2</b>" in page
