@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from scenarios import ScenarioError, parse_scenario, run_scenario_cli
+from scenarios import ScenarioError, open_cluster, parse_scenario, run_scenario_cli
 from scenarios.judge.analysis import analyse
 from scenarios.judge.trace import Action, Trace
 from scenarios.play.agents import LOOK_CAUSE, AgentLooks
+from scenarios.replay import scenario_of
 from scenarios.reporting.report import render_report
 from scenarios.reporting.results import results_of
 
@@ -233,3 +235,16 @@ def test_an_agent_is_judged_reported_and_named_like_a_member() -> None:
     assert "Serf agents <b>2</b>" in page
     assert "serf-3 (Serf agent)" in page  # the timeline's band of agent 3 (alone: its view differs)
     assert "2 dead" in page  # its view at the end
+
+
+async def test_a_failed_mixed_chaos_tests_file_replays_its_agents_as_serf() -> None:
+    """``scenario_of`` (a failed chaos test's file) keeps the agents as ``serf:``, numbered
+    as the test numbered them; a sim cluster stands in for the mixed one (no process)."""
+    async with open_cluster(5, mode="sim", seed=1) as c:
+        c.agents = {3: "serf-3", 4: "serf-4"}
+        await c.kill(4)
+        await c.wait_dead(4, within=30)
+        form = scenario_of(c)
+    assert (form["nodes"], form["serf"]) == (3, 2)
+    replay = parse_scenario(yaml.safe_dump(form), "scenario.yaml")
+    assert (replay.serf, replay.agents, replay.steps[0].target) == (2, (3, 4), 4)
