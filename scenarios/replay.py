@@ -11,7 +11,8 @@ Rules:
    ``--sim`` for a simulated test) plays it again; a netns test's file plays on real
    processes of this host's loopback (the scenario runner has no namespaces), its
    partitions as the nodes' own filters. A plain ``assert`` of the test has no form in the
-   file (its replay of such a failure says PASS): ``Failure.lines`` says so.
+   file (its replay of such a failure says PASS): ``Failure.lines`` says so. A test's Serf
+   agents (``serf=``) are the file's ``serf:``, numbered as the test numbered them.
 2. The file is checked by the scenario parser before it is written: what ``write_failure``
    names can be run.
 3. The report is the scenario runner's own (``results.json`` and ``report.html``: the
@@ -104,7 +105,8 @@ def scenario_of(c: Cluster, name: str = "") -> dict[str, Any]:
     return {
         "name": name or f"chaos test, seed {c.seed}",
         "description": f"replays a {c.mode} chaos test: its actions, waits and checks",
-        "nodes": len(c.initial),
+        "nodes": len(c.initial) - len(c.agents),
+        **({"serf": len(c.agents)} if c.agents else {}),
         "seed": c.seed,
         "workload": "off",
         "swim": changed_settings(c.config),

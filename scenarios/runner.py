@@ -12,7 +12,8 @@ Rules:
    first that failed, else the first).
 4. ``--hostfile H`` plays on the running cluster H names (``attach``): the scenario is read at
    H's size, and a step that cannot be carried out there is refused before any node is
-   contacted (exit status 2, one line); ``--sim`` and ``-n`` do not go with it.
+   contacted (exit status 2, one line); ``--sim`` and ``-n`` do not go with it, nor a file
+   with Serf agents (``serf:``), which starts its own beside the nodes it launches.
 """
 
 from __future__ import annotations
@@ -220,8 +221,9 @@ def run_scenario_cli(
     first = scenario.seed if seed is None else seed
     seeds = f"seed {first}" if runs == 1 else f"{runs} runs, seeds {first}..{first + runs - 1}"
     where = f"{mode}, the running cluster of {hostfile}, " if hostfile else f"{mode}, "
+    agents = f" and {scenario.serf} Serf agents" if scenario.serf else ""
     print(
-        f"scenario {scenario.name!r} ({where}{scenario.nodes} nodes, {seeds}, "
+        f"scenario {scenario.name!r} ({where}{scenario.nodes} nodes{agents}, {seeds}, "
         f"{scenario.duration:g} s each) -> {out_dir}",
         flush=True,
     )
@@ -259,6 +261,12 @@ def _prepare(file: str, *, sim: bool, n: int | None, hostfile: str | None) -> tu
     from .play.attach import refuse_steps, target_of
 
     path = find_scenario(file)
+    agents = load_scenario(path).serf
+    if agents:
+        raise ScenarioError(
+            f"{path}: serf: a file with {agents} Serf agents starts them beside the nodes it "
+            "launches; it does not play on a running cluster (--hostfile)"
+        )
     target = target_of(hostfile)
     scenario = load_scenario(path, nodes=len(target.nodes))
     refuse_steps(scenario, target)

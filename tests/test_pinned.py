@@ -34,6 +34,8 @@ LARGER = (("kill_one", 40), ("late_join", 12))  # (scenario, nodes): joins of mo
 def sim_digests() -> dict[str, str]:
     found = {}
     for path in library():
+        if load_scenario(path).real_only:
+            continue  # Serf agents beside the nodes, no simulated variant: nothing to pin in sim
         plays = [(path, seed, None) for seed in SEEDS]
         plays += [(path, None, n) for stem, n in LARGER if path.stem == stem]
         for p, seed, n in plays:

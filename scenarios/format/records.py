@@ -5,6 +5,9 @@ Rules:
    ``values``, which raise the one ``ScenarioError``.
 2. Times are seconds after the start (the moment the cluster has converged); node ids are those
    of the cluster the steps build (``nodes`` at the start, then one per ``add``).
+3. A file with ``serf: M`` runs M real Serf agents beside its nodes: members are numbered
+   nodes first, then the agents (``nodes`` .. ``nodes + M - 1``, named ``serf-<number>``),
+   then the nodes the steps add.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "EXPECT_KINDS",
+    "MAX_AGENTS",
     "NODE_STEPS",
     "PROPERTY_NAMES",
     "STEP_KINDS",
@@ -59,6 +63,7 @@ PROPERTY_NAMES = ("completeness", "convergence", "quiet_accuracy", "no_exception
 TRUSTED: set[str] = set()
 TIMED_KINDS = ("dead", "alive", "leader_change", "converged")  # expectations with a bound
 NODE_STEPS = ("kill", "stop", "pause", "resume", "restart")
+MAX_AGENTS = 64  # Serf agents a mixed cluster runs beside its nodes (``serf:``), at most
 Target = int | str  # a node id, "leader", or "all" where allowed
 
 
@@ -169,6 +174,7 @@ class Scenario:
         ""  # the ``property:`` key: an explore property the run must hold (``properties``)
     )
     storage: StorageSpec | None = None  # an array written through the run (``storage``)
+    serf: int = 0  # real Serf agents beside the nodes, members ``nodes`` and up (rule 3)
 
     @property
     def swim(self) -> Mapping[str, Any]:
@@ -187,4 +193,16 @@ class Scenario:
         raise KeyError(name)
 
     def node_count(self) -> int:
-        return self.nodes + sum(s.count for s in self.steps if s.kind == "add")
+        """Every member the steps build: the nodes, the Serf agents and the nodes added."""
+        return self.nodes + self.serf + sum(s.count for s in self.steps if s.kind == "add")
+
+    @property
+    def real_only(self) -> bool:
+        """Whether the file plays on real processes only: it has Serf agents and no ``sim:``
+        section setting ``serf: 0`` (``spec`` rule 7)."""
+        return bool(self.serf) and self.sim_overrides.get("serf", self.serf) != 0
+
+    @property
+    def agents(self) -> tuple[int, ...]:
+        """The member numbers of the Serf agents (rule 3)."""
+        return tuple(range(self.nodes, self.nodes + self.serf))

@@ -13,6 +13,11 @@ Rules:
    (real processes add the loop-lag allowances), at ``confidence`` (default 99.9 %).
 6. The YAML is read by ``cluster.ground.safeyaml`` (at most 1 MiB, no anchors or aliases, bounded
    depth), so no file can make the loader hang or grow without bound.
+7. ``serf: M`` (0..``MAX_AGENTS``) runs M real Serf agents beside the nodes, members
+   ``nodes`` .. ``nodes + M - 1`` (``records`` rule 3); bounds count every member. Serf is a
+   real program: in sim a file with agents is refused, unless its ``sim:`` section sets
+   ``serf: 0`` (its own steps and expect, where they name agents). The node count of such a
+   file is not overridden (``-n``): the agents' numbers would move under its steps.
 """
 
 from __future__ import annotations
@@ -26,7 +31,15 @@ from cluster.ground.safeyaml import YamlError, YamlTooLarge, load, load_file
 from swim import SwimConfig
 
 from .bounds import CONFIDENCE, BoundError, derive
-from .records import PROPERTY_NAMES, TRUSTED, Expectation, Scenario, ScenarioError, Step
+from .records import (
+    MAX_AGENTS,
+    PROPERTY_NAMES,
+    TRUSTED,
+    Expectation,
+    Scenario,
+    ScenarioError,
+    Step,
+)
 from .steps import parse_expectations, parse_steps
 from .storage import parse_storage
 from .values import Checker
@@ -49,6 +62,7 @@ TOP_KEYS = {
     "confidence",
     "property",
     "storage",
+    "serf",
 }
 _FAULTS = ("partition", "loss", "delay")
 SIM_KEYS = TOP_KEYS - {"sim", "name", "description"}  # what a ``sim:`` section may override
@@ -104,15 +118,17 @@ def _scenario(
             raise c.fail(key, "expected text")
     nodes = c.integer(d.get("nodes"), "nodes", low=1, high=1000)
     sim, sim_nodes = _sim_section(c, d.get("sim") or {})
+    serf = _serf(c, d.get("serf", 0), sim_mode, nodes_override)
     if nodes_override is not None:
         nodes = nodes_override
     seed = c.integer(d.get("seed", 0), "seed", low=0, high=2**63)
     settings = _settings(c, d)
-    steps = parse_steps(c, d.get("steps") or [], nodes)
+    agents = tuple(range(nodes, nodes + serf))
+    steps = parse_steps(c, d.get("steps") or [], nodes + serf, agents)
     names = {s.name for s in steps}
-    expects = parse_expectations(c, d.get("expect") or [], names, nodes, steps)
+    expects = parse_expectations(c, d.get("expect") or [], names, nodes + serf, steps)
     confidence = c.number(d.get("confidence", CONFIDENCE), "confidence", low=0.5, high=0.999999)
-    expects = _derived(c, expects, steps, nodes, settings, confidence, real=not sim_mode)
+    expects = _derived(c, expects, steps, nodes + serf, settings, confidence, real=not sim_mode)
     pass_rate = c.number(d.get("pass_rate", 1.0), "pass_rate", low=0.0, high=1.0)
     if "duration" in d:
         duration = c.number(d["duration"], "duration", low=0.1)
@@ -141,7 +157,30 @@ def _scenario(
         pass_rate=pass_rate,
         explore_property=_property(c, d.get("property")),
         storage=parse_storage(c, d.get("storage"), nodes),
+        serf=serf,
     )
+
+
+def _serf(c: Checker, value: Any, sim_mode: bool, nodes_override: int | None) -> int:
+    """Rule 7: the number of Serf agents, strictly; refused where they cannot run."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_AGENTS:
+        raise c.fail(
+            "serf",
+            f"expected the number of Serf agents, an integer 0..{MAX_AGENTS}, got {value!r:.40}",
+        )
+    if value and sim_mode:
+        raise c.fail(
+            "serf",
+            f"{value} Serf agents run on real processes only, not in sim (a sim: section "
+            "with serf: 0 gives the file a simulated variant)",
+        )
+    if value and nodes_override is not None:
+        raise c.fail(
+            "serf",
+            "the node count of a file with Serf agents cannot be overridden (-n): the agents "
+            "are numbered after the nodes, so its steps would name other members",
+        )
+    return value
 
 
 def _property(c: Checker, value: Any) -> str:
@@ -213,6 +252,10 @@ def _sim_section(c: Checker, sim: Any) -> tuple[Mapping[str, Any], int | None]:
     sim_nodes = None
     if "nodes" in sim:
         sim_nodes = c.integer(sim["nodes"], "sim.nodes", low=1, high=5000)
+    if "serf" in sim and (type(sim["serf"]) is not int or sim["serf"] != 0):
+        raise c.fail(
+            "sim.serf", f"the simulation runs no Serf agents: 0 only, got {sim['serf']!r:.40}"
+        )
     for key in sim:
         if str(key) not in SIM_KEYS:
             raise c.fail(f"sim.{key}", "not a key the simulation can override")

@@ -8,6 +8,11 @@ Rules:
    one id per node added before it; expectations see every node the steps ever add.
 3. The first problem found is the one reported, as a ``ScenarioError`` naming the step or
    expectation.
+4. A Serf agent (``serf:``, ``records`` rule 3) takes the node steps (kill, stop, pause,
+   resume, restart) as a node does; what an agent has no door for is refused here: an
+   ``http`` step (no dashboard), ``loss`` or ``delay`` on it (no fault injection: on ``all``
+   they act on the rtsim nodes), a partition that puts agents in two groups (only rtsim nodes
+   drop packets), and ``induct`` (a node of a mixed cluster joins by name).
 """
 
 from __future__ import annotations
@@ -37,8 +42,9 @@ _HTTP_KEYS = {"node", "path", "method", "expect"}
 # ---- steps ----------------------------------------------------------------------------------
 
 
-def parse_steps(c: Checker, raw: Any, nodes: int) -> tuple[Step, ...]:
-    """The steps of a cluster that starts with ``nodes`` nodes."""
+def parse_steps(c: Checker, raw: Any, nodes: int, agents: tuple[int, ...] = ()) -> tuple[Step, ...]:
+    """The steps of a cluster that starts with ``nodes`` members, ``agents`` of them Serf
+    agents (rule 4)."""
     if not isinstance(raw, list):
         raise c.fail("steps", "expected a list of steps")
     out: list[Step] = []
@@ -59,6 +65,8 @@ def parse_steps(c: Checker, raw: Any, nodes: int) -> tuple[Step, ...]:
             raise c.fail(where, f"step name {name!r} is used twice")
         names.add(name)
         step = _STEPS[kind](c, Step(i, at, kind, name), item, where, count)
+        if agents:
+            _refused_on_agents(c, step, where, count, agents)
         if kind == "add":
             count += step.count
         out.append(step)
@@ -201,6 +209,34 @@ _STEPS: dict[str, _StepParser] = {
     "delay": _fault_step,
     "http": _http_step,
 }
+
+
+def _refused_on_agents(
+    c: Checker, s: Step, where: str, count: int, agents: tuple[int, ...]
+) -> None:
+    """Rule 4: what a Serf agent has no door for."""
+    if s.kind == "add" and s.induct:
+        raise c.fail(
+            where, "induct: a node of a cluster with Serf agents joins by name; leave it out"
+        )
+    if s.kind == "http" and s.target in agents:
+        raise c.fail(where, f"member {s.target} is a Serf agent (serf-{s.target}): no dashboard")
+    if s.kind in ("loss", "delay") and s.target in agents:
+        raise c.fail(
+            where,
+            f"member {s.target} is a Serf agent (serf-{s.target}), without fault injection "
+            f"({s.kind} on all acts on the rtsim nodes)",
+        )
+    if s.kind == "partition":
+        groups = s.partition_groups(list(range(count)))
+        split = [g for g in groups if set(g) & set(agents)]
+        if len(split) > 1:
+            names = ", ".join(f"serf-{i}" for g in split for i in g if i in agents)
+            raise c.fail(
+                where,
+                f"Serf agents {names} are in different groups: only rtsim nodes drop packets, "
+                "so the path between two agents cannot be cut; put every agent in one group",
+            )
 
 
 # ---- expectations ---------------------------------------------------------------------------

@@ -4,6 +4,8 @@ Rules:
 1. A ``Trace`` is plain data: the membership events (event-log shape), the actions the runner
    carried out (with the node ids they resolved to) and the HTTP answers, all on one clock
    (``time.monotonic()`` of the host for real processes, virtual time for the simulation).
+   Serf agents beside the nodes (``agents``) are members like the nodes: their views are in
+   the events too (``play.agents`` rule 4), as observers numbered after the nodes.
 2. ``Views`` replays the events into ``state(observer, subject, t)``; a restarted node's view
    starts empty at its restart, a killed node's view is not consulted after its death.
 3. Pure: nothing here touches processes, sockets or clocks, so the analysis is testable with
@@ -89,6 +91,7 @@ class Trace:
     collection: dict[str, Any] | None = None  # real runs: how the events were read (collect)
     storage: dict[str, Any] | None = None  # real runs with an array: its durability check
     boots: dict[int, list[int]] | None = None  # sim: each node's boots in the order made
+    agents: dict[int, str] = field(default_factory=dict)  # Serf agents: member number -> name
 
     def rel(self, t: float | None) -> float | None:
         return None if t is None else round(t - self.t0, 4)

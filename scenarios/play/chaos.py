@@ -44,6 +44,7 @@ import trio
 
 from swim import SwimConfig
 
+from ..format.records import MAX_AGENTS
 from ..judge.checks import Verdict
 from ..judge.trace import Action, HttpResult
 from .backend import MODES, Backend
@@ -72,6 +73,7 @@ class Cluster(Recorded, Waits):
         *,
         strict: bool = True,
         on_action: Callable[[Action], None] | None = None,
+        agents: Mapping[int, str] | None = None,
     ) -> None:
         self.backend = backend
         self.mode = backend.mode
@@ -84,6 +86,7 @@ class Cluster(Recorded, Waits):
         self.waits: list[Wait] = []  # every wait, as an expectation a replay can check
         self.checked: list[Verdict] = []  # every verdict of ``check``, for the replay too
         self.initial = tuple(range(n))
+        self.agents = dict(agents or {})  # Serf agents among the members: number -> name
         self._resumes: list[tuple[float, int, str]] = []  # timed pauses: (when, node, name)
         self._closed = False  # aclose ran (``closed``)
         self._final: tuple[list[dict[str, Any]], float] | None = None  # events, end (rule 6)
@@ -346,20 +349,24 @@ async def start_cluster(
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if not 1 <= n <= 1024:
         raise ValueError(f"a cluster has 1..1024 nodes, not {n}")
-    if serf and (mode != "real" or not 0 < serf <= 64):
-        raise ValueError(f"Serf agents (1..64) run in mode 'real' only, not {serf} in {mode!r}")
+    if serf and (mode != "real" or not 0 < serf <= MAX_AGENTS):
+        raise ValueError(
+            f"Serf agents (1..{MAX_AGENTS}) run in mode 'real' only, not {serf} in {mode!r}"
+        )
     config = swim if isinstance(swim, SwimConfig) else SwimConfig.from_mapping(dict(swim or {}))
     seed = secrets.randbelow(2**31) if seed is None else seed
     backend: Backend
+    agents: dict[int, str] = {}
     if mode == "sim":
         backend = await SimBackend.start(n, config, seed)
     else:
         from .realcluster import RealBackend  # processes only when asked for
 
-        backend = await RealBackend.start(
+        real = await RealBackend.start(
             n, config, directory=directory, name=name, namespaces=mode == "netns", serf=serf
         )
-    c = Cluster(backend, n + serf, seed, config)
+        backend, agents = real, real.agent_names()
+    c = Cluster(backend, n + serf, seed, config, agents=agents)
     seen(c)  # the pytest plugin's record of the test's clusters (``opened``)
     return c
 

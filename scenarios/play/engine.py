@@ -7,7 +7,8 @@ Rules:
    graceful leave, ``pause`` with ``for`` a pause that resumes itself, ``leader`` the node
    the first running node names, ``add`` N nodes as one action, a partition's ``rest`` the
    nodes there are at that step, ``loss`` and ``delay`` on ``all`` every node whose process
-   is up (running or paused), ``http`` a request beside the timeline.
+   is up (running or paused; a Serf agent has no fault injection), ``http`` a request beside
+   the timeline.
 2. Steps run in order at their times, ``t0 + at`` on the trace clock, ``t0`` the moment
    ``play`` begins; the run ends at ``t0 + duration``. The steps are played as written
    (``Cluster(strict=False)``): a file may resume a running node, as the network takes it.
@@ -110,7 +111,7 @@ async def _apply(c: Cluster, step: Step, nursery: trio.Nursery) -> None:
     elif kind == "heal":
         await c.heal(name=name)
     elif kind in ("loss", "delay"):
-        up = [i for i in c.nodes if c.state(i) != "down"]
+        up = [i for i in c.nodes if c.state(i) != "down" and i not in c.agents]
         ids = [step.target] if isinstance(step.target, int) else up
         await (c.loss if kind == "loss" else c.delay)(step.value, ids, name=name)
     elif kind == "http":

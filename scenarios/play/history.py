@@ -35,6 +35,7 @@ class Recorded:
     seed: int
     config: SwimConfig
     initial: tuple[int, ...]
+    agents: dict[int, str]
     actions: list[Action]
     http_results: list[HttpResult]
     checked: list[Verdict]
@@ -54,6 +55,7 @@ class Recorded:
             launched=self.backend.launched,
             probe_interval=self.config.probe_interval,
             boots=self.backend.boots,
+            agents=dict(self.agents),
         )
 
     async def history(self) -> History:

@@ -14,7 +14,8 @@ Rules:
 3. With Serf agents the nodes speak memberlist and the agents follow them as members
    N..N+M-1; views and events name every member by its number (``agents``); an
    agent has no events, no dashboard and no fault injection (``loss`` and ``delay`` refuse
-   it).
+   it). While ``watching``, every agent's view is looked at as well (``agents.AgentLooks``),
+   first before the block begins, and its changes join the nodes' events.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class ProcessBackend:
         self.t0 = t0
         self.agents = {a.index: a for a in members}  # rule 3
         self.numbers = dict(numbers or {})
+        self.looks = agents.AgentLooks(members, self.numbers)
         for i in self._ids():
             self.collector.follow(i, self._url(i))
 
@@ -149,7 +151,12 @@ class ProcessBackend:
 
     async def events(self) -> list[dict[str, Any]]:
         await self.collector.finish()
-        return agents.renumber_events(self.collector.events(), list(self.agents.values()))
+        found = agents.renumber_events(self.collector.events(), list(self.agents.values()))
+        return found + list(self.looks.found)
+
+    def agent_names(self) -> dict[int, str]:
+        """Every Serf agent's member number and name (rule 3)."""
+        return {i: a.name for i, a in sorted(self.agents.items())}
 
     @asynccontextmanager
     async def watching(self) -> AsyncIterator[None]:
@@ -158,8 +165,12 @@ class ProcessBackend:
         for i in self._ids():
             if self._running(i) and not self._url(i):
                 raise ClusterError(f"node {i} serves no dashboard: its events cannot be read")
+        if self.agents:
+            await self.looks.look(self._running)
         async with trio.open_nursery() as nursery:
             self.collector.background(nursery)
+            if self.agents:
+                nursery.start_soon(self.looks.serve, self._running)
             try:
                 yield
             finally:
@@ -167,7 +178,10 @@ class ProcessBackend:
                 nursery.cancel_scope.cancel()
 
     def collection(self, t0: float) -> dict[str, Any] | None:
-        return self.collector.summary(t0)
+        summary = self.collector.summary(t0)
+        if self.agents:
+            summary["agents"] = self.looks.summary()  # rule 3: the looks at every agent
+        return summary
 
     # ---- faults -----------------------------------------------------------------------------
 

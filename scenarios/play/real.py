@@ -8,6 +8,8 @@ Rules:
 2. The steps are played by the one engine (``engine``) on a ``Cluster`` over it, as a chaos
    test in real mode plays its calls: actions stamped on ``time.monotonic()``, the clock the
    nodes stamp their events with, every node's events read over HTTP.
+3. A file's ``serf: M`` starts M real Serf agents beside the nodes (``realcluster`` rule 6),
+   members ``nodes`` and up, whose views are looked at while the steps run.
 """
 
 from __future__ import annotations
@@ -40,19 +42,22 @@ async def run_real(
     ``on_action`` hears each action as it is carried out; ``say`` gets the launch's lines."""
     config = swim.SwimConfig.from_mapping(scenario.swim)
     if say is not None:
-        say(f"launching {scenario.nodes} node processes in {out / 'cluster'}")
+        agents = f" and {scenario.serf} Serf agents" if scenario.serf else ""
+        say(f"launching {scenario.nodes} node processes{agents} in {out / 'cluster'}")
     backend = await RealBackend.start(
         scenario.nodes,
         config,
         directory=out,
         name=scenario.name.replace(" ", "-")[:60] or "scenario",
         settings=dict(scenario.settings),
+        serf=scenario.serf,
     )
     try:
         if say is not None:
             say(f"converged after {backend.t0 - backend.launched:.1f} s; steps start now")
         seed = scenario.seed if seed is None else seed
-        c = Cluster(backend, scenario.nodes, seed, config, strict=False)
+        members = scenario.nodes + scenario.serf
+        c = Cluster(backend, members, seed, config, strict=False, agents=backend.agent_names())
         trace = await play(c, scenario, on_action=on_action, say=say)
         if say is not None:
             say("stopping the cluster")

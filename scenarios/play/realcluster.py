@@ -45,6 +45,7 @@ from cluster.local import (
     MixedCluster,
     launch,
     live_members,
+    member_name,
     netns,
     open_local,
     plan_cluster,
@@ -203,12 +204,15 @@ class RealBackend(ProcessBackend):
         agent = self.cluster.record.member(i)
         if isinstance(agent, AgentRecord) and isinstance(self.cluster, MixedCluster):
             await self.cluster.agent_restart(i)
+            self.looks.forget(i)  # its view starts anew (``agents`` rule 4)
         else:
             await self.cluster.restart(i)
         self._back(i)
 
     async def add(self, induct: bool = False) -> int:
         rec = await self.cluster.add(induct=induct)
+        if self.agents:  # the new node's name, so views name it by its number
+            self.numbers[member_name(rec)] = rec.node_id
         self._back(rec.node_id)
         return rec.node_id
 

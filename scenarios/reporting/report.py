@@ -147,6 +147,7 @@ def render_report(results: dict[str, Any], trace: Trace | None) -> str:
         *_convergence(results),
         *_suspicions(results),
         *_http(results),
+        *_agents(results),
         *_actions(results),
         "</body></html>\n",
     ]
@@ -175,8 +176,14 @@ def page_top(results: dict[str, Any], title: str, facts: str) -> list[str]:
         f"<h1>{esc(name)} <span class='verdict v-{verdict}'>{verdict.upper()}</span></h1>",
         f"<div class='muted'>{esc(results.get('description'))}</div>",
         f"<p>mode <b>{esc(results.get('mode'))}</b> · nodes <b>{esc(results.get('nodes'))}</b> · "
-        f"{facts} · source {esc(results.get('source'))}</p>",
+        f"{_serf_fact(results)}{facts} · source {esc(results.get('source'))}</p>",
     ]
+
+
+def _serf_fact(results: dict[str, Any]) -> str:
+    """ "Serf agents 2 · " where the run had agents beside its nodes."""
+    agents = results.get("agents")
+    return f"Serf agents <b>{len(agents)}</b> · " if isinstance(agents, list) and agents else ""
 
 
 def bound_html(x: dict[str, Any]) -> str:
@@ -334,6 +341,23 @@ def _http(results: dict[str, Any]) -> list[str]:
         *text_cols(("error", "error")),
     ]
     return section("HTTP requests", results.get("http"), cols)
+
+
+def _agents(results: dict[str, Any]) -> list[str]:
+    """Every Serf agent's view at the end, as ``serf members`` said it, and how often it changed."""
+    cols = [
+        *text_cols(("member", "member"), ("agent", "name")),
+        ("view at the end", lambda a: esc(_view_text(a.get("view")))),
+        ("changes", lambda a: figure(len(a.get("changes") or ()), "events")),
+    ]
+    return section("Serf agents (views read with serf members)", results.get("agents"), cols)
+
+
+def _view_text(view: Any) -> str:
+    """``0 alive, 2 dead``: a view of results' ``agents``."""
+    if not isinstance(view, dict):
+        return ""
+    return ", ".join(f"{s} {state}" for s, state in view.items())
 
 
 def _actions(results: dict[str, Any]) -> list[str]:

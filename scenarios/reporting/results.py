@@ -6,6 +6,9 @@ Rules:
    accusation list keeps its first ``EVENTS_KEPT`` entries, the counts count them all.
 2. A run that could not be carried out has the same keys (``error_results``), its verdict
    ``error`` and its ``error`` the reason, so every reader reads one shape.
+3. ``nodes`` counts the rtsim nodes the run started with, ``members`` every member (Serf
+   agents too); ``agents`` lists each Serf agent with its view as looked at (``serf
+   members``): every change, seconds after the start, and the view at the end.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from ..format.spec import Scenario
 from ..judge.analysis import analyse
 from ..judge.properties import judged
-from ..judge.trace import Action, Trace, events_digest
+from ..judge.trace import Action, Trace, events_digest, view_name
 from .report import action_text, render_report
 from .runs_page import render_runs
 
@@ -51,7 +54,9 @@ def results_of(
             "mode": mode,
             "hostfile": hostfile,
             "seed": seed,
-            "nodes": len(trace.initial),
+            "nodes": len(trace.initial) - len(trace.agents),
+            "members": len(trace.initial),
+            "agents": _agents(trace),
             "duration": round(trace.end - trace.t0, 3),
             "verdict": an.verdict,
             "error": None,
@@ -99,6 +104,26 @@ def results_of(
     return results
 
 
+def _agents(trace: Trace) -> list[dict[str, Any]]:
+    """Rule 3: every Serf agent's view, as the looks at it found it."""
+    out = []
+    ordered = sorted(trace.events, key=lambda e: float(e["mono"]))
+    for i, name in sorted(trace.agents.items()):
+        changes = [
+            {
+                "t": trace.rel(float(e["mono"])),
+                "subject": int(e["subject"]),
+                "old": view_name(e.get("old")),
+                "new": view_name(e.get("new")),
+            }
+            for e in ordered
+            if e.get("observer") == i and float(e["mono"]) <= trace.end
+        ]
+        view = {str(c["subject"]): c["new"] for c in changes}
+        out.append({"member": i, "name": name, "view": view, "changes": changes[:EVENTS_KEPT]})
+    return out
+
+
 def action_line(a: Action, cluster: int | None = None) -> str:
     """The action's arguments, readable (``report.action_text``): "on all" when it names
     every one of the ``cluster`` nodes there were."""
@@ -107,9 +132,10 @@ def action_line(a: Action, cluster: int | None = None) -> str:
 
 
 def _size_at(trace: Trace, t: float) -> int:
-    """How many nodes the cluster had at ``t``: the first ones and those added before."""
+    """How many nodes the cluster had at ``t``: the first ones and those added before (a Serf
+    agent is no node: "on all" names every node, as a loss on ``all`` acts on them)."""
     added = {i for b in trace.actions if b.kind == "add" and b.t < t for i in b.nodes}
-    return len(set(trace.initial) | added)
+    return len((set(trace.initial) | added) - set(trace.agents))
 
 
 def _listed(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -132,6 +158,8 @@ def error_results(
         "hostfile": hostfile,
         "seed": seed,
         "nodes": scenario.nodes if scenario else None,
+        "members": scenario.nodes + scenario.serf if scenario else None,
+        "agents": [],
         "duration": None,
         "verdict": "error",
         "error": error,

@@ -14,7 +14,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from ..judge.trace import Trace, Views
@@ -114,7 +114,7 @@ def timeline(trace: Trace) -> str:
         )
     y = TOP
     for band in shown:
-        out += _band(scale, band, y)
+        out += _band(scale, band, y, trace.agents)
         y += band.height
     out.append("</svg>")
     return "\n".join(out + _notes(bands))
@@ -157,23 +157,28 @@ def _axis(scale: Scale, bottom: int) -> list[str]:
     return out
 
 
-def _band_label(band: Band) -> str:
+def _band_label(band: Band, agents: Mapping[int, str]) -> str:
     lo, hi = band.quiet
     alive = "subjects always alive" if band.fold == "share" else "always alive"
     quiet = f" (+{lo}{DASH}{hi} {alive})" if lo != hi else f" (+{lo} {alive})" if lo else ""
     obs = band.observers
     if len(obs) == 1:
-        return f"node {obs[0]}{'' if band.rows else ': nothing changed'}{quiet}"
+        who = f"{agents[obs[0]]} (Serf agent)" if obs[0] in agents else f"node {obs[0]}"
+        return f"{who}{'' if band.rows else ': nothing changed'}{quiet}"
     how = {"same": "same view", "similar": "similar view (times differ)"}.get(
         band.fold, "a row per subject, split by how many held it in each state"
     )
     what = "" if band.rows or band.fold != "same" else ", nothing changed"
-    return f"observers {id_ranges(obs)} ({len(obs)}): {how}{what}{quiet}"
+    named = [agents[o] for o in obs if o in agents]
+    serf = f"; Serf agents {', '.join(named)}" if named else ""
+    return f"observers {id_ranges(obs)} ({len(obs)}{serf}): {how}{what}{quiet}"
 
 
-def _band(scale: Scale, band: Band, y: int) -> list[str]:
-    """One (folded) band at height ``y``: its label, when it was down, a row per subject."""
-    out = [f"<text x='4' y='{y + 10}' font-weight='600'>{escape(_band_label(band))}</text>"]
+def _band(scale: Scale, band: Band, y: int, agents: Mapping[int, str]) -> list[str]:
+    """One (folded) band at height ``y``: its label (a Serf agent by its name), when it was
+    down, a row per subject."""
+    label = _band_label(band, agents)
+    out = [f"<text x='4' y='{y + 10}' font-weight='600'>{escape(label)}</text>"]
     y += BAND_HEAD
     h = ROW * max(1, len(band.rows))
     n = len(band.observers)
@@ -281,6 +286,7 @@ def _fault_spans(trace: Trace) -> list[tuple[float, float, str, str]]:
             end = next((b.t for b in acts[k + 1 :] if b.kind in ("heal", a.kind)), trace.end)
         else:
             continue
-        label = action_label(a.kind, a.nodes, a.groups, a.value, len(trace.initial))
+        nodes = len(trace.initial) - len(trace.agents)  # "on all": every node, no Serf agent
+        label = action_label(a.kind, a.nodes, a.groups, a.value, nodes)
         out.append((a.t, end, a.kind, label))
     return out

@@ -18,7 +18,8 @@ import pytest
 from scenarios import library, load_scenario, run_scenario, write_outputs
 
 pytestmark = pytest.mark.slow
-LIBRARY = {p.stem: p for p in library()}
+# A file with Serf agents runs once, in test_mixed.py (it needs Debian's serf on PATH).
+LIBRARY = {p.stem: p for p in library() if not load_scenario(p).serf}
 AT_ONCE = 2  # scenarios run side by side
 Run = tuple[dict[str, Any], Any, Path]
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from scenarios import library, parse_scenario, run_scenario, write_outputs
+from scenarios import library, load_scenario, parse_scenario, run_scenario, write_outputs
 from scenarios.runner import run_scenario_cli
 
-LIBRARY = {p.stem: p for p in library()}
+# A file with Serf agents and no simulated variant plays on real processes only (test_mixed.py).
+LIBRARY = {p.stem: p for p in library() if not load_scenario(p).real_only}
 
 
 @pytest.mark.parametrize("name", sorted(LIBRARY))
