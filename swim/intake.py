@@ -73,14 +73,29 @@ class Intake:
         if len(data) > self.max_bytes:
             counters.drop("oversize")
             return None
+        if self._keyring is None:
+            return data if self._rate_ok(addr, now) else None
         if self._table.id_at(addr[0], addr[1]) is not None:
-            if self._keyring is None:
-                return data if self._member_ok(addr, now) else None
             plain = self._open(data)
             return plain if plain is not None and self._member_ok(addr, now) else None
         if not self._stranger_ok(addr, now):
             return None
-        return data if self._keyring is None else self._open(data)
+        return self._open(data)
+
+    def admit_plain(self, size: int, addr: tuple[str, int], now: float) -> bool:
+        """``admit`` for a packet of ``size`` bytes that needs no opening (no keyring): its
+        size and its source's rate."""
+        assert self._keyring is None
+        self._counters.arrived += 1
+        if size > self.max_bytes:
+            self._counters.drop("oversize")
+            return False
+        return self._rate_ok(addr, now)
+
+    def _rate_ok(self, addr: tuple[str, int], now: float) -> bool:
+        if self._table.id_at(addr[0], addr[1]) is not None:
+            return self._member_ok(addr, now)
+        return self._stranger_ok(addr, now)
 
     def _member_ok(self, addr: tuple[str, int], now: float) -> bool:
         b = self._buckets.get(addr)

@@ -12,6 +12,11 @@ Rules:
 4. The node's RPC hands ``"swim"`` frames here (``answer``): join, push/pull, induct. Faults
    apply: a push/pull from a member cut off here is refused, a delayed one waits.
 5. This format has no streams of its own: the node's RPC carries its frames.
+6. Inside the simulated network a packet between two members without a keyring travels as
+   its records (``Unsealed``: the messages and the bytes they weigh): ``carry`` counts it
+   sent as ``send`` would, ``receive_unsealed`` admits it by size and rate as ``receive``
+   would, and no bytes are made or read between them. A member with a keyring reads the
+   bytes ``send`` would have made; a sealed packet travels as bytes.
 """
 
 from __future__ import annotations
@@ -25,12 +30,20 @@ from . import exchange, wire
 from .config import SwimConfig
 from .keyring import TCP_REPLY, TCP_REQUEST, UDP
 from .machine import SwimMachine
-from .messages import BadMessage, StateEntry
+from .messages import BadMessage, Message, StateEntry
 from .outputs import DROPPED, Datagram, Output, SyncRequest
 from .sockets import tcp_request
 from .wireformat import DoorLink
 
-__all__ = ["Rtsim", "RtsimDoor"]
+__all__ = ["Rtsim", "RtsimDoor", "Unsealed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unsealed:
+    """A packet as its records, with its weight on the wire in bytes (rule 6)."""
+
+    messages: tuple[Message, ...]
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +86,25 @@ class RtsimDoor:
             return DROPPED
         return m.receive_messages(msgs, src, now, len(data))
 
+    def receive_unsealed(self, packet: Unsealed, src: tuple[str, int], now: float) -> Output:
+        """Rule 6: a packet that travelled as records."""
+        m = self.machine
+        if self.keyring is not None:  # it reads the plain bytes, which do not open
+            return self.receive(wire.encode_compound(_parts(packet.messages)), src, now)
+        if not m.intake.admit_plain(packet.size, src, now):
+            return DROPPED
+        return m.receive_messages(packet.messages, src, now, packet.size)
+
+    def carry(self, dg: Datagram) -> Unsealed | bytes:
+        """Rule 6: ``dg`` as records when this member seals nothing, else its bytes."""
+        if self.keyring is not None:
+            return self.send(dg)
+        size = wire.packet_size(_parts(dg.messages))
+        self.machine.counters.sent(dg.kind, size)
+        return Unsealed(dg.messages, size)
+
     def send(self, dg: Datagram) -> bytes:
-        data = wire.encode_compound([wire.cached_part(p) for p in dg.messages])
+        data = wire.encode_compound(_parts(dg.messages))
         if self.keyring is not None:
             data = self.keyring.seal(data, UDP)
         self.machine.counters.sent(dg.kind, len(data))
@@ -130,3 +160,7 @@ class RtsimDoor:
     def _refuse(self, reason: str, error: str) -> dict[str, Any]:
         self.machine.counters.drop(reason)
         return exchange.error_reply(error)
+
+
+def _parts(messages: tuple[Message, ...]) -> list[bytes]:
+    return [wire.cached_part(p) for p in messages]

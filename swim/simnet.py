@@ -35,8 +35,11 @@ Rules:
 2. TCP push/pull is a reliable request and reply, each delayed like a packet, handing the
    state over as records (``simsync.SyncState``), not bytes (the codec has its own tests). It
    fails when the sides are partitioned, blocked, killed or paused, or when one cannot open
-   what the other seals. UDP packets are really encoded, sealed, opened and decoded, by each
-   machine's door of our own format (``swim.rtsimdoor``), as on a real node.
+   what the other seals. A UDP packet goes through each machine's door of our own format
+   (``swim.rtsimdoor``), as on a real node: sealed ones as bytes, encoded, sealed, opened and
+   decoded; the others as records (``Unsealed``, door rule 6), counted and admitted by the
+   size their bytes would have, with no encoding between two members (the codec has its own
+   tests, and ``inject`` still hands a node raw bytes).
 3. ``bootstrap=True`` starts every machine knowing every other (no join traffic, no events)
    from one shared ``Roster`` (``table`` rule 4): building n machines costs O(n), and a
    push/pull sends only the rows a table holds apart from the roster; ``False`` makes each
@@ -64,6 +67,7 @@ from .machine import SwimMachine
 from .members import Member
 from .messages import StateEntry
 from .outputs import DROPPED, Output
+from .rtsimdoor import Unsealed
 from .simcpu import QUEUE_CAP, CpuModel, Packet
 from .simlink import Links
 from .simnodes import NodeMaker, SimNode, address
@@ -176,7 +180,7 @@ class SimNetwork:
         queued, node.queued = node.queued, []
         for data, src in queued:
             if node.running:
-                self._apply(node, node.door.receive(data, src, self.now))
+                self._apply(node, _deliver(node, data, src, self.now))
         node.tick_at = float("inf")
         self._schedule_tick(node)
 
@@ -288,7 +292,7 @@ class SimNetwork:
                 self._apply(node, m.tick(when))
         elif kind == _PACKET:
             if self.cpu is None:
-                self._apply(node, node.door.receive(payload[0], payload[1], when))
+                self._apply(node, _deliver(node, payload[0], payload[1], when))
             else:
                 self._enqueue(node, payload, when)
         elif kind == _WORK:
@@ -317,7 +321,7 @@ class SimNetwork:
         """Handle the oldest waiting packet; the next one after this one's cost."""
         assert self.cpu is not None
         data, src = node.worker.inbox.popleft()
-        out = node.door.receive(data, src, when)
+        out = _deliver(node, data, src, when)
         self._apply(node, out)
         nxt = self.cpu.done(node.worker, when, out is DROPPED)
         if nxt is not None:
@@ -335,7 +339,7 @@ class SimNetwork:
                 if self.on_event is not None:
                     self.on_event(d)
         for dg in out.datagrams:
-            data = node.door.send(dg)  # rule 2: real bytes, sealed as a node would
+            data = node.door.carry(dg)  # rule 2: records, or bytes sealed as a node would
             j = self._addr.get(dg.addr)
             if j is None or self._cut(i, j):
                 continue
@@ -380,6 +384,14 @@ class SimNetwork:
     def _push(self, t: float, kind: int, i: int, gen: int, payload: Any) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, kind, i, gen, payload))
+
+
+def _deliver(node: SimNode, data: bytes | Unsealed, src: tuple[str, int], now: float) -> Output:
+    """A packet into node's door, as bytes or as records (rule 2)."""
+    if type(data) is Unsealed:
+        return node.door.receive_unsealed(data, src, now)
+    assert isinstance(data, bytes)
+    return node.door.receive(data, src, now)
 
 
 @contextlib.contextmanager

@@ -63,6 +63,7 @@ __all__ = [
     "encode_compound",
     "encode_part",
     "encode_state",
+    "packet_size",
     "type_name",
 ]
 
@@ -143,6 +144,18 @@ def encode_compound(parts: Sequence[bytes]) -> bytes:
         raise ValueError(f"a compound packet holds 1..{MAX_PARTS} parts, not {len(parts)}")
     packed: bytes = msgpack.packb(list(parts), use_bin_type=True)
     return bytes([VERSION, MsgType.COMPOUND]) + packed
+
+
+def packet_size(parts: Sequence[bytes]) -> int:
+    """``len(encode_compound(parts))``, counted without encoding (msgpack's array and bin
+    headers): what a packet of these parts weighs on the wire."""
+    if len(parts) == 1:
+        return 1 + len(parts[0])
+    size = 2 + (1 if len(parts) < 16 else 3)
+    for part in parts:
+        n = len(part)
+        size += n + (2 if n < 256 else 3 if n < 65536 else 5)
+    return size
 
 
 def compound_overhead(n_parts: int) -> int:
