@@ -6,9 +6,9 @@ Rules:
 2. The outbox only collects; ``flush()`` hands the lot to the caller as one ``Output``.
 3. A datagram holds records, never bytes: the driver's door for the member's wire format
    encodes (and seals, and counts) it. The budget is measured in our own format's bytes
-   (``wire.cached_part``, which our door's encoding then finds remembered) whichever door
-   carries the packet, so the machine packs the same packets under every format (a door may
-   leave out parts it cannot say).
+   (``wire.part_size``, counted without encoding) whichever door carries the packet, so the
+   machine packs the same packets under every format (a door may leave out parts it cannot
+   say).
 4. With a keyring the packet budget is ``max_packet_bytes`` less the seal's overhead, so a
    packet the door seals still fits the cap.
 """
@@ -117,6 +117,4 @@ class Outbox:
         return out
 
 
-def _size(m: Message) -> int:
-    """A message's bytes in our own format (rule 3)."""
-    return len(wire.cached_part(m))
+_size = wire.part_size  # a message's bytes in our own format (rule 3)

@@ -19,8 +19,10 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,6 +66,7 @@ __all__ = [
     "encode_part",
     "encode_state",
     "packet_size",
+    "part_size",
     "type_name",
 ]
 
@@ -95,32 +98,16 @@ _TYPE_OF: dict[type[Any], MsgType] = {
     Suspect: MsgType.SUSPECT,
     Dead: MsgType.DEAD,
 }
+# A body is the record's fields in the order its class declares them.
+_FIELDS: dict[type[Any], Callable[[Any], tuple[Any, ...]]] = {
+    cls: operator.attrgetter(*(f.name for f in dataclasses.fields(cls))) for cls in _TYPE_OF
+}
 
 
 def encode_part(msg: Message) -> bytes:
-    """One message without the version byte (a part of a compound packet)."""
-    body: list[Any]
-    match msg:
-        case Ping():
-            body = [msg.seq, msg.target, msg.src, msg.src_host, msg.src_port]
-        case PingReq():
-            body = [
-                msg.seq,
-                msg.target,
-                msg.target_host,
-                msg.target_port,
-                msg.nack,
-                msg.src,
-                msg.src_host,
-                msg.src_port,
-            ]
-        case Ack() | Nack():
-            body = [msg.seq, msg.src]
-        case Alive():
-            body = [msg.incarnation, msg.node, msg.host, msg.port, msg.boot]
-        case Suspect() | Dead():
-            body = [msg.incarnation, msg.node, msg.src]
-    packed: bytes = msgpack.packb(body, use_bin_type=True)
+    """One message without the version byte (a part of a compound packet): its fields in
+    order, as a msgpack array."""
+    packed: bytes = msgpack.packb(_FIELDS[type(msg)](msg), use_bin_type=True)
     return bytes([_TYPE_OF[type(msg)]]) + packed
 
 
@@ -146,16 +133,35 @@ def encode_compound(parts: Sequence[bytes]) -> bytes:
     return bytes([VERSION, MsgType.COMPOUND]) + packed
 
 
-def packet_size(parts: Sequence[bytes]) -> int:
-    """``len(encode_compound(parts))``, counted without encoding (msgpack's array and bin
-    headers): what a packet of these parts weighs on the wire."""
-    if len(parts) == 1:
-        return 1 + len(parts[0])
-    size = 2 + (1 if len(parts) < 16 else 3)
-    for part in parts:
-        n = len(part)
+def packet_size(part_sizes: Sequence[int]) -> int:
+    """``len(encode_compound(parts))`` from the parts' sizes, counted without encoding
+    (msgpack's array and bin headers): what a packet of these parts weighs on the wire."""
+    if len(part_sizes) == 1:
+        return 1 + part_sizes[0]
+    size = 2 + (1 if len(part_sizes) < 16 else 3)
+    for n in part_sizes:
         size += n + (2 if n < 256 else 3 if n < 65536 else 5)
     return size
+
+
+def part_size(msg: Message) -> int:
+    """``len(encode_part(msg))``, counted without encoding: the type byte, the body's array
+    header (every body has fewer than 16 fields) and each field as msgpack writes it."""
+    size = 2
+    for v in _FIELDS[type(msg)](msg):
+        size += _value_size(v)
+    return size
+
+
+def _value_size(v: int | str | bool) -> int:
+    if v is True or v is False:
+        return 1
+    if isinstance(v, str):
+        n = len(v) if v.isascii() else len(v.encode())
+        return n + (1 if n < 32 else 2 if n < 256 else 3 if n < 65536 else 5)
+    if v >= 0:
+        return 1 if v < 128 else 2 if v < 256 else 3 if v < 65536 else 5 if v < 1 << 32 else 9
+    return 1 if v >= -32 else 2 if v >= -128 else 3 if v >= -32768 else 5 if v >= -(1 << 31) else 9
 
 
 def compound_overhead(n_parts: int) -> int:

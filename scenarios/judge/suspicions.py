@@ -79,7 +79,7 @@ class _Fault:
 
 def classify(trace: Trace, views: Views) -> list[Accusation]:
     """Every accusation of the run in time order, each with its reason ("" when false)."""
-    ups = trace.up_intervals()  # once: Trace.is_up rebuilds them on every call
+    ups = trace.up_intervals()
     faults = _faults(trace, ups)
     slack = 2.0 * trace.probe_interval
     rumours: dict[tuple[int, int], list[tuple[float, str]]] = {}

@@ -92,6 +92,9 @@ class Trace:
     storage: dict[str, Any] | None = None  # real runs with an array: its durability check
     boots: dict[int, list[int]] | None = None  # sim: each node's boots in the order made
     agents: dict[int, str] = field(default_factory=dict)  # Serf agents: member number -> name
+    _up: tuple[Any, dict[int, list[tuple[float, float]]]] | None = field(
+        default=None, repr=False, compare=False
+    )  # ``up_intervals``' last answer and what it was made of
 
     def rel(self, t: float | None) -> float | None:
         return None if t is None else round(t - self.t0, 4)
@@ -112,7 +115,15 @@ class Trace:
     # ---- who was up, who was cut off -----------------------------------------------------
 
     def up_intervals(self) -> dict[int, list[tuple[float, float]]]:
-        """Per node, the intervals its process ran unpaused (clock of the trace)."""
+        """Per node, the intervals its process ran unpaused (clock of the trace); made once
+        for the same initial nodes and actions (a report asks it for every node), to read
+        only."""
+        made_of = (self.initial, id(self.actions), len(self.actions))
+        if self._up is None or self._up[0] != made_of:
+            self._up = (made_of, self._up_intervals())
+        return self._up[1]
+
+    def _up_intervals(self) -> dict[int, list[tuple[float, float]]]:
         start: dict[int, float | None] = {i: -INF for i in self.initial}
         out: dict[int, list[tuple[float, float]]] = {i: [] for i in self.initial}
         for a in sorted(self.actions, key=lambda a: a.t):
