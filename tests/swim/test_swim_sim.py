@@ -247,3 +247,27 @@ def test_newcomer_is_probed_within_the_pass_it_joined_in() -> None:
     before = net.machine(new).counters.recv_packets["ping"]
     net.run_for(11.0)  # at most the rest of one pass of 12 periods
     assert net.machine(new).counters.recv_packets["ping"] - before >= 11
+
+
+def test_packets_as_records_weigh_and_act_as_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between members without a keyring a packet travels as records (``rtsimdoor`` rule 6):
+    the same history, and every member's sent and received counts to the byte, as when each
+    packet is encoded and decoded (forced here through ``send``)."""
+
+    def run() -> tuple[list[dict[str, object]], list[object]]:
+        net = SimNetwork(8, seed=7, loss=5.0, dup=5.0, bootstrap=False)
+        net.run_for(5.0)
+        net.kill(3)
+        net.pause(5, 3.0)
+        net.run_for(20.0)
+        counts = [
+            (c.sent_packets, c.sent_bytes, c.recv_packets, c.recv_bytes, c.dropped, c.arrived)
+            for c in (net.machine(i).counters for i in net.ids())
+        ]
+        return net.events, counts
+
+    records = run()
+    with monkeypatch.context() as m:
+        m.setattr(RtsimDoor, "carry", RtsimDoor.send)
+        as_bytes = run()
+    assert records[0] and records == as_bytes

@@ -23,6 +23,8 @@ from swim.wire import (
     encode,
     encode_compound,
     encode_part,
+    packet_size,
+    part_size,
 )
 from tests.support.strategies import msgpack_scalars, msgpack_values
 
@@ -149,3 +151,29 @@ def test_state_rows_are_validated() -> None:
     ):
         with pytest.raises(BadMessage):
             decode_state_untrusted(bad)
+
+
+_ints = st.one_of(
+    st.sampled_from([0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**63 - 1]),
+    st.integers(0, 2**63 - 1),
+)
+_hosts = st.text(min_size=1, max_size=300)
+_messages = st.one_of(
+    st.builds(Ping, _ints, _ints, _ints, _hosts, _ints),
+    st.builds(PingReq, _ints, _ints, _hosts, _ints, st.booleans(), _ints, _hosts, _ints),
+    st.builds(Ack, _ints, _ints),
+    st.builds(Nack, _ints, _ints),
+    st.builds(Alive, _ints, _ints, _hosts, _ints, _ints),
+    st.builds(Suspect, _ints, _ints, _ints),
+    st.builds(Dead, _ints, _ints, _ints),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_messages, min_size=1, max_size=40))
+def test_sizes_are_counted_as_the_encoding_weighs(msgs: list[Message]) -> None:
+    """The simulator and the outbox count a packet's bytes without encoding it
+    (``part_size``, ``packet_size``): the count is the encoding's length, to the byte."""
+    parts = [encode_part(m) for m in msgs]
+    assert [part_size(m) for m in msgs] == [len(p) for p in parts]
+    assert packet_size([len(p) for p in parts]) == len(encode_compound(parts))
