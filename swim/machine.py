@@ -198,12 +198,15 @@ class SwimMachine:
 
     def next_deadline(self) -> float:
         """When ``tick`` must next be called."""
-        t = min(self.prober.next_deadline(self.left), self.relays.next_deadline())
-        if len(self.outbox.queue):
-            t = min(t, self._next_gossip)
-        if not self.left:
+        left = self.membership.left
+        t = min(self.prober.next_deadline(left), self.relays.next_deadline())
+        if len(self.outbox.queue) and self._next_gossip < t:
+            t = self._next_gossip
+        if not left:
             t = min(t, self.resync.next_deadline())
-        return min(t, self.membership.next_expiry())
+        if self.membership.suspects:
+            t = min(t, self.membership.next_expiry())
+        return t
 
     def preload(self, entries: Iterable[StateEntry]) -> None:
         """Add members silently (no events, no gossip): a simulation's instant bootstrap."""

@@ -27,6 +27,8 @@ from .table import Entry, MemberTable
 __all__ = ["Outbox"]
 
 _EMPTY = Output()
+_UPDATES = (Alive, Suspect, Dead)
+_NOTHING: frozenset[Message] = frozenset()
 
 
 class Outbox:
@@ -42,11 +44,15 @@ class Outbox:
         self._dgrams: list[Datagram] = []
         self._syncs: list[SyncRequest] = []
         self._events: list[MemberEvent] = []
+        self._limit = (-1, 0)  # ``limit()`` for the last up count asked
 
     def limit(self) -> int:
         """How many times an update is sent in a cluster of the current size."""
-        c = self.config
-        return retransmit_limit(c.retransmit_mult, self.table.up_count, c.gossip_nodes)
+        up = self.table.up_count
+        if up != self._limit[0]:
+            c = self.config
+            self._limit = (up, retransmit_limit(c.retransmit_mult, up, c.gossip_nodes))
+        return self._limit[1]
 
     def broadcast(self, subject: int, m: Alive | Suspect | Dead) -> None:
         """Queue an update about ``subject`` for gossip (replacing an older one about it)."""
@@ -61,9 +67,11 @@ class Outbox:
         """Send ``parts`` with as many queued updates piggybacked as the packet cap allows."""
         used = sum(_size(p) + 5 for p in parts) + wire.compound_overhead(0)
         room = self._cap - used
-        if room > 0:
+        if room > 0 and len(self.queue):
             count = self._relays(dest)
-            parts = parts + self.queue.take(room, self.limit(), skip=frozenset(parts), count=count)
+            updates = [p for p in parts if type(p) in _UPDATES]  # the queue holds only these
+            skip = frozenset(updates) if updates else _NOTHING
+            parts = parts + self.queue.take(room, self.limit(), skip=skip, count=count)
         self._emit(addr, dest, kind, parts[: wire.MAX_PARTS])
 
     def gossip(self, now: float) -> None:

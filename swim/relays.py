@@ -57,10 +57,14 @@ class Relays:
         self._relays: dict[int, _Relay] = {}
 
     def next_deadline(self) -> float:
-        return min((r.deadline for r in self._relays.values()), default=math.inf)
+        if not self._relays:
+            return math.inf
+        return min(r.deadline for r in self._relays.values())
 
     def expire(self, now: float) -> None:
         """Rule 2: a nack for each relay past its deadline that asked for one."""
+        if not self._relays:
+            return
         for seq in [s for s, r in self._relays.items() if now >= r.deadline]:
             r = self._relays.pop(seq)
             if r.nack:

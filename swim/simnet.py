@@ -330,6 +330,9 @@ class SimNetwork:
     # ---- carrying out a machine's output --------------------------------------------------
 
     def _apply(self, node: SimNode, out: Output) -> None:
+        if not (out.datagrams or out.events or out.syncs):  # most ticks and acks of acks
+            self._schedule_tick(node)
+            return
         i = node.node_id
         for ev in out.events:
             if self.record_events or self.on_event is not None:
@@ -376,10 +379,13 @@ class SimNetwork:
         return self.links.latency((i, self._nodes[i].faults, j, self._nodes[j].faults))
 
     def _schedule_tick(self, node: SimNode) -> None:
-        t = max(node.machine.next_deadline(), self.now)
-        if t < node.tick_at and t != float("inf"):
+        t = node.machine.next_deadline()
+        if t < self.now:
+            t = self.now
+        if t < node.tick_at:  # inf never is
             node.tick_at = t
-            self._push(t, _TICK, node.node_id, node.gen, None)
+            self._seq += 1
+            heapq.heappush(self._heap, (t, self._seq, _TICK, node.node_id, node.gen, None))
 
     def _push(self, t: float, kind: int, i: int, gen: int, payload: Any) -> None:
         self._seq += 1

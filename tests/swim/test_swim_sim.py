@@ -270,4 +270,5 @@ def test_packets_as_records_weigh_and_act_as_their_bytes(monkeypatch: pytest.Mon
     with monkeypatch.context() as m:
         m.setattr(RtsimDoor, "carry", RtsimDoor.send)
         as_bytes = run()
-    assert records[0] and records == as_bytes
+    assert records[0]
+    assert records == as_bytes
