@@ -7,10 +7,12 @@ Every figure comes from a fresh child process (``--one``), so peak memory is tha
 - ``rest``: N machines at rest for ``--rest`` virtual seconds: speed as virtual seconds per
   wall second and per CPU second of the process (the machine is shared: CPU seconds are the
   steadier figure), packets per node per second, peak RSS.
-- ``kill``: ``rt_cluster scenario kill_one --sim -n N`` past its argument parser
-  (``scenarios.runner.run_scenario_cli``: the run, results.json, report.html): its verdict,
-  wall and CPU seconds, detection figures, peak RSS. Above ``scenarios.play.sim.JOIN_LIMIT``
-  nodes the simulated cluster starts converged (rule 1 there); up to it, it joins first.
+- ``kill``: ``rt_cluster scenario kill_one --sim -n N --seed 7``, the whole command (start-up,
+  the run, results.json, report.html): its verdict, wall and CPU seconds, virtual seconds per
+  wall and per CPU second, detection figures, peak RSS (goals, issue 45: at least 20x real
+  time at 1,000 nodes; at least 1x and at most 1 GiB at 10,000). Above
+  ``scenarios.play.sim.JOIN_LIMIT`` nodes the simulated cluster starts converged (rule 1
+  there); up to it, it joins first.
 
 Prints a table and saves ``bench/results/sim.json``. Figures only: nothing passes or fails.
 Default run: about 2 minutes of CPU on a quiet core, most of it the 10,000-node kill_one;
@@ -75,27 +77,33 @@ def one_rest(n: int, virtual: float) -> dict[str, Any]:
 
 
 def one_kill(n: int) -> dict[str, Any]:
-    """``rt_cluster scenario kill_one --sim -n N`` past its argument parser: the run, its
-    verdict, results.json and report.html, as the command writes them."""
-    from scenarios.runner import run_scenario_cli
-
+    """``rt_cluster scenario kill_one --sim -n N --seed 7``, the whole command in a child process
+    (start-up, the run, its verdict, results.json and report.html): its wall and CPU seconds
+    and peak RSS, the virtual seconds it simulated, its verdict and detection figures."""
     with tempfile.TemporaryDirectory(prefix="rt-bench-sim-") as tmp:
-        w0, c0 = _clocks()
-        status = run_scenario_cli("kill_one", sim=True, n=n, out=tmp)
-        w1, c1 = _clocks()
+        cmd = [sys.executable, "-m", "scenarios.command", "scenario", "kill_one", "--sim"]
+        cmd += ["-n", str(n), "--seed", "7", "--out", tmp]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        w0 = time.perf_counter()
+        status = subprocess.run(cmd, capture_output=True, check=False).returncode
+        wall = time.perf_counter() - w0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         results = json.loads((Path(tmp) / "results.json").read_text())
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     virtual = float(results.get("duration") or 0.0)
     return {
         "n": n,
         "exit_status": status,
         "verdict": results["verdict"],
-        "wall_s": w1 - w0,
-        "cpu_s": c1 - c0,
+        "wall_s": wall,
+        "cpu_s": cpu,
         "scenario_virtual_s": virtual,
+        "speed_wall": virtual / wall,
+        "speed_cpu": virtual / cpu if cpu else None,
         "detection": [
             {k: v for k, v in d.items() if k != "per_observer"} for d in results["detection"]
         ],
-        "peak_rss_mib": _peak_mib(),
+        "peak_rss_mib": after.ru_maxrss / 1024,  # the largest child's: this command's
     }
 
 
@@ -136,14 +144,16 @@ def table(res: dict[str, Any]) -> str:
     lines += [
         "",
         "rt_cluster scenario kill_one --sim -n N (run, results.json, report.html)",
-        f"{'N':>7} {'verdict':>7} {'wall s':>7} {'cpu s':>7} {'virt/cpu':>8} {'MiB':>6}",
+        f"{'N':>7} {'verdict':>7} {'wall s':>7} {'cpu s':>7} {'virt/wall':>9} {'virt/cpu':>8} "
+        f"{'MiB':>6}",
     ]
     for k in res["kill"]:
         # the scenario's virtual time plus the join before it (none above JOIN_LIMIT)
         speed = k["scenario_virtual_s"] / k["cpu_s"] if k["cpu_s"] else None
         lines.append(
             f"{k['n']:>7} {k['verdict']:>7} {_f(k['wall_s'], '.1f'):>7} {_f(k['cpu_s'], '.1f'):>7} "
-            f"{_f(speed, '.1f'):>8} {_f(k['peak_rss_mib'], '.0f'):>6}"
+            f"{_f(k.get('speed_wall'), '.1f'):>9} {_f(speed, '.1f'):>8} "
+            f"{_f(k['peak_rss_mib'], '.0f'):>6}"
         )
     return "\n".join(lines)
 
