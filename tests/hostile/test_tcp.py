@@ -231,8 +231,15 @@ def test_a_peer_destroys_no_device_not_made_for_it_or_in_use(
     for the writer, or in use; 400 for a writer too long or a pool that is no block device;
     404 for no pool), and no pool of either node goes (``finish`` compares the pool tables)."""
     ct = tally["tcp.destroy"]
-    pools = {"victim": VICTIM, "member": "810.0", "spare": SPARE, "spare_name": "hx_spare",
-             "lent": LENT, "array": ARRAY, "core": CORE}  # fmt: skip
+    pools = {
+        "victim": VICTIM,
+        "member": "810.0",
+        "spare": SPARE,
+        "spare_name": "hx_spare",
+        "lent": LENT,
+        "array": ARRAY,
+        "core": CORE,
+    }
     items = list(destroy_frames(pools, OWNER))
     expected = {what: status for what, _, status in items}
 

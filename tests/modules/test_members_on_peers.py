@@ -87,16 +87,25 @@ async def test_a_replacement_on_a_peer_with_a_capacity_is_made_there_and_recover
         await array.write(0, payload)
         await route(nodes, "remove_member", member_pool_id="901.0", was_faulty="1")
 
-        body = await route(nodes, "replace_member", failed_pool_id="901.0",
-                           member_name="sb_r2", capacity=CAPACITY, node_id="3")  # fmt: skip
+        body = await route(
+            nodes,
+            "replace_member",
+            failed_pool_id="901.0",
+            member_name="sb_r2",
+            capacity=CAPACITY,
+            node_id="3",
+        )
         made = nodes[3].pools.by_name("sb_r2")
         assert isinstance(made, BdevContainer)
         assert (made.made_for, made.bdev_type) == (array.devices.writer, "file")
         # 900.0 is node 3's own, 900.0 to 902.0 are members: the first id neither has
         assert body["member_pool_id"] == str(made.info.pool_id) == "903.0"
         await wait_complete(array)
-        assert members(array) == [("m1", 1, "active"), ("sb_r2", 3, "active"),
-                                  ("arr_p0", 0, "active")]  # fmt: skip
+        assert members(array) == [
+            ("m1", 1, "active"),
+            ("sb_r2", 3, "active"),
+            ("arr_p0", 0, "active"),
+        ]
         assert digest(await array.read(0, len(payload))) == digest(payload)
         assert (await array.verify())["parity_mismatches"] == 0
         assert not made.unused  # the array's region
@@ -117,8 +126,15 @@ async def test_a_parity_member_added_on_a_peer_is_made_there_and_given_back(
         array = await make_array(nodes)
         payload = os.urandom(60_000)
         await array.write(0, payload)
-        body = await route(nodes, "add_member", member_name="sb_p1", capacity=CAPACITY,
-                           bdev_type="ram", node_id="3", as_parity="1")  # fmt: skip
+        body = await route(
+            nodes,
+            "add_member",
+            member_name="sb_p1",
+            capacity=CAPACITY,
+            bdev_type="ram",
+            node_id="3",
+            as_parity="1",
+        )
         assert body["member_name"] == "sb_p1"
         assert made_on(nodes[3], array.devices.writer) == ["sb_p1"]
         await wait_complete(array)
@@ -138,8 +154,9 @@ async def test_a_member_on_a_peer_that_has_its_name_is_found_there_and_stays(
     async with linked_runtimes(tmp_path, 4) as nodes:
         await make_array(nodes)
         await nodes[3].compose("rt_bdev", "sb_p1", "910.0", {"capacity": CAPACITY})
-        await route(nodes, "add_member", member_name="sb_p1", capacity="999G", node_id="3",
-                    as_parity="1")  # fmt: skip
+        await route(
+            nodes, "add_member", member_name="sb_p1", capacity="999G", node_id="3", as_parity="1"
+        )
         assert asked(nodes, 3, "info")[0]["pool"] == "sb_p1"  # found by name, none composed
         assert not [r for _, r in nodes.peers[0].calls if r.get("op") == "compose"]
         await nodes[0].destroy(ARRAY)
@@ -163,8 +180,14 @@ async def test_a_refused_change_gives_back_the_device_it_made_on_the_peer(tmp_pa
 
         array.claim = claim_then_fail  # type: ignore[method-assign]
         with pytest.raises(Conflict, match="tolerates 1"):
-            await route(nodes, "replace_member", failed_pool_id="901.0", member_name="n0",
-                        capacity=CAPACITY, node_id="3")  # fmt: skip
+            await route(
+                nodes,
+                "replace_member",
+                failed_pool_id="901.0",
+                member_name="n0",
+                capacity=CAPACITY,
+                node_id="3",
+            )
         assert nodes[3].pools.by_name("n0") is None, "the device made for it is gone again"
         assert asked(nodes, 3, "destroy")[0]["writer"] == array.devices.writer
         assert [m[0] for m in members(array)] == ["m1", "m2", "arr_p0"]
@@ -190,8 +213,11 @@ async def test_bad_fields_of_a_member_made_on_a_peer_are_refused_together_before
         await make_array(nodes)
         before = nodes[3].pools_json()
         with pytest.raises(ValidationFailed) as info:
-            await route(nodes, "add_member", **{"member_name": "n", "node_id": "3",
-                                                "as_parity": "1", **params})  # fmt: skip
+            await route(
+                nodes,
+                "add_member",
+                **{"member_name": "n", "node_id": "3", "as_parity": "1", **params},
+            )
         assert info.value.status == 400
         assert set(info.value.errors) == fields, info.value.errors
         assert asked(nodes, 3) == []
@@ -242,8 +268,9 @@ async def test_a_silent_peer_keeps_the_device_and_the_array_is_destroyed_within_
 ) -> None:
     async with linked_runtimes(tmp_path, 4) as nodes:
         array = await make_array(nodes)
-        await route(nodes, "add_member", member_name="sb_p1", capacity=CAPACITY, node_id="3",
-                    as_parity="1")  # fmt: skip
+        await route(
+            nodes, "add_member", member_name="sb_p1", capacity=CAPACITY, node_id="3", as_parity="1"
+        )
         await wait_complete(array)
         nodes.peers[0].hang(3)
         caplog.set_level(logging.WARNING)
@@ -265,8 +292,9 @@ async def test_a_dead_peer_keeps_the_device_and_is_not_asked(
 ) -> None:
     async with linked_runtimes(tmp_path, 4) as nodes:
         array = await make_array(nodes)
-        await route(nodes, "add_member", member_name="sb_p1", capacity=CAPACITY, node_id="3",
-                    as_parity="1")  # fmt: skip
+        await route(
+            nodes, "add_member", member_name="sb_p1", capacity=CAPACITY, node_id="3", as_parity="1"
+        )
         await wait_complete(array)
         nodes[0].membership.change(3, "dead")  # type: ignore[attr-defined]
         caplog.set_level(logging.WARNING)

@@ -65,8 +65,13 @@ async def test_a_device_is_destroyed_only_for_the_array_it_was_made_for_once_fre
         return [p["pool_id"] for p in runtime.pools_json()["pools"]]
 
     before = table()
-    for pool, writer in (("901.0", "0/950.0/b"), ("901.0", ""), ("made", "0/950.0/A"),
-                         ("900.0", "0/950.0/a"), ("900.0", "")):  # fmt: skip
+    for pool, writer in (
+        ("901.0", "0/950.0/b"),
+        ("901.0", ""),
+        ("made", "0/950.0/A"),
+        ("900.0", "0/950.0/a"),
+        ("900.0", ""),
+    ):
         with pytest.raises(Conflict, match="was not made for the array"):
             await destroy(pool, writer)
     region = await runtime.local_block(BlockCall("901.0", "allocate", size=4096, writer="x"))

@@ -37,3 +37,27 @@ def msgpack_values(
         return lists | st.dictionaries(st.text(max_size=key_size), inner)
 
     return st.recursive(scalars, nest, max_leaves=max_leaves)
+
+
+def swim_messages(
+    ids: st.SearchStrategy[int],
+    hosts: st.SearchStrategy[str],
+    ports: st.SearchStrategy[int] | None = None,
+    counts: st.SearchStrategy[int] | None = None,
+) -> st.SearchStrategy[Any]:
+    """Our format's messages (``swim.messages``): sequence numbers and node ids from ``ids``,
+    ports from ``ports`` and incarnations and boots from ``counts`` (both ``ids`` if not
+    given), host names from ``hosts``."""
+    from swim.messages import Ack, Alive, Dead, Nack, Ping, PingReq, Suspect
+
+    port = ids if ports is None else ports
+    big = ids if counts is None else counts
+    return st.one_of(
+        st.builds(Ping, ids, ids, ids, hosts, port),
+        st.builds(PingReq, ids, ids, hosts, port, st.booleans(), ids, hosts, port),
+        st.builds(Ack, ids, ids),
+        st.builds(Nack, ids, ids),
+        st.builds(Alive, big, ids, hosts, port, big),
+        st.builds(Suspect, big, ids, ids),
+        st.builds(Dead, big, ids, ids),
+    )

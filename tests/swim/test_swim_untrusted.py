@@ -22,33 +22,18 @@ from swim.members import MemberState
 from swim.outputs import Output
 from swim.rtsimdoor import RtsimDoor
 from swim.wire import (
-    Ack,
-    Alive,
-    Dead,
     Message,
-    Nack,
-    Ping,
-    PingReq,
     StateEntry,
-    Suspect,
     decode_state_untrusted,
     encode_compound,
     encode_part,
 )
-from tests.support.strategies import msgpack_scalars, msgpack_values
+from tests.support.strategies import msgpack_scalars, msgpack_values, swim_messages
 
 U16, U32, U63 = 2**16 - 1, 2**32 - 1, 2**63 - 1
 _host = st.text(min_size=1, max_size=40)
 _u32, _u16, _u63 = st.integers(0, U32), st.integers(0, U16), st.integers(0, U63)
-MESSAGES: st.SearchStrategy[Message] = st.one_of(
-    st.builds(Ping, _u32, _u32, _u32, _host, _u16),
-    st.builds(PingReq, _u32, _u32, _host, _u16, st.booleans(), _u32, _host, _u16),
-    st.builds(Ack, _u32, _u32),
-    st.builds(Nack, _u32, _u32),
-    st.builds(Alive, _u63, _u32, _host, _u16, _u63),
-    st.builds(Suspect, _u63, _u32, _u32),
-    st.builds(Dead, _u63, _u32, _u32),
-)
+MESSAGES: st.SearchStrategy[Message] = swim_messages(_u32, _host, _u16, _u63)
 _scalar = msgpack_scalars(
     12, st.sampled_from(["alive", "suspected", "dead", "left", "probe_failed"])
 )

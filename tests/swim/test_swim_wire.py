@@ -26,7 +26,7 @@ from swim.wire import (
     packet_size,
     part_size,
 )
-from tests.support.strategies import msgpack_scalars, msgpack_values
+from tests.support.strategies import msgpack_scalars, msgpack_values, swim_messages
 
 SAMPLES: list[Message] = [
     Ping(1, 2, 3, "127.0.0.1", 7946),
@@ -158,15 +158,7 @@ _ints = st.one_of(
     st.integers(0, 2**63 - 1),
 )
 _hosts = st.text(min_size=1, max_size=300)
-_messages = st.one_of(
-    st.builds(Ping, _ints, _ints, _ints, _hosts, _ints),
-    st.builds(PingReq, _ints, _ints, _hosts, _ints, st.booleans(), _ints, _hosts, _ints),
-    st.builds(Ack, _ints, _ints),
-    st.builds(Nack, _ints, _ints),
-    st.builds(Alive, _ints, _ints, _hosts, _ints, _ints),
-    st.builds(Suspect, _ints, _ints, _ints),
-    st.builds(Dead, _ints, _ints, _ints),
-)
+_messages = swim_messages(_ints, _hosts)
 
 
 @settings(max_examples=500, deadline=None)
