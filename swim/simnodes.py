@@ -3,7 +3,7 @@
 Rules:
 1. Node i lives at ``address(i)`` (a 10.x.y.z address, port 7946) unless it took a stopped
    node's address; each node's machine speaks our own format through its own door
-   (``rtsimdoor``), so packets are really encoded, sealed, opened and decoded.
+   (``rtsimdoor``): sealed packets as bytes, the others as records (``rtsimdoor`` rule 6).
 2. Seeds as a hostfile gives them (``resync``): every node's address in id order, one node
    added appending its own, the same tuple shared by every machine made since; ``seeds``
    instead names the only nodes to join through.
