@@ -20,6 +20,8 @@ Rules:
    ``restart`` and ``add``.
 5. ``aclose`` ends everything the backend started and proves it gone; it is called once,
    shielded from cancellation, however the test ended.
+6. ``views_nowait`` answers only what is at hand without I/O: a wait that looks hundreds of
+   times between two moves of virtual time then yields to trio once per look, not twice.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ class Backend(Protocol):
 
     async def views(self, observers: Sequence[int]) -> dict[int, dict[int, str] | None]:
         """Each observer's view ``{subject: state}``; None for one that did not answer."""
+        ...
+
+    def views_nowait(self, observers: Sequence[int]) -> dict[int, dict[int, str] | None]:
+        """``views`` without yielding, where they are at hand (sim); ``trio.WouldBlock``
+        where asking takes I/O (rule 6)."""
         ...
 
     async def leader(self, observers: Sequence[int]) -> int | None:

@@ -30,6 +30,9 @@ Rules:
    its history).
 7. ``start_cluster`` tells ``opened`` of every cluster it starts (``open_cluster`` and the
    pytest fixture start theirs through it), so a failed test names each one it opened.
+8. Who is there (``nodes``, ``running``) follows from the actions alone: each is stamped
+   when it is made, so none lies ahead of the clock, and the answer holds until the next one
+   (worked out once per action, however often a wait looks).
 """
 
 from __future__ import annotations
@@ -90,18 +93,28 @@ class Cluster(Recorded, Waits):
         self._resumes: list[tuple[float, int, str]] = []  # timed pauses: (when, node, name)
         self._closed = False  # aclose ran (``closed``)
         self._final: tuple[list[dict[str, Any]], float] | None = None  # events, end (rule 6)
+        self._who: tuple[int, list[int], list[int]] | None = None  # rule 8
 
     # ---- who is there ---------------------------------------------------------------------
 
     @property
     def nodes(self) -> list[int]:
         """Every node id started so far (killed ones included), in order."""
-        return self.trace(end=self.backend.now()).all_nodes()
+        return list(self._nodes_now()[1])
 
     @property
     def running(self) -> list[int]:
         """The nodes up now: not killed, not stopped, not paused."""
-        return self.trace(end=self.backend.now()).up_nodes(self.backend.now())
+        return list(self._nodes_now()[2])
+
+    def _nodes_now(self) -> tuple[int, list[int], list[int]]:
+        """The actions counted, every node and the nodes up now: worked out once per action
+        (rule 8)."""
+        if self._who is None or self._who[0] != len(self.actions):
+            now = self.backend.now()
+            trace = self.trace(end=now)
+            self._who = (len(self.actions), trace.all_nodes(), trace.up_nodes(now))
+        return self._who
 
     @property
     def directory(self) -> Path | None:

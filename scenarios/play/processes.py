@@ -116,6 +116,9 @@ class ProcessBackend:
     async def advance_to(self, t: float) -> None:
         await trio.sleep_until(trio.current_time() + (t - time.monotonic()))
 
+    def views_nowait(self, observers: Sequence[int]) -> dict[int, dict[int, str] | None]:
+        raise trio.WouldBlock  # every view is a request (rule 2)
+
     async def views(self, observers: Sequence[int]) -> dict[int, dict[int, str] | None]:
         out: dict[int, dict[int, str] | None] = dict.fromkeys(observers)
         ids = set(self._ids())

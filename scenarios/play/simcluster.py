@@ -5,7 +5,8 @@ Rules:
    when ``advance_to`` is called (a 60 s wait costs what its events cost), so the same calls
    with the same seed give the same events, one for one.
 2. Every call yields to trio once (``checkpoint``), so a sim test is still a trio test that
-   can be cancelled, and moves virtual time only as the caller asks.
+   can be cancelled, and moves virtual time only as the caller asks; ``views_nowait`` (the
+   views at hand, ``backend`` rule 6) is the one that does not.
 3. Up to ``JOIN_LIMIT`` nodes the cluster joins through its seeds as real nodes do; the start
    (``t0``) is the first virtual moment every node lists every node alive. Above it the
    cluster starts converged (``SimNetwork(bootstrap=True)``: every node knows every other, one
@@ -76,15 +77,11 @@ class SimBackend:
 
     async def views(self, observers: Sequence[int]) -> dict[int, dict[int, str] | None]:
         await trio.lowlevel.checkpoint()
-        out: dict[int, dict[int, str] | None] = {}
-        for o in observers:
-            row = {}
-            for m in self.net.members(o):
-                name = view_name(m.state.value)
-                if name is not None:
-                    row[m.node_id] = name
-            out[o] = row
-        return out
+        return self.views_nowait(observers)
+
+    def views_nowait(self, observers: Sequence[int]) -> dict[int, dict[int, str] | None]:
+        members = self.net.members
+        return {o: {m.node_id: _view(m.state) for m in members(o)} for o in observers}
 
     async def leader(self, observers: Sequence[int]) -> int | None:
         await trio.lowlevel.checkpoint()
@@ -159,6 +156,14 @@ class SimBackend:
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()  # nothing outlives the network object
+
+
+_VIEWS = {state: view_name(state.value) or state.value for state in swim.MemberState}
+
+
+def _view(state: swim.MemberState) -> str:
+    """A member state in the API's words (``backend`` rule 2), looked up once per state."""
+    return _VIEWS[state]
 
 
 def _converged(net: swim.SimNetwork) -> bool:

@@ -12,6 +12,7 @@ import scenarios
 from cluster.local import BadInput, netns
 from scenarios import Cluster, History, Verdict, WaitTimeout, checks, open_cluster
 from scenarios.play.sim import run_sim
+from scenarios.play.simcluster import SimBackend
 from swim import SwimConfig
 
 STATES = {"alive", "suspect", "dead", "left"}
@@ -233,3 +234,81 @@ async def test_a_wait_counts_from_the_last_action_on_its_node() -> None:
         waited = await c.wait_dead(2)  # bounded from partition3, not from kill1
         assert waited > 0
         assert c.actions[-1].step == "partition3"
+
+
+class _Steps(trio.abc.Instrument):
+    """Counts the steps of one task: each is a yield to trio and back."""
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task, self.steps = task, 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += task is self.task
+
+
+async def test_a_sim_wait_reads_the_views_at_hand_and_yields_once_per_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    looks: list[list[int]] = []
+    asked: list[list[int]] = []
+    original = SimBackend.views_nowait
+
+    def at_hand(self: SimBackend, observers: list[int]) -> dict[int, dict[int, str] | None]:
+        looks.append(list(observers))
+        return original(self, observers)
+
+    async def views(self: SimBackend, observers: list[int]) -> dict[int, dict[int, str] | None]:
+        asked.append(list(observers))
+        return original(self, observers)
+
+    monkeypatch.setattr(SimBackend, "views_nowait", at_hand)
+    monkeypatch.setattr(SimBackend, "views", views)
+    async with open_cluster(3, mode="sim", seed=4) as c:
+        await c.kill(2)
+        steps = _Steps(trio.lowlevel.current_task())
+        trio.lowlevel.add_instrument(steps)
+        try:
+            await c.wait_dead(2)
+        finally:
+            trio.lowlevel.remove_instrument(steps)
+        assert len(looks) > 20  # seconds of virtual time, a look every 50 ms
+        assert asked == []
+        assert steps.steps <= len(looks) + 1  # one yield per look (rule 6 of waits)
+        assert looks[-1] == [0, 1]
+
+
+async def test_a_task_beside_a_sim_wait_runs_between_its_looks() -> None:
+    async with open_cluster(3, mode="sim", seed=5) as c, trio.open_nursery() as nursery:
+        killed = trio.Event()
+
+        async def kill_soon() -> None:
+            await c.sleep(1.0)
+            await c.kill(2)
+            killed.set()
+
+        nursery.start_soon(kill_soon)
+        await c.wait_dead(2, within=60.0)  # waits on, polling, while the other task kills
+        assert killed.is_set()
+        assert c.state(2) == "down"
+
+
+async def test_who_is_there_is_worked_out_once_per_action(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with open_cluster(3, mode="sim", seed=6) as c:
+        await c.kill(2)
+        traced: list[float | None] = []
+        original = Cluster.trace
+
+        def trace(self: Cluster, events: Any = None, end: float | None = None) -> Any:
+            traced.append(end)
+            return original(self, events, end)
+
+        monkeypatch.setattr(Cluster, "trace", trace)
+        waited = await c.wait_dead(2)
+        assert waited > 2.0  # dozens of looks
+        assert len(traced) <= 2  # the wait's bound, and who is up after the kill
+        assert c.running == [0, 1]
+        assert c.nodes == [0, 1, 2]
+        await c.restart(2)
+        assert c.running == [0, 1, 2]
