@@ -3,7 +3,8 @@ for a property violation nobody scripted, shrink it to a 1-minimal schedule, che
 write it as a scenario file.
 
 ``drawing`` draws one run's scenario from its seed; ``playing`` plays (through ``play.sim``,
-the one engine) and judges it; ``shrinking`` makes a failure small; ``search`` is the search.
+the one engine) and judges it; ``jobs`` hands the runs out to the search's jobs in batches;
+``shrinking`` makes a failure small; ``search`` is the search.
 This package is their public surface.
 """
 

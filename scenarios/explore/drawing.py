@@ -29,8 +29,9 @@ from ..format.bounds import BoundError, derive
 from ..judge.checks import fallback_bound
 from ..judge.properties import DEGRADING, SURE
 
-__all__ = ["FAULT_KINDS", "Options", "draw", "finish"]
+__all__ = ["FAULT_KINDS", "SEED_STRIDE", "Options", "draw", "finish", "run_seed"]
 
+SEED_STRIDE = 1_000_003  # run k of a search with seed S draws from S * SEED_STRIDE + k
 FAULT_KINDS = ("kill", "pause", "restart", "add", "partition", "loss", "delay", "rolling")
 MAX_FAULTS = 4
 QUIET = 10.0  # seconds of the quiet window after the bounds (rule 3)
@@ -43,6 +44,11 @@ class Options:
     low: int = 3
     high: int = 5
     swim: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def run_seed(search_seed: int, k: int) -> int:
+    """The seed run ``k`` of a search with ``search_seed`` draws from (``search`` rule 1)."""
+    return search_seed * SEED_STRIDE + k
 
 
 def _swim(rng: random.Random, ranges: dict[str, tuple[float, float]]) -> dict[str, Any]:

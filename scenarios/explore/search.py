@@ -3,15 +3,16 @@ violation nobody scripted, shrink it to a 1-minimal schedule, check it replays, 
 scenario file (docs/explore.md).
 
 ``drawing`` draws one run's scenario from its seed; ``playing`` plays and judges it;
-``judge.properties`` holds what is checked; ``shrinking`` makes a failure small; this module is
-the search (the package, ``scenarios.explore``, the public surface of all four).
+``judge.properties`` holds what is checked; ``jobs`` hands the runs out in batches;
+``shrinking`` makes a failure small; this module is the search (the package,
+``scenarios.explore``, the public surface of them all).
 
 Rules:
 1. Run ``k`` of a search with seed ``S`` plays ``draw(S * 1_000_003 + k)``: a search is a pure
    function of its seed and options, whatever ``--jobs`` says (workers take runs in any order;
    the report lists failures by run).
 2. ``--jobs J`` runs J worker processes forked from this one (the same interpreter, import path
-   and loaded code as the command), each playing whole runs.
+   and loaded code as the command), each playing whole batches of runs (``jobs``).
 3. The budget covers everything: the search stops drawing at ``SEARCH_SHARE`` of it, so the
    shrink (bounded by what is left) and the writing fit inside.
 4. A failure is shrunk, then replayed twice: the two event-log digests must be equal, else the
@@ -29,10 +30,8 @@ Rules:
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,8 @@ from swim import SwimConfig
 
 from ..judge.properties import BUILT_IN, Property, Run, load_property
 from ..reporting.results import error_results, results_of, write_outputs
-from .drawing import FAULT_KINDS, Options, draw
+from .drawing import FAULT_KINDS, Options, draw, run_seed
+from .jobs import batches, open_jobs
 from .playing import Outcome, digest, play, scenario_of
 from .shrinking import Shrunk, shrink
 
@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 SEARCH_SHARE = 0.7  # rule 3
-SEED_STRIDE = 1_000_003
 
 
 @dataclass
@@ -82,29 +81,7 @@ class Search:
     overwrite: bool = False  # rule 5: write over an earlier search's failures
 
     def run_seed(self, k: int) -> int:
-        return self.seed * SEED_STRIDE + k
-
-
-def _one(args: tuple[Search, int]) -> tuple[int, dict[str, Any], tuple[str, str] | None, float]:
-    search, k = args
-    mapping = draw(search.run_seed(k), search.options)
-    got = play(mapping, search.properties)
-    return k, mapping, got.failed, got.virtual_s
-
-
-def _ks(search: Search) -> Iterator[int]:
-    k = 0
-    while search.runs is None or k < search.runs:
-        yield k
-        k += 1
-
-
-def _kinds(mapping: dict[str, Any]) -> list[str]:
-    out = []
-    for s in mapping["steps"]:
-        kind = next(k for k in s if k not in ("at", "name", "for"))
-        out.append("final heal" if s.get("name") == "final" else kind)
-    return out
+        return run_seed(self.seed, k)
 
 
 def run_search(search: Search, say: Any = print) -> int:
@@ -126,22 +103,29 @@ def run_search(search: Search, say: Any = print) -> int:
     sizes: Counter[int] = Counter()
     kinds: Counter[str] = Counter()
     done, virtual, last_line = 0, 0.0, 0.0
-    pool = multiprocessing.get_context("fork").Pool(search.jobs) if search.jobs > 1 else None
-    try:
-        results = (
-            pool.imap_unordered(_one, ((search, k) for k in _ks(search)), chunksize=2)
-            if pool is not None
-            else map(_one, ((search, k) for k in _ks(search)))
-        )
-        for k, mapping, failed, secs in results:
+    work = batches(
+        search.seed,
+        search.options,
+        search.properties,
+        runs=search.runs,
+        jobs=search.jobs,
+        stop_at=stop_at,
+    )
+    with open_jobs(work, search.jobs) as played:
+        for batch in played:
             now = time.monotonic()
-            done += 1
-            virtual += secs
-            sizes[int(mapping["nodes"])] += 1
-            kinds.update(_kinds(mapping))
-            if failed is not None and (failed[0] not in failures or k < failures[failed[0]][0]):
-                failures[failed[0]] = (k, mapping, failed)
-                say(f"run {k}: {failed[0]} violated (+{now - started:.1f} s): {failed[1]}")
+            for run in batch:
+                done += 1
+                virtual += run.virtual_s
+                sizes[run.nodes] += 1
+                kinds.update(run.kinds)
+                failed = run.failed
+                if failed is not None and (
+                    failed[0] not in failures or run.k < failures[failed[0]][0]
+                ):
+                    mapping = draw(search.run_seed(run.k), search.options)  # jobs rule 2
+                    failures[failed[0]] = (run.k, mapping, failed)
+                    say(f"run {run.k}: {failed[0]} violated (+{now - started:.1f} s): {failed[1]}")
             if now - last_line >= 1.0:
                 last_line = now
                 wall = max(now - started, 1e-9)
@@ -151,10 +135,6 @@ def run_search(search: Search, say: Any = print) -> int:
                 )
             if stop_at is not None and now >= stop_at:
                 break
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
     wall = max(time.monotonic() - started, 1e-9)
     rate = f"{done / wall:.1f}/s, {virtual / wall:.0f}x real time"
     say(f"searched {done} runs in {wall:.1f} s ({rate})")

@@ -18,6 +18,8 @@ Rules:
    real program: in sim a file with agents is refused, unless its ``sim:`` section sets
    ``serf: 0`` (its own steps and expect, where they name agents). The node count of such a
    file is not overridden (``-n``): the agents' numbers would move under its steps.
+8. A mapping made by code (``scenario_from_mapping``) passes the same checks as a file: only
+   the YAML text is skipped, so what a mapping plays, its file replays.
 """
 
 from __future__ import annotations
@@ -44,7 +46,15 @@ from .steps import parse_expectations, parse_steps
 from .storage import parse_storage
 from .values import Checker
 
-__all__ = ["Expectation", "Scenario", "ScenarioError", "Step", "load_scenario", "parse_scenario"]
+__all__ = [
+    "Expectation",
+    "Scenario",
+    "ScenarioError",
+    "Step",
+    "load_scenario",
+    "parse_scenario",
+    "scenario_from_mapping",
+]
 
 TOP_KEYS = {
     "name",
@@ -91,6 +101,14 @@ def parse_scenario(
         data = load(text)
     except YamlError as exc:
         raise ScenarioError(f"{source}: not valid YAML: {exc}") from None
+    return _checked(data, source, nodes, sim)
+
+
+def scenario_from_mapping(
+    data: Mapping[str, Any], source: str, *, nodes: int | None = None, sim: bool = False
+) -> Scenario:
+    """A scenario's mapping, as code made it (explore's draws), checked as its YAML file
+    would be (``parse_scenario``) without writing and reading the text (rule 8)."""
     return _checked(data, source, nodes, sim)
 
 

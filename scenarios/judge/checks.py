@@ -70,8 +70,9 @@ class History:
     real: bool  # real processes: bounds carry the loop-lag allowances
 
     @classmethod
-    def of(cls, trace: Trace, config: SwimConfig) -> History:
-        views = Views(trace)
+    def of(cls, trace: Trace, config: SwimConfig, views: Views | None = None) -> History:
+        """The history of ``trace``; ``views``: the trace's, when they were rebuilt already."""
+        views = Views(trace) if views is None else views
         return cls(trace, views, tuple(classify(trace, views)), config, trace.mode != "sim")
 
     def action(self, name: str) -> Action:

@@ -33,6 +33,8 @@ Rules:
 3. A ``module:function`` property is code: a scenario file may name one only when this process
    was given the same name on its command line or by its caller (``records.TRUSTED``, filled
    by ``load_property``); a file alone never makes rtsim import a module.
+4. A run is judged from its recorded events once: the views (and a user's ``History``) are
+   rebuilt on the first property that asks and shared by the others.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from swim import SwimConfig
 
 from ..format.records import PROPERTY_NAMES, TRUSTED, Scenario
 from .checks import Checker, History, bound_for, last_action
-from .trace import Action, Trace
+from .trace import Action, Trace, Views
 
 __all__ = ["BUILT_IN", "Property", "Run", "check", "judged", "load_property"]
 
@@ -63,15 +66,28 @@ ALIVE_OR_SUSPECT = (*ALIVE, "suspected", "suspect")
 @dataclass(frozen=True)
 class Run:
     """One finished run: the scenario played, its trace (None when the run raised) and the
-    exception's text (``error``)."""
+    exception's text (``error``). Its settings, views and history are made once, on first
+    use, for every property that judges it (rule 4)."""
 
     scenario: Scenario
     trace: Trace | None
     error: str = ""
 
-    @property
+    @cached_property
     def config(self) -> SwimConfig:
         return SwimConfig.from_mapping(self.scenario.swim)
+
+    @cached_property
+    def views(self) -> Views:
+        """Every observer's view over time, rebuilt from the trace's events."""
+        assert self.trace is not None
+        return Views(self.trace)
+
+    @cached_property
+    def history(self) -> History:
+        """The history a user's checker judges (``checks.History``)."""
+        assert self.trace is not None
+        return History.of(self.trace, self.config, self.views)
 
 
 Property = Callable[[Run], "str | None"]
@@ -87,7 +103,7 @@ def completeness(run: Run) -> str | None:
     trace = run.trace
     if trace is None:
         return None
-    views = History.of(trace, run.config).views
+    views = run.views
     heal = last_action(trace, ("heal",))
     for kill in (a for a in trace.actions if a.kind == "kill"):
         i = kill.nodes[0]
@@ -163,7 +179,7 @@ def convergence(run: Run) -> str | None:
     since = a.step if a else "the start"
     if until > trace.end:
         return f"the run ends before the convergence bound after {since}"
-    views = History.of(trace, run.config).views
+    views = run.views
     up = trace.up_throughout(a.t if a else trace.t0, trace.end)
     for o in up:
         for s in up:
@@ -256,7 +272,7 @@ def _from_checker(checker: Checker) -> Property:
     def prop(run: Run) -> str | None:
         if run.trace is None:
             return None
-        v = checker(History.of(run.trace, run.config))
+        v = checker(run.history)
         return None if v.ok else v.line()
 
     return prop
