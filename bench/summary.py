@@ -223,6 +223,15 @@ def _chaos(d: Any) -> Iterator[Row]:
             "<= 50 ms",
             bool(r["met"]),
         )
+    if "simtest" in d:
+        r = d["simtest"]
+        yield (
+            "chaos test in sim: open 3, converged, kill, dead (ms per test, median)",
+            f"{r['wall_ms']['median']:.1f}",
+            f"p90 {r['wall_ms']['p90']:.1f}, CPU {r['cpu_ms']['median']:.1f} ({r['tests']} seeds)",
+            f"<= {r['goal_ms']:g} ms",
+            bool(r["met"]),
+        )
     if "leftovers" in d:
         r = d["leftovers"]
         left = r["live_in_ledgers"] + r["processes_naming_the_folder"] + r["namespaces_and_links"]
@@ -244,6 +253,16 @@ def _explore(d: Any) -> Iterator[Row]:
         ">= 10",
         r["runs_per_s"] >= 10.0,
     )
+    for r in d.get("command", []):
+        if r["jobs"] < 2:
+            continue
+        yield (
+            f"explore, whole command: runs per second, 5 nodes, --jobs {r['jobs']}",
+            f"{r['runs_per_s']:.1f}",
+            f"{r['runs_per_cpu_s']:.1f} per CPU s, {r['runs']} runs",
+            ">= 100",
+            bool(r["met"]),
+        )
     plants = d["plants"]
     found = [p for p in plants if p["found"]]
     yield (

@@ -1,7 +1,7 @@
 """``python -m bench.chaos``: what the chaos-test API (docs/testing.md) costs, beside a plain
 ``rt_cluster up``, and what it leaves behind.
 
-Three figures, saved to ``bench/results/chaos.json`` and printed:
+Four figures, saved to ``bench/results/chaos.json`` and printed:
 
 - ``start``: seconds from the fixture's call (``start_cluster(3, mode)``, what ``await
   rt_cluster(3, mode=...)`` runs) to a converged 3-node cluster, beside ``rt_cluster up -n 3``
@@ -15,6 +15,10 @@ Three figures, saved to ``bench/results/chaos.json`` and printed:
   interrupted by SIGINT at seeded random moments (during a start, a test body or a teardown),
   ``--leftover-tests`` in all; then every process of this host whose command line names the
   run's folder, and (netns) every namespace named after its clusters, is counted. Goal: 0.
+- ``simtest``: one chaos test in sim (a 3-node cluster, converged, a kill, the death seen),
+  ``--simtest-seeds`` of them one after another in this process, each in its own trio loop:
+  wall and CPU ms per test, median and 90th percentile (``simtest``). Goal: median at most
+  5 ms.
 
 Never pass/fail; the goals are printed beside the figures (``bench.summary`` puts them in the
 README's table).
@@ -40,6 +44,7 @@ from typing import Any
 import psutil
 import trio
 
+from bench.chaos.simtest import bench_simtest
 from cluster.local import live_members
 from cluster.local.netns import leftovers, network_key, privileged
 from scenarios import start_cluster
@@ -47,6 +52,7 @@ from scenarios import start_cluster
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "chaos.json"
 BIN = Path(sys.executable).parent
 GOAL_START_S, GOAL_ABOVE_UP_S, GOAL_SIM_MS = 5.0, 1.0, 50.0
+FIGURES = ("start", "sim", "simtest", "leftovers")
 
 SIM_TESTS = """
 import pytest
@@ -268,11 +274,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--leftover-tests", type=int, default=100, help="real tests in all")
     ap.add_argument("--leftover-mode", choices=("real", "netns"), default="real")
     ap.add_argument("--seed", type=int, default=1, help="the SIGINT moments' seed")
-    ap.add_argument(
-        "--only", choices=("start", "sim", "leftovers"), action="append", help="some figures"
-    )
+    ap.add_argument("--simtest-seeds", type=int, default=300, help="sim chaos tests timed")
+    ap.add_argument("--only", choices=FIGURES, action="append", help="some figures")
     args = ap.parse_args(argv)
-    only = set(args.only or ("start", "sim", "leftovers"))
+    only = set(args.only or FIGURES)
     work = Path(tempfile.mkdtemp(prefix="rtsim-bench-chaos-"))
     try:
         old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
@@ -288,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             out["start"] = bench_start(args.runs, work / "start")
         if "sim" in only:
             out["sim"] = bench_sim(args.tests, args.sim_runs, work / "sim")
+        if "simtest" in only:
+            out["simtest"] = bench_simtest(args.simtest_seeds)
         if "leftovers" in only:
             (work / "left").mkdir()
             out["leftovers"] = bench_leftovers(
@@ -297,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps({k: out[k] for k in ("start", "sim", "leftovers") if k in out}, indent=2))
+    print(json.dumps({k: out[k] for k in FIGURES if k in out}, indent=2))
     print(f"saved {RESULTS}")
     return 0
 

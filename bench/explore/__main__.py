@@ -4,7 +4,12 @@ searched for ``--clean-s`` seconds, where any violation is a false alarm or a re
 
 Figures, printed and saved to ``bench/results/explore.json``:
 - ``speed``: runs per second and virtual seconds per wall second of 5-node schedules with
-  ``--jobs 2`` (goal: at least 10 runs/s);
+  ``--jobs 2``, searched in this process for ``--speed-s`` (goal: at least 10 runs/s), and the
+  same with one job (``speed_by_jobs``), each with runs per CPU second (its jobs' included:
+  the steadier figure on a shared machine);
+- ``command``: ``rt_cluster explore -n 5 --runs R --jobs J --seed 4242`` as a whole command
+  (start-up, search and report), J = 1 and 2: runs per wall second and per CPU second (goal,
+  with 2 jobs: at least 100 runs/s);
 - per plant: found or not within ``--plant-s`` (goal: all, within 10 minutes), the run and
   seconds it took, the property, the steps after shrinking (goal: at most 5), the shrink's
   seconds (goal: at most 60) and replays of the shrunk file with the same event digest
@@ -20,6 +25,8 @@ import argparse
 import json
 import os
 import platform
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +39,8 @@ from bench.explore.plants import PLANTS, planted
 from scenarios.explore import SEARCH_SHARE, Options, Search, play, run_search
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "explore.json"
+BIN = Path(sys.executable).parent
+GOAL_RUNS_PER_S = 100.0  # whole command, 5 nodes, --jobs 2 (issue 45)
 
 
 def _quiet(lines: list[str]) -> Any:
@@ -47,17 +56,69 @@ def _searched(lines: list[str]) -> tuple[str, int, float]:
     return done, int(done.split()[1]), float(done.split(" in ")[1].split(" s ")[0])
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children reaped so far (a search's jobs)."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def bench_speed(seconds: float, jobs: int, work: Path) -> dict[str, Any]:
+    """A search of 5-node schedules for ``seconds`` in this process: runs per wall second and
+    per CPU second (its jobs' included; the machine may be shared)."""
     lines: list[str] = []
     search = Search(
-        Options(5, 5), budget_s=seconds / SEARCH_SHARE, seed=7, jobs=jobs, out=work / "speed"
+        Options(5, 5),
+        budget_s=seconds / SEARCH_SHARE,
+        seed=7,
+        jobs=jobs,
+        out=work / f"speed-{jobs}",
     )
+    cpu = _cpu_s()
     run_search(search, say=_quiet(lines))
+    cpu = _cpu_s() - cpu
     done, runs, wall = _searched(lines)
-    print(f"  speed: {done}")
+    print(f"  speed, --jobs {jobs}: {done}; {runs / cpu:.1f} runs per CPU s")
     rate = float(done.split("(")[1].split("/s")[0])
     virtual = float(done.split(", ")[-1].split("x")[0])
-    return {"jobs": jobs, "runs": runs, "wall_s": wall, "runs_per_s": rate, "virtual_x": virtual}
+    return {
+        "jobs": jobs,
+        "runs": runs,
+        "wall_s": wall,
+        "runs_per_s": rate,
+        "virtual_x": virtual,
+        "cpu_s": round(cpu, 2),
+        "runs_per_cpu_s": round(runs / cpu, 1),
+    }
+
+
+def bench_command(runs: int, jobs: int, work: Path) -> dict[str, Any]:
+    """``rt_cluster explore -n 5 --runs RUNS --jobs J --seed 4242`` as a whole command, start-up
+    and reporting included: runs per wall second, and the command's CPU seconds."""
+    cmd = [str(BIN / "rt_cluster"), "explore", "-n", "5", "--runs", str(runs), "--jobs", str(jobs)]
+    cmd += ["--seed", "4242", "--out", str(work / f"command-{jobs}")]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.monotonic()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {done.returncode}): {done.stderr}")
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    row = {
+        "command": " ".join(["rt_cluster", *cmd[1:-2]]),
+        "jobs": jobs,
+        "runs": runs,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "runs_per_s": round(runs / wall, 1),
+        "runs_per_cpu_s": round(runs / cpu, 1),
+    }
+    row["met"] = jobs < 2 or row["runs_per_s"] >= GOAL_RUNS_PER_S
+    print(f"  command, --jobs {jobs}: {row}")
+    return row
 
 
 def bench_plant(name: str, seconds: float, jobs: int, work: Path) -> dict[str, Any]:
@@ -151,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.explore", description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--speed-s", type=float, default=30.0, help="seconds of the speed search")
+    ap.add_argument(
+        "--command-runs", type=int, default=400, help="runs of the whole-command speed figure"
+    )
     ap.add_argument("--plant-s", type=float, default=600.0, help="budget per planted bug")
     ap.add_argument("--clean-s", type=float, default=7200.0, help="seconds on unmutated code")
     ap.add_argument("--clean-sizes", default="3-7", help="sizes A-B of the clean search")
@@ -174,7 +238,11 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
     if "speed" in only:
-        out["speed"] = bench_speed(args.speed_s, args.jobs, work)
+        jobs = sorted({1, args.jobs})
+        speeds = {j: bench_speed(args.speed_s, j, work) for j in jobs}
+        out["speed"] = speeds[args.jobs]
+        out["speed_by_jobs"] = list(speeds.values())
+        out["command"] = [bench_command(args.command_runs, j, work) for j in jobs]
     if "plants" in only:
         out["plants"] = [
             bench_plant(p, args.plant_s, args.jobs, work) for p in args.plant or PLANTS
