@@ -2,8 +2,9 @@
 
 Rules:
 1. Every run of a search is in exactly one batch, and the batches come in the order of their
-   runs (``batches``); a search with ``runs`` gives each job about four batches at least, so
-   no job idles while another holds the last of them.
+   runs (``batches``). With a count of runs, a batch holds at most a quarter of a job's share
+   of the runs left, so batches shrink to one run towards the end and no job idles long while
+   another plays the last of them.
 2. A job plays a whole batch in one trio loop (``playing.play_batch``) and sends back, per
    run, only what the search counts (``Played``): its number, size, step kinds, the property
    it violated and its virtual seconds. A violation's schedule is drawn again where it is
@@ -70,10 +71,9 @@ def batches(
     stop_at: float | None = None,
 ) -> Iterator[Batch]:
     """The runs of a search as consecutive batches, each run in exactly one (rule 1)."""
-    size = BATCH if runs is None else max(1, min(BATCH, runs // (4 * max(1, jobs))))
     first = 0
     while runs is None or first < runs:
-        count = size if runs is None else min(size, runs - first)
+        count = BATCH if runs is None else max(1, min(BATCH, (runs - first) // (4 * max(1, jobs))))
         yield Batch(seed, options, tuple(properties), first, count, stop_at)
         first += count
 

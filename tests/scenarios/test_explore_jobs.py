@@ -32,6 +32,8 @@ def test_batches_hold_every_run_exactly_once_in_order(runs: int, jobs: int) -> N
     assert all(1 <= b.count <= BATCH for b in work)
     if runs >= 4 * jobs:  # enough batches that no job idles while another holds the last
         assert len(work) >= 4 * jobs
+    if runs:
+        assert work[-1].count == 1  # the last batches shrink to one run
 
 
 def test_a_search_without_a_run_count_hands_out_batches_without_end() -> None:
