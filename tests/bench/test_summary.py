@@ -49,6 +49,13 @@ def test_the_chaos_figures_have_their_rows(tmp_path: Path, monkeypatch: pytest.M
         "when": "2026-11-26T10:00:00",
         "start": [{"mode": "real", **start}, {"mode": "netns", **start, "met": False}],
         "sim": {"tests": 200, "per_test_ms": {"median": 3.4}, "met": True},
+        "simtest": {
+            "tests": 300,
+            "wall_ms": {"median": 6.25, "p90": 9.0},
+            "cpu_ms": {"median": 4.0},
+            "goal_ms": 5.0,
+            "met": False,
+        },
         "leftovers": {
             "mode": "real",
             "tests_started": 101,
@@ -68,6 +75,10 @@ def test_the_chaos_figures_have_their_rows(tmp_path: Path, monkeypatch: pytest.M
     assert "| rt_cluster up --netns 1.33 beside it | <= 5 s, <= up + 1 s | **no** |" in text
     assert "| chaos fixture, sim: cost per test (ms, median) | 3.4 |" in text
     assert (
+        "| chaos test in sim: open 3, converged, kill, dead (ms per test, median) | 6.2 "
+        "| p90 9.0, CPU 4.0 (300 seeds) | <= 5 ms | **no** |"
+    ) in text
+    assert (
         "| left after 101 real chaos tests (failures, -x, SIGINT) | 1 "
         "| 9 sessions SIGINTed | 0 | **no** |"
     ) in text
@@ -81,6 +92,10 @@ def test_the_explore_figures_have_their_rows(
     explore = {
         "when": "2026-11-26T11:00:00",
         "speed": {"jobs": 2, "runs_per_s": 42.0, "virtual_x": 4000.0},
+        "command": [
+            {"jobs": 1, "runs": 400, "runs_per_s": 20.0, "runs_per_cpu_s": 20.5, "met": True},
+            {"jobs": 2, "runs": 400, "runs_per_s": 101.0, "runs_per_cpu_s": 52.0, "met": True},
+        ],
         "plants": [
             {"plant": "a", "found_after_s": 0.5, **plant},
             {"plant": "b", "found": False},
@@ -93,6 +108,11 @@ def test_the_explore_figures_have_their_rows(
         "| explore: runs per second, 5 nodes, --jobs 2 | 42.0 | 4000x real time | >= 10 | yes |"
         in text
     )
+    assert (
+        "| explore, whole command: runs per second, 5 nodes, --jobs 2 | 101.0 "
+        "| 52.0 per CPU s, 400 runs | >= 100 | yes |"
+    ) in text
+    assert "whole command: runs per second, 5 nodes, --jobs 1" not in text  # a figure, no row
     assert "| explore: planted bugs found (within the budget) | 1 of 2 | a 0.5 s, b - s |" in text
     assert "| 3 / 1.5 | replays with the same digest: 10 of 10 (fewest) |" in text
     clean = "| explore: violations on the unmutated protocol in 30 min, sizes 3-5 | 0 | 9000 runs, "
