@@ -12,6 +12,8 @@ Rules:
    by ``runs.play``: what the shrinker keeps, a file replays.
 2. ``deadline`` (``time.monotonic()``) bounds the whole shrink; past it, the smallest failing
    schedule so far is returned, marked not minimal.
+3. A candidate the scenario format refuses (a dropped ``add`` whose node a later step names)
+   is passed over, as one that no longer fails.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..format.records import ScenarioError
 from .drawing import finish
 from .playing import Outcome, play
 
@@ -96,7 +99,10 @@ def shrink(
                 return Shrunk(best, outcome, tries, False, time.monotonic() - started)
             cand = finish(cand)
             tries += 1
-            got = play(cand, [name])  # only the property it failed: another may mask it
+            try:
+                got = play(cand, [name])  # only the property it failed: another may mask it
+            except ScenarioError:
+                continue  # rule 3: not a schedule (a step names a node whose add was dropped)
             if got.failed is not None and got.failed[0] == name:
                 best, outcome, progress = cand, got, True
                 break

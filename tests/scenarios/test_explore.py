@@ -15,7 +15,17 @@ import yaml
 
 from bench.explore.plants import planted
 from scenarios import History, Verdict, load_scenario, run_scenario
-from scenarios.explore import BUILT_IN, Options, Search, draw, load_property, run_search
+from scenarios.explore import (
+    BUILT_IN,
+    Options,
+    Search,
+    draw,
+    load_property,
+    play,
+    run_search,
+    shrink,
+)
+from scenarios.explore.drawing import finish
 from scenarios.explore.playing import scenario_of
 from scenarios.format.records import TRUSTED
 from scenarios.format.spec import ScenarioError
@@ -236,3 +246,21 @@ def test_a_failure_file_reproduces_on_real_processes(tmp_path: Path) -> None:
     assert run_line(0, 1, results).endswith(
         f"failed property {name}: " + results["property"]["detail"]
     )
+
+
+def always_fails(h: History) -> Verdict:
+    """A property no run holds: a shrink keeps every candidate it can play."""
+    return Verdict("never", False)
+
+
+def test_a_shrink_passes_over_a_candidate_the_format_refuses() -> None:
+    name = "tests.scenarios.test_explore:always_fails"
+    load_property(name)
+    steps = [{"at": 2.0, "add": 1}, {"at": 4.0, "restart": 3}, {"at": 6.0, "heal": True}]
+    mapping = finish({"nodes": 3, "seed": 1, "workload": "off", "steps": steps})
+    mapping["steps"][-1]["name"] = "final"
+    first = play(mapping, [name])
+    assert first.failed is not None
+    small = shrink(mapping, first, [name], float("inf"))  # dropping the add first: refused
+    assert small.minimal
+    assert [list(s) for s in small.mapping["steps"]] == [["at", "heal", "name"]]
