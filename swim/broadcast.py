@@ -70,23 +70,23 @@ class BroadcastQueue(Generic[P]):
         per_part_overhead: int = 5,
         skip: frozenset[P] = frozenset(),
         count: bool = True,
-    ) -> list[P]:
-        """Parts that fit in ``budget`` bytes, least-sent first; each counts as sent once
-        (unless ``count`` is false: rule 2).
+    ) -> list[tuple[P, int]]:
+        """Parts that fit in ``budget`` bytes, least-sent first, each with its size; each
+        counts as sent once (unless ``count`` is false: rule 2).
 
         Parts sent ``limit`` times are dropped from the queue; parts in ``skip`` (already in
         the packet) are left alone.
         """
         if not self._items or budget <= 0:
             return []
-        out: list[P] = []
+        out: list[tuple[P, int]] = []
         items = sorted(self._items.values(), key=lambda it: (it.sent, -it.order))
         for it in items:
             cost = it.size + per_part_overhead
             if cost > budget or it.part in skip:
                 continue
             budget -= cost
-            out.append(it.part)
+            out.append((it.part, it.size))
             it.sent += count
             if it.sent >= limit:
                 del self._items[it.subject]

@@ -65,14 +65,14 @@ class Outbox:
         self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[Message]
     ) -> None:
         """Send ``parts`` with as many queued updates piggybacked as the packet cap allows."""
-        used = sum(_size(p) + 5 for p in parts) + wire.compound_overhead(0)
-        room = self._cap - used
+        sized = [(p, _size(p)) for p in parts]
+        room = self._cap - sum(n + 5 for _, n in sized) - wire.compound_overhead(0)
         if room > 0 and len(self.queue):
             count = self._relays(dest)
             updates = [p for p in parts if type(p) in _UPDATES]  # the queue holds only these
             skip = frozenset(updates) if updates else _NOTHING
-            parts = parts + self.queue.take(room, self.limit(), skip=skip, count=count)
-        self._emit(addr, dest, kind, parts[: wire.MAX_PARTS])
+            sized += self.queue.take(room, self.limit(), skip=skip, count=count)
+        self._emit(addr, dest, kind, sized[: wire.MAX_PARTS])
 
     def gossip(self, now: float) -> None:
         """One gossip tick: queued updates to ``gossip_nodes`` random members (and the dead)."""
@@ -81,10 +81,10 @@ class Outbox:
         c = self.config
         budget = self._cap - wire.compound_overhead(0)
         for t in self.table.gossip_targets(c.gossip_nodes, now, c.gossip_to_the_dead_time):
-            parts = self.queue.take(budget, self.limit(), count=t.state is MemberState.ALIVE)
-            if not parts:
+            sized = self.queue.take(budget, self.limit(), count=t.state is MemberState.ALIVE)
+            if not sized:
                 break
-            self._emit((t.host, t.port), t.node_id, "gossip", parts)
+            self._emit((t.host, t.port), t.node_id, "gossip", sized)
 
     def _relays(self, dest: int | None) -> bool:
         """Whether a send to ``dest`` counts toward the retransmit limit (``broadcast``
@@ -111,9 +111,11 @@ class Outbox:
         )
 
     def _emit(
-        self, addr: tuple[str, int], dest: int | None, kind: str, parts: list[Message]
+        self, addr: tuple[str, int], dest: int | None, kind: str, sized: list[tuple[Message, int]]
     ) -> None:
-        self._dgrams.append(Datagram(addr, tuple(parts), dest, kind))
+        """One datagram of ``sized`` (each message with its size), weighed (rule 3)."""
+        size = wire.packet_size([n for _, n in sized])
+        self._dgrams.append(Datagram(addr, tuple(p for p, _ in sized), dest, kind, size))
 
     def flush(self) -> Output:
         if not (self._dgrams or self._syncs or self._events):

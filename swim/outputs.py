@@ -44,12 +44,14 @@ NEW_MEMBER_REASONS = frozenset({"new_member_rate", "table_full"})
 @dataclass(frozen=True, slots=True)
 class Datagram:
     """A UDP packet for ``addr``, as the messages it holds (the door encodes them); ``dest``
-    is the member id when known, ``kind`` its label."""
+    is the member id when known, ``kind`` its label, ``size`` its bytes in our own format,
+    unsealed (``outbox`` rule 3; 0: not counted)."""
 
     addr: tuple[str, int]
     messages: tuple[Message, ...]
     dest: int | None
     kind: str
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,9 +92,9 @@ def test_broadcast_queue_least_sent_first_and_budget() -> None:
     assert retransmit_limit(2, 5) == 2
     assert retransmit_limit(4, 1000) == 16
     first = q.take(budget=16, limit=3)  # room for one: the newest
-    assert first == [b"b" * 10]
+    assert first == [(b"b" * 10, 10)]
     second = q.take(budget=100, limit=3)
-    assert second[0] == b"a" * 10  # least sent first
+    assert second[0] == (b"a" * 10, 10)  # least sent first
     q.push(1, b"c" * 10, 10)  # replaces the older update about member 1
     assert q.pending(1) == b"c" * 10
     assert len(q) == 2
@@ -107,7 +107,7 @@ def test_queue_skip_leaves_parts_alone() -> None:
     q: BroadcastQueue[bytes] = BroadcastQueue()
     q.push(1, b"x", 1)
     assert q.take(100, 5, skip=frozenset({b"x"})) == []
-    assert q.take(100, 5) == [b"x"]
+    assert q.take(100, 5) == [(b"x", 1)]
 
 
 def test_table_probe_order_visits_everyone_each_pass() -> None:

@@ -23,9 +23,9 @@ def test_budget_counts_only_sends_to_live_members_and_covers_one_fanout() -> Non
     q: BroadcastQueue[bytes] = BroadcastQueue()
     q.push(7, b"news", 4)
     for _ in range(5):  # sends to suspected or dead members are free
-        assert q.take(100, limit=2, count=False) == [b"news"]
-    assert q.take(100, limit=2) == [b"news"]
-    assert q.take(100, limit=2) == [b"news"]
+        assert q.take(100, limit=2, count=False) == [(b"news", 4)]
+    assert q.take(100, limit=2) == [(b"news", 4)]
+    assert q.take(100, limit=2) == [(b"news", 4)]
     assert q.take(100, limit=2) == []
     assert retransmit_limit(2, 5) == 2  # memberlist's figure below ten members...
     assert retransmit_limit(2, 5, fanout=3) == 3  # ...but at least one gossip tick's fanout
