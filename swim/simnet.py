@@ -51,6 +51,9 @@ Rules:
    node, instead of spinning without end.
 6. Seeds as a hostfile gives them, or the ``seeds`` named (``simnodes`` rule 2); the nodes,
    and how each is made, are ``simnodes``'.
+7. While no partition stands and no node's faults were set since the last heal, a packet
+   skips the link model's checks of faults: they would drop nothing and draw nothing from
+   the rng, so the history is the same.
 """
 
 from __future__ import annotations
@@ -118,6 +121,7 @@ class SimNetwork:
         self._seq = 0
         self._nodes: dict[int, SimNode] = {}
         self._addr: dict[tuple[str, int], int] = {}
+        self._faults = False  # some node's faults were set since the last heal (rule 7)
         if bootstrap:
             for node in self._maker.bootstrap(n, self.now):  # rule 3
                 self._add_node(node)
@@ -223,15 +227,19 @@ class SimNetwork:
         self.links.heal()
         for node in self._nodes.values():
             node.faults.heal()
+        self._faults = False
 
     def set_loss(self, i: int, pct: float) -> None:
         self._nodes[i].faults.set_loss(None, pct)
+        self._faults = True
 
     def set_delay(self, i: int, ms: float) -> None:
         self._nodes[i].faults.set_delay(None, ms)
+        self._faults = True
 
     def block(self, i: int, peers: Iterable[int]) -> None:
         self._nodes[i].faults.block(peers)
+        self._faults = True
 
     def inject(self, i: int, data: bytes, src: tuple[str, int], delay: float = 0.0) -> None:
         """Deliver ``data`` to node i ``delay`` seconds from now, as if sent from ``src``."""
@@ -341,19 +349,24 @@ class SimNetwork:
                     self.events.append(d)
                 if self.on_event is not None:
                     self.on_event(d)
+        quiet = not self._faults and self.links.groups is None  # rule 7
         for dg in out.datagrams:
             data = node.door.carry(dg)  # rule 2: records, or bytes sealed as a node would
             j = self._addr.get(dg.addr)
-            if j is None or self._cut(i, j):
+            if j is None:
                 continue
+            b = self._nodes.get(j)
+            if (b is None or not b.running) if quiet else self._cut(i, j):
+                continue
+            assert b is not None
             self.packets += 1
             if self.links.lost():
                 continue
-            t = self.now + self._latency(i, j)
-            self._push(t, _PACKET, j, self._nodes[j].gen, (data, node.machine.address))
+            t = self.now + (self.links.latency() if quiet else self._latency(i, j))
+            self._push(t, _PACKET, j, b.gen, (data, node.machine.address))
             if self.links.duplicated():
-                t2 = self.now + self._latency(i, j)
-                self._push(t2, _PACKET, j, self._nodes[j].gen, (data, node.machine.address))
+                t2 = self.now + (self.links.latency() if quiet else self._latency(i, j))
+                self._push(t2, _PACKET, j, b.gen, (data, node.machine.address))
         for sync in out.syncs:
             j = self._addr.get((sync.host, sync.port))
             if j is None or self._cut(i, j, tcp=True):

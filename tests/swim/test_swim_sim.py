@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from swim import MemberState, SimNetwork, SwimConfig
@@ -254,7 +256,7 @@ def test_packets_as_records_weigh_and_act_as_their_bytes(monkeypatch: pytest.Mon
     the same history, and every member's sent and received counts to the byte, as when each
     packet is encoded and decoded (forced here through ``send``)."""
 
-    def run() -> tuple[list[dict[str, object]], list[object]]:
+    def run() -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
         net = SimNetwork(8, seed=7, loss=5.0, dup=5.0, bootstrap=False)
         net.run_for(5.0)
         net.kill(3)
@@ -272,3 +274,24 @@ def test_packets_as_records_weigh_and_act_as_their_bytes(monkeypatch: pytest.Mon
         as_bytes = run()
     assert records[0]
     assert records == as_bytes
+
+
+def test_a_quiet_network_skips_the_fault_checks_without_changing_history() -> None:
+    """``simnet`` rule 7: with no partition and no faults set, packets skip the link model's
+    fault checks; a run made to take them every time has the same events, to the draw."""
+
+    def run(checked: bool) -> list[dict[str, object]]:
+        net = SimNetwork(7, seed=11, loss=3.0, dup=3.0)
+        net.run_for(3.0)
+        net.partition([[0, 1, 2], [3, 4, 5, 6]])
+        net.run_for(4.0)
+        net.heal()
+        net.run_for(4.0)
+        net.kill(5)
+        net._faults = checked  # the slow path, as if a fault had been set
+        net.run_for(20.0)
+        return net.events
+
+    quiet = run(False)
+    assert any(e["new"] == "dead" for e in quiet)
+    assert quiet == run(True)
