@@ -70,7 +70,6 @@ from .machine import SwimMachine
 from .members import Member
 from .messages import StateEntry
 from .outputs import DROPPED, Output
-from .rtsimdoor import Unsealed
 from .simcpu import QUEUE_CAP, CpuModel, Packet
 from .simlink import Links
 from .simnodes import NodeMaker, SimNode, address
@@ -184,7 +183,7 @@ class SimNetwork:
         queued, node.queued = node.queued, []
         for data, src in queued:
             if node.running:
-                self._apply(node, _deliver(node, data, src, self.now))
+                self._apply(node, node.deliver(data, src, self.now))
         node.tick_at = float("inf")
         self._schedule_tick(node)
 
@@ -300,7 +299,7 @@ class SimNetwork:
                 self._apply(node, m.tick(when))
         elif kind == _PACKET:
             if self.cpu is None:
-                self._apply(node, _deliver(node, payload[0], payload[1], when))
+                self._apply(node, node.deliver(payload[0], payload[1], when))
             else:
                 self._enqueue(node, payload, when)
         elif kind == _WORK:
@@ -329,7 +328,7 @@ class SimNetwork:
         """Handle the oldest waiting packet; the next one after this one's cost."""
         assert self.cpu is not None
         data, src = node.worker.inbox.popleft()
-        out = _deliver(node, data, src, when)
+        out = node.deliver(data, src, when)
         self._apply(node, out)
         nxt = self.cpu.done(node.worker, when, out is DROPPED)
         if nxt is not None:
@@ -403,14 +402,6 @@ class SimNetwork:
     def _push(self, t: float, kind: int, i: int, gen: int, payload: Any) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, kind, i, gen, payload))
-
-
-def _deliver(node: SimNode, data: bytes | Unsealed, src: tuple[str, int], now: float) -> Output:
-    """A packet into node's door, as bytes or as records (rule 2)."""
-    if type(data) is Unsealed:
-        return node.door.receive_unsealed(data, src, now)
-    assert isinstance(data, bytes)
-    return node.door.receive(data, src, now)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,8 @@ from .faults import Faults
 from .machine import SwimMachine
 from .members import MemberState
 from .membership import ordered_boot
-from .rtsimdoor import RtsimDoor
+from .outputs import Output
+from .rtsimdoor import RtsimDoor, Unsealed
 from .simcpu import Packet, Worker
 from .table import Entry, Roster
 
@@ -48,6 +49,13 @@ class SimNode:
     queued: list[Packet] = field(default_factory=list)
     tick_at: float = float("inf")
     worker: Worker = field(default_factory=Worker)  # the cpu model's buffer
+
+    def deliver(self, data: bytes | Unsealed, src: tuple[str, int], now: float) -> Output:
+        """A packet into the node's door, as bytes or as records (rule 1)."""
+        if type(data) is Unsealed:
+            return self.door.receive_unsealed(data, src, now)
+        assert isinstance(data, bytes)
+        return self.door.receive(data, src, now)
 
 
 class NodeMaker:
