@@ -6,6 +6,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from swim.messages import Ack, Alive, Dead, Nack, Ping, PingReq, Suspect
+
 __all__ = ["msgpack_scalars", "msgpack_values"]
 
 
@@ -48,8 +50,6 @@ def swim_messages(
     """Our format's messages (``swim.messages``): sequence numbers and node ids from ``ids``,
     ports from ``ports`` and incarnations and boots from ``counts`` (both ``ids`` if not
     given), host names from ``hosts``."""
-    from swim.messages import Ack, Alive, Dead, Nack, Ping, PingReq, Suspect
-
     port = ids if ports is None else ports
     big = ids if counts is None else counts
     return st.one_of(
