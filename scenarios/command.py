@@ -8,8 +8,9 @@ Rules:
 2. Every argument is parsed strictly before a handler runs, by ``cluster.rt_cluster.cli``'s
    types (one number grammar, ``cluster.ground.parse``); a user mistake is a ``BadInput``
    (exit status 2), as in every other command.
-3. The runners load when their command runs (``scenarios.runner``, ``scenarios.explore``): the
-   cluster commands start without paying for them.
+3. The runners load when their command runs (``scenarios.runner``, ``scenarios.explore``; the
+   loader of ``--property`` checkers when one is given): each command starts without paying
+   for the others', and ``scenario --sim`` loads neither explore nor the launcher.
 """
 
 from __future__ import annotations
@@ -73,16 +74,18 @@ def _add_scenario(sub: Subcommands) -> None:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from .explore import load_property  # rule 3
-    from .runner import run_scenario_cli
+    from .runner import run_scenario_cli  # rule 3
 
     if args.n is not None and args.n > MAX_NODES and not args.sim:
         raise BadInput(f"-n {args.n}: real clusters have at most {MAX_NODES} nodes (--sim: more)")
-    for name in args.properties:
-        try:
-            load_property(name)  # given here: a file may name it (properties rule 3)
-        except ValueError as exc:
-            raise BadInput(str(exc)) from None
+    if args.properties:
+        from .judge.properties import load_property  # rule 3: explore's failure files
+
+        for name in args.properties:
+            try:
+                load_property(name)  # given here: a file may name it (properties rule 3)
+            except ValueError as exc:
+                raise BadInput(str(exc)) from None
     return int(
         run_scenario_cli(
             args.file,

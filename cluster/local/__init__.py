@@ -7,37 +7,97 @@ Serf agents beside them (``serf``, ``mixed``: ``rt_cluster up --serf M``).
 reaches nodes only through their RPC.
 """
 
-from .bookkeeping import TrackedCluster
-from .clusterdir import write_keyring
-from .convergence import sees_all
-from .holders import describe_holders, port_holders, port_trouble
-from .launcher import LocalCluster, NodeFailed
-from .ledger import Member, live_members, members, procs_dir
-from .mixed import MixedCluster, alive_names, open_local
-from .netns import bridge_present, cut_addresses, cut_nodes, leftovers
-from .netplan import DEFAULT_SUBNET
-from .pids import process_state, start_marker
-from .plan import KEYRING_BY_DEFAULT, MAX_NODES, plan_cluster
-from .ports import check_port_free, free_port, pick_free_ports
-from .processes import PROJECT_ROOT, Proc, Processes, Watched, Zygote, child_env, log_tail
-from .record import (
-    AgentRecord,
-    BadInput,
-    ClusterError,
-    ClusterRecord,
-    Ending,
-    Network,
-    NodeRecord,
-    cluster_dir,
-    clusters_home,
-    load_record,
-    read_record,
-    save_record,
-    update_record,
-    valid_name,
-)
-from .serf import SerfUnavailable, member_name, member_names, serf_members
-from .startup import LaunchProgress, Progress, launch
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .bookkeeping import TrackedCluster
+    from .capacity import MAX_NODES
+    from .clusterdir import write_keyring
+    from .convergence import sees_all
+    from .holders import describe_holders, port_holders, port_trouble
+    from .launcher import LocalCluster, NodeFailed
+    from .ledger import Member, live_members, members, procs_dir
+    from .mixed import MixedCluster, alive_names, open_local
+    from .netns import bridge_present, cut_addresses, cut_nodes, leftovers
+    from .netplan import DEFAULT_SUBNET
+    from .pids import process_state, start_marker
+    from .plan import KEYRING_BY_DEFAULT, plan_cluster
+    from .ports import check_port_free, free_port, pick_free_ports
+    from .processes import PROJECT_ROOT, Proc, Processes, Watched, Zygote, child_env, log_tail
+    from .record import (
+        AgentRecord,
+        BadInput,
+        ClusterError,
+        ClusterRecord,
+        Ending,
+        Network,
+        NodeRecord,
+        cluster_dir,
+        clusters_home,
+        load_record,
+        read_record,
+        save_record,
+        update_record,
+        valid_name,
+    )
+    from .serf import SerfUnavailable, member_name, member_names, serf_members
+    from .startup import LaunchProgress, Progress, launch
+
+# The package is a door, not a floor (as ``cluster`` and ``scenarios`` are): a name loads its
+# own module when it is first asked for, so what asks only for the errors (``ClusterError``,
+# ``BadInput``: every scenario on the simulated network) loads neither the launcher nor the
+# node RPC it speaks.
+_WHERE = {
+    "TrackedCluster": "bookkeeping",
+    "MAX_NODES": "capacity",
+    "write_keyring": "clusterdir",
+    "sees_all": "convergence",
+    **dict.fromkeys(("describe_holders", "port_holders", "port_trouble"), "holders"),
+    **dict.fromkeys(("LocalCluster", "NodeFailed"), "launcher"),
+    **dict.fromkeys(("Member", "live_members", "members", "procs_dir"), "ledger"),
+    **dict.fromkeys(("MixedCluster", "alive_names", "open_local"), "mixed"),
+    **dict.fromkeys(("bridge_present", "cut_addresses", "cut_nodes", "leftovers"), "netns"),
+    "DEFAULT_SUBNET": "netplan",
+    **dict.fromkeys(("process_state", "start_marker"), "pids"),
+    **dict.fromkeys(("KEYRING_BY_DEFAULT", "plan_cluster"), "plan"),
+    **dict.fromkeys(("check_port_free", "free_port", "pick_free_ports"), "ports"),
+    **dict.fromkeys(
+        ("PROJECT_ROOT", "Proc", "Processes", "Watched", "Zygote", "child_env", "log_tail"),
+        "processes",
+    ),
+    **dict.fromkeys(
+        (
+            "AgentRecord",
+            "BadInput",
+            "ClusterError",
+            "ClusterRecord",
+            "Ending",
+            "Network",
+            "NodeRecord",
+            "cluster_dir",
+            "clusters_home",
+            "load_record",
+            "read_record",
+            "save_record",
+            "update_record",
+            "valid_name",
+        ),
+        "record",
+    ),
+    **dict.fromkeys(("SerfUnavailable", "member_name", "member_names", "serf_members"), "serf"),
+    **dict.fromkeys(("LaunchProgress", "Progress", "launch"), "startup"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'cluster.local' has no attribute {name!r}")
+    value = getattr(import_module(f"cluster.local.{where}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_SUBNET",

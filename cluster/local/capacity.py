@@ -12,6 +12,8 @@ Rules:
    refused.
 3. A refusal is one line: how much the size needs, how much the machine has, and the largest
    size that fits (``BadInput``, exit 2 on the command line).
+4. Whatever the machine has, a local cluster has at most ``MAX_NODES`` nodes (``plan`` refuses
+   more; ``rt_cluster``'s parser reads the bound from here without loading the launcher).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from pathlib import Path
 
 from .record import BadInput
 
-__all__ = ["AGENT_MIB", "NODE_MIB", "RESERVE_MIB", "available_mib", "check_fits"]
+__all__ = ["AGENT_MIB", "MAX_NODES", "NODE_MIB", "RESERVE_MIB", "available_mib", "check_fits"]
 
+MAX_NODES = 1024  # nodes in one local cluster, whatever the machine has
 NODE_MIB = 18  # a node and its watcher: bench.idle measures 17.1 MB PSS at rest at 20 nodes
 AGENT_MIB = 8  # a Serf agent: bench.idle measures 6.9 MB PSS at rest
 RESERVE_MIB = 1024  # the launcher, the zygote, the system

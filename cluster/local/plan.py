@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .capacity import check_fits
+from .capacity import MAX_NODES, check_fits
 from .clusterdir import append_entry, check_config, hostfile_entries, prepare, refuse_earlier_run
 from .holders import port_trouble
 from .netns import plan_network, require_privileges
@@ -41,12 +41,11 @@ from .ports import pick_free_ports
 from .record import BadInput, ClusterError, ClusterRecord, NodeRecord
 from .serf import agent_record, serf_binary, write_agent_config
 
-__all__ = ["KEYRING_BY_DEFAULT", "MAX_NODES", "node_command", "plan_cluster", "plan_node"]
+__all__ = ["KEYRING_BY_DEFAULT", "node_command", "plan_cluster", "plan_node"]
 
 # Whether clusters get a gossip keyring unless asked not to (``up --no-keyring``). It needs an
 # rt_run that accepts --keyring (issue 12); set it False to launch nodes that do not.
 KEYRING_BY_DEFAULT = True
-MAX_NODES = 1024  # nodes in one local cluster
 DEFAULT_RUNTIME_PORT, DEFAULT_VIZ_PORT = 9413, 8080  # base ports when 0 asks for free ones
 
 

@@ -19,6 +19,9 @@ Rules:
 3. An option is its whole name: no parser takes an abbreviation (``--budget`` is not
    ``--budget-s``); an unknown one is answered with the option of that meaning or the closest
    name (``hints.unknown_option``).
+4. The handlers load when a command of this floor runs (``commands``, and through it the
+   launcher): a command of the floor above (``scenario --sim``) starts without paying for
+   them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ import trio
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, shown
 from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
 
-from .commands import ASYNC_COMMANDS, cmd_list
 from .hints import unknown_command, unknown_option
 from .output import err
 
@@ -251,11 +253,13 @@ def build_parser(more: Sequence[Command] = ()) -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace, more: Sequence[Command]) -> int:
-    if args.command == "list":
-        return cmd_list(args)
     for command in more:
         if args.command == command.name:
             return command.run(args)
+    from .commands import ASYNC_COMMANDS, cmd_list  # rule 4
+
+    if args.command == "list":
+        return cmd_list(args)
     return trio.run(ASYNC_COMMANDS[args.command], args)
 
 

@@ -15,11 +15,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
-
-from cluster.local import ClusterRecord, LaunchProgress, Member, Progress
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .hints import id_list
+
+if TYPE_CHECKING:  # the launcher's records, only named here: printing loads no launcher
+    from cluster.local import ClusterRecord, LaunchProgress, Member, Progress
 
 __all__ = [
     "err",

@@ -17,6 +17,8 @@ Rules:
    array takes its writes; the array is checked at the end.
 4. The trace is the cluster's own (``Cluster.trace``): the same actions the Python API records,
    with the events read at the end, how they were read, and the array's check.
+5. A scenario's array (``arrayrun``, over HTTP) loads only where there is one to make: on
+   real processes; the simulated network plays without an HTTP client loaded.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
+from typing import TYPE_CHECKING
 
-import httpx
 import trio
 
 from cluster.local import ClusterError
 
 from ..format.records import Scenario, Step
 from ..judge.trace import Action, Trace
-from .arrayrun import StorageRun
 from .chaos import HTTP_TIMEOUT, Cluster
+
+if TYPE_CHECKING:
+    from .arrayrun import StorageRun
 
 __all__ = ["OnAction", "Say", "play"]
 
@@ -46,14 +50,7 @@ async def play(
 ) -> Trace:
     """Play the steps of ``scenario`` on ``c`` from now on (the start); the trace (rule 4).
     ``ClusterError`` when the scenario's array cannot be made."""
-    storage = StorageRun(scenario.storage) if scenario.storage else None
-    if storage is not None and c.dashboard_url(storage.spec.array) is not None:
-        try:
-            await storage.set_up(c.dashboard_url)
-        except (RuntimeError, httpx.HTTPError) as exc:
-            raise ClusterError(f"the scenario's array could not be made: {exc}") from None
-    else:
-        storage = None  # an array needs dashboards: real processes
+    storage = await _storage(c, scenario)
     try:
         t0, end = await _steps(c, scenario, storage, on_action, say)
     except BaseExceptionGroup as group:
@@ -65,6 +62,23 @@ async def play(
     checked = await storage.check(c.dashboard_url) if storage is not None else None
     trace = c.trace(events, end)
     return replace(trace, t0=t0, collection=c.backend.collection(t0), storage=checked)
+
+
+async def _storage(c: Cluster, scenario: Scenario) -> StorageRun | None:
+    """The scenario's array, made before the start; None without one, or without dashboards
+    to make it through (the simulated network: rule 5)."""
+    if scenario.storage is None or c.dashboard_url(scenario.storage.array) is None:
+        return None
+    import httpx  # rule 5
+
+    from .arrayrun import StorageRun
+
+    storage = StorageRun(scenario.storage)
+    try:
+        await storage.set_up(c.dashboard_url)
+    except (RuntimeError, httpx.HTTPError) as exc:
+        raise ClusterError(f"the scenario's array could not be made: {exc}") from None
+    return storage
 
 
 async def _steps(

@@ -1,0 +1,86 @@
+"""What ``rt_cluster scenario --sim`` loads (issue 45: the whole command at 20x real time):
+a run on the simulated network imports neither the launcher nor the node RPC, explore, nor an
+HTTP client (``scenarios.command`` rule 3, ``cluster.rt_cluster.cli`` rule 4,
+``scenarios.play.engine`` rule 5, the lazy door of ``cluster.local``). Each case runs in a
+fresh interpreter, whose modules are those of the command alone; nothing here is timed."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Modules a simulated run has no use for: real mode's launcher, processes and RPC, the cluster
+# commands' handlers, explore's search and jobs, and the HTTP client of real runs and arrays.
+NOT_FOR_SIM = (
+    "cluster.local.launcher",
+    "cluster.local.processes",
+    "cluster.local.startup",
+    "cluster.rpc",
+    "cluster.rt_cluster.commands",
+    "scenarios.explore",
+    "scenarios.explore.search",
+    "scenarios.explore.jobs",
+    "scenarios.play.arrayrun",
+    "scenarios.play.realcluster",
+    "httpx",
+)
+
+RUN = """
+import json, sys
+from scenarios.command import main
+status = main(sys.argv[1:])
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
+"""
+
+
+def _loaded(*argv: str) -> tuple[int, set[str]]:
+    """The exit status of ``rt_cluster argv`` in a fresh interpreter, and every module it
+    had loaded when the command returned."""
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    last = json.loads(done.stdout.splitlines()[-1])
+    return last["status"], set(last["modules"])
+
+
+@pytest.mark.parametrize("file", ["kill_one", "array_partition"])
+def test_a_simulated_scenario_loads_nothing_of_real_mode(file: str, tmp_path: Path) -> None:
+    status, modules = _loaded("scenario", file, "--sim", "-n", "5", "--out", str(tmp_path))
+    assert status == 0
+    assert (tmp_path / "results.json").is_file()
+    assert {"scenarios.play.sim", "swim", "trio"} <= modules  # the run was played
+    assert sorted(modules & set(NOT_FOR_SIM)) == []
+
+
+def test_the_cluster_commands_still_load_their_handlers(tmp_path: Path) -> None:
+    """The other side of ``cli`` rule 4: ``list`` (a cluster command) loads its handlers
+    when it runs."""
+    env = {**os.environ, "RT_CLUSTER_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, "list"], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    last = json.loads(done.stdout.splitlines()[-1])
+    assert last["status"] == 0
+    assert "cluster.rt_cluster.commands" in last["modules"]
+
+
+def test_every_name_of_the_local_door_resolves() -> None:
+    """``cluster.local`` loads a name's module when the name is asked for: each name of its
+    ``__all__`` is the object its own module defines."""
+    import cluster.local as local
+
+    for name in local.__all__:
+        value = getattr(local, name)
+        home = importlib.import_module(f"cluster.local.{local._WHERE[name]}")
+        assert value is getattr(home, name), name
+    assert sorted(local._WHERE) == sorted(local.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        getattr(local, "nothing")  # noqa: B009
