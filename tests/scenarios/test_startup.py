@@ -1,8 +1,10 @@
-"""What ``rt_cluster scenario --sim`` loads (issue 45: the whole command at 20x real time):
-a run on the simulated network imports neither the launcher nor the node RPC, explore, nor an
-HTTP client (``scenarios.command`` rule 3, ``cluster.rt_cluster.cli`` rule 4,
-``scenarios.play.engine`` rule 5, the lazy door of ``cluster.local``). Each case runs in a
-fresh interpreter, whose modules are those of the command alone; nothing here is timed."""
+"""What ``rt_cluster scenario --sim`` pays for besides the simulation (issue 45: the whole
+command at 20x real time): a run on the simulated network imports neither the launcher nor the
+node RPC, explore, nor an HTTP client (``scenarios.command`` rule 3, ``cluster.rt_cluster.cli``
+rule 4, ``scenarios.play.engine`` rule 5, the lazy door of ``cluster.local``), and the command
+run as a process does not collect its garbage at exit (``scenarios.command`` rule 4). Each case
+runs in a fresh interpreter, whose modules are those of the command alone; nothing here is
+timed."""
 
 from __future__ import annotations
 
@@ -84,3 +86,32 @@ def test_every_name_of_the_local_door_resolves() -> None:
     assert sorted(local._WHERE) == sorted(local.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         getattr(local, "nothing")  # noqa: B009
+
+
+# An exit hook registered before ``main`` runs after the command's own (they run last in,
+# first out): it sees whether the collector was left the heap at exit.
+AT_EXIT = """
+import atexit, gc, sys
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0, flush=True))
+from scenarios.command import main
+how = sys.argv.pop(1)
+sys.exit(main() if how == "own" else main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(("how", "frozen"), [("own", True), ("given", False)])
+def test_the_process_command_leaves_its_heap_at_exit(
+    how: str, frozen: bool, tmp_path: Path
+) -> None:
+    """Rule 4 of ``scenarios.command``: ``main()`` on the process's own command line freezes
+    the collector's objects at exit; ``main(argv)`` (a test, a caller) leaves it alone."""
+    argv = ["scenario", "kill_one", "--sim", "-n", "5", "--out", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-c", AT_EXIT, how, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "verdict: PASS" in done.stdout
+    assert done.stdout.splitlines()[-1] == f"frozen at exit: {frozen}"
