@@ -4,14 +4,18 @@ same history as the Python ones, event for event."""
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import swim
 from swim import machine, membership, native
+from swim.table import below
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,3 +87,12 @@ def test_the_python_modules_play_the_pinned_histories() -> None:
         [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+@given(seed=st.integers(0, 2**64), n=st.integers(1, 2**40))
+def test_below_draws_what_randrange_draws(seed: int, n: int) -> None:
+    """``table.below`` stands in for ``randrange`` on the simulator's path: the same numbers,
+    and the generator left in the same state."""
+    a, b = random.Random(seed), random.Random(seed)
+    assert [below(a, n) for _ in range(4)] == [b.randrange(n) for _ in range(4)]
+    assert a.random() == b.random()
