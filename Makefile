@@ -21,7 +21,13 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The machine's and the simulator's hot modules compiled with mypyc (swim/native.py), rebuilt
+# whenever a source of swim/ changes; until then `import swim` runs them as Python.
+NATIVE := build/native/swim/SOURCES
+$(NATIVE): $(STAMP) $(shell find swim -name '*.py')
+	$(BIN)/python -m swim.native
+
+demo: $(STAMP) $(NATIVE)
 	$(BIN)/rt_cluster up -n 3 --name demo --foreground
 
 lint: $(STAMP)
@@ -31,14 +37,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(NATIVE)
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
 
 # Every benchmark (several hours, the verdict runs most of it), then the README's table of
 # figures against their goals (python -m bench.summary --readme).
-bench: $(STAMP)
+bench: $(STAMP) $(NATIVE)
 	$(BIN)/python -m bench.membership
 	$(BIN)/python -m bench.idle
 	$(BIN)/python -m bench.idle.wakeups

@@ -22,6 +22,7 @@ Errors: ``BadMessage`` (untrusted UDP bytes), ``FrameError`` (untrusted TCP fram
 ``ValueError`` (bad settings) are the only exceptions raised on bad input.
 """
 
+from . import native  # first: the compiled modules or the Python ones (its rule 3)
 from .config import SwimConfig
 from .driver import SwimHandle, open_swim
 from .faults import Faults
@@ -59,6 +60,7 @@ __all__ = [
     "SyncRequest",
     "decode_untrusted",
     "load_keyring",
+    "native",
     "new_key_line",
     "open_swim",
     "recv_frame",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["BroadcastQueue", "retransmit_limit"]
 
@@ -31,9 +31,11 @@ def retransmit_limit(retransmit_mult: int, n_members: int, fanout: int = 1) -> i
 
 
 @dataclass(slots=True)
-class _Item(Generic[P]):
+class _Item:
+    """One queued update (its type is the queue's ``P``; a plain class, so it compiles)."""
+
     subject: int
-    part: P
+    part: Any
     size: int
     order: int
     sent: int = 0
@@ -45,7 +47,7 @@ class BroadcastQueue(Generic[P]):
     __slots__ = ("_items", "_order")
 
     def __init__(self) -> None:
-        self._items: dict[int, _Item[P]] = {}
+        self._items: dict[int, _Item] = {}
         self._order = 0
 
     def __len__(self) -> int:

@@ -226,8 +226,10 @@ class SwimMachine:
         self._now = now
         self.prober.timeouts(now)
         self.relays.expire(now)
-        self.membership.expire(now)
-        self.membership.admit_waiting(now)
+        if self.membership.suspects:  # membership is Python (native rule 1): called for work only
+            self.membership.expire(now)
+        if self.membership.newcomers.waiting:
+            self.membership.admit_waiting(now)
         if not self.left:
             self.prober.tick(now)
         if now >= self._next_gossip:

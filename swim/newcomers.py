@@ -77,6 +77,11 @@ class Newcomers:
         self._budget -= 1
         return True
 
+    @property
+    def waiting(self) -> bool:
+        """Does a newcomer wait for a later period's budget?"""
+        return bool(self._waiting)
+
     def due(self, now: float) -> Iterator[tuple[Alive, str]]:
         """The newcomers that waited, oldest first, while this period's budget lasts (each
         one the caller lets in draws on it)."""

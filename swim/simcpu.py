@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .rtsimdoor import Unsealed
 
 __all__ = ["QUEUE_CAP", "CpuModel", "Packet", "Worker"]
 
 QUEUE_CAP = 4096  # packets a socket buffer holds (rule 2)
-Packet = tuple[bytes, tuple[str, int]]
+Packet = tuple["bytes | Unsealed", tuple[str, int]]  # bytes, or records (rtsimdoor rule 6)
 
 
 @dataclass(slots=True)

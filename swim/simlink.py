@@ -54,7 +54,7 @@ class Links:
     def latency(self, ends: tuple[int, Faults, int, Faults] | None = None) -> float:
         """Rule 3: one delay (s); ``ends`` ``(i, a, j, b)`` add both ends' injected delays."""
         lo, hi = self.delay
-        t = lo if hi <= lo else self.rng.uniform(lo, hi)
+        t = lo if hi <= lo else lo + (hi - lo) * self.rng.random()  # rng.uniform, unwrapped
         if ends is not None:
             i, a, j, b = ends
             t += a.delay(j) + b.delay(i)

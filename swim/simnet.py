@@ -81,7 +81,7 @@ _TICK, _PACKET, _SYNC, _REPLY, _RESUME, _STOP, _WORK = range(7)
 STALL_EVENTS = 200_000  # rule 5: events at one virtual instant that make a livelock
 
 
-class SimStalled(RuntimeError):
+class SimStalled(Exception):
     """Rule 5: the simulation handled ``STALL_EVENTS`` events without time passing."""
 
 

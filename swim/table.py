@@ -26,9 +26,20 @@ from dataclasses import dataclass
 from .lifeguard import Suspicion
 from .members import Member, MemberState
 
-__all__ = ["Entry", "MemberTable", "Roster"]
+__all__ = ["Entry", "MemberTable", "Roster", "below"]
 
 _GONE = -1  # an address given up that the roster still lists
+
+
+def below(rng: random.Random, n: int) -> int:
+    """``rng.randrange(n)`` for ``n > 0``: the same draw (getrandbits of n's bit length, drawn
+    again while it is n or more, as CPython draws it), without the library's Python frames,
+    which cost the compiled simulator more than the draw (``native`` rule 1)."""
+    k = n.bit_length()
+    r = rng.getrandbits(k)
+    while r >= n:
+        r = rng.getrandbits(k)
+    return r
 
 
 @dataclass(slots=True)
@@ -227,7 +238,7 @@ class MemberTable:
     def _draw(self) -> int:
         """One Fisher-Yates step: a random id of the rest of the pass."""
         pos, swaps = self._pos, self._swaps
-        j = self._rng.randrange(pos, self._end)
+        j = pos + below(self._rng, self._end - pos)
         picked = swaps.get(j)
         if picked is None:
             picked = self._id_at(j)
@@ -288,7 +299,7 @@ class MemberTable:
         chosen: dict[int, Entry] = {}
         # Rejection sampling is O(k) when most members qualify (the usual case)...
         for _ in range(4 * k + 8):
-            i = self._id_at(self._rng.randrange(n))
+            i = self._id_at(below(self._rng, n))
             e = self.peek(i)
             if e is not None and i != me and i not in chosen and ok(e):
                 chosen[i] = e

@@ -44,6 +44,7 @@ from typing import Any
 import psutil
 import trio
 
+import swim
 from bench.chaos.simtest import bench_simtest
 from cluster.local import live_members
 from cluster.local.netns import leftovers, network_key, privileged
@@ -287,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         **old,
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "swim": "compiled" if swim.native.IN_USE else "python",  # swim.native
     }
     try:
         if "start" in only:

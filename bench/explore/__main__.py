@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+import swim
 from bench.explore.plants import PLANTS, planted
 from scenarios.explore import SEARCH_SHARE, Options, Search, play, run_search
 
@@ -236,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         **old,
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "swim": "compiled" if swim.native.IN_USE else "python",  # swim.native
     }
     if "speed" in only:
         jobs = sorted({1, args.jobs})

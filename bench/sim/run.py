@@ -13,6 +13,8 @@ Every figure comes from a fresh child process (``--one``), so peak memory is tha
   time at 1,000 nodes; at least 1x and at most 1 GiB at 10,000). Above
   ``scenarios.play.sim.JOIN_LIMIT`` nodes the simulated cluster starts converged (rule 1
   there); up to it, it joins first.
+- Each row says which ``swim`` ran it (``"swim": "compiled"`` or ``"python"``: ``swim.native``);
+  ``kill`` at 1,000 nodes runs twice, compiled and as Python (``RTSIM_PURE=1``), side by side.
 
 Prints a table and saves ``bench/results/sim.json``. Figures only: nothing passes or fails.
 Default run: about 2 minutes of CPU on a quiet core, most of it the 10,000-node kill_one;
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -46,13 +49,25 @@ def _clocks() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
+def _swim() -> str:
+    import swim
+
+    return "compiled" if swim.native.IN_USE else "python"
+
+
 def one_build(n: int) -> dict[str, Any]:
     from swim import SimNetwork
 
     w0, c0 = _clocks()
     SimNetwork(n, seed=1, record_events=False)
     w1, c1 = _clocks()
-    return {"n": n, "build_s": w1 - w0, "build_cpu_s": c1 - c0, "peak_rss_mib": _peak_mib()}
+    return {
+        "n": n,
+        "swim": _swim(),
+        "build_s": w1 - w0,
+        "build_cpu_s": c1 - c0,
+        "peak_rss_mib": _peak_mib(),
+    }
 
 
 def one_rest(n: int, virtual: float) -> dict[str, Any]:
@@ -65,6 +80,7 @@ def one_rest(n: int, virtual: float) -> dict[str, Any]:
     w2, c2 = _clocks()
     return {
         "n": n,
+        "swim": _swim(),
         "build_s": w1 - w0,
         "virtual_s": virtual,
         "wall_s": w2 - w1,
@@ -93,6 +109,7 @@ def one_kill(n: int) -> dict[str, Any]:
     virtual = float(results.get("duration") or 0.0)
     return {
         "n": n,
+        "swim": _swim(),  # the command's too: same build, same environment
         "exit_status": status,
         "verdict": results["verdict"],
         "wall_s": wall,
@@ -107,10 +124,11 @@ def one_kill(n: int) -> dict[str, Any]:
     }
 
 
-def _child(args: list[str]) -> dict[str, Any]:
-    """One figure from a fresh process (its own peak RSS)."""
+def _child(args: list[str], python: bool = False) -> dict[str, Any]:
+    """One figure from a fresh process (its own peak RSS); ``python``: swim as Python."""
     cmd = [sys.executable, "-m", "bench.sim", "--one", *args]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    env = {**os.environ, "RTSIM_PURE": "1"} if python else None
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
 
@@ -144,14 +162,15 @@ def table(res: dict[str, Any]) -> str:
     lines += [
         "",
         "rt_cluster scenario kill_one --sim -n N (run, results.json, report.html)",
-        f"{'N':>7} {'verdict':>7} {'wall s':>7} {'cpu s':>7} {'virt/wall':>9} {'virt/cpu':>8} "
-        f"{'MiB':>6}",
+        f"{'N':>7} {'swim':>8} {'verdict':>7} {'wall s':>7} {'cpu s':>7} {'virt/wall':>9} "
+        f"{'virt/cpu':>8} {'MiB':>6}",
     ]
     for k in res["kill"]:
         # the scenario's virtual time plus the join before it (none above JOIN_LIMIT)
         speed = k["scenario_virtual_s"] / k["cpu_s"] if k["cpu_s"] else None
         lines.append(
-            f"{k['n']:>7} {k['verdict']:>7} {_f(k['wall_s'], '.1f'):>7} {_f(k['cpu_s'], '.1f'):>7} "
+            f"{k['n']:>7} {k.get('swim', '-'):>8} {k['verdict']:>7} {_f(k['wall_s'], '.1f'):>7} "
+            f"{_f(k['cpu_s'], '.1f'):>7} "
             f"{_f(k.get('speed_wall'), '.1f'):>9} {_f(speed, '.1f'):>8} "
             f"{_f(k['peak_rss_mib'], '.0f'):>6}"
         )
@@ -187,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     for n in [n for n in KILL_SIZES if n <= cap]:
         res["kill"].append(_child(["kill", str(n)]))
         _say(f"kill_one {n}: {res['kill'][-1]['verdict']}, {res['kill'][-1]['wall_s']:.1f} s")
+        if n == 1000:  # the same command with swim as Python, beside it
+            res["kill"].append(_child(["kill", str(n)], python=True))
+            _say(f"kill_one {n}, python: {res['kill'][-1]['wall_s']:.1f} s")
     print(table(res))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
