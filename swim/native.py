@@ -49,6 +49,7 @@ COMPILED = (
     "simnet",
     "simnodes",
     "simsync",
+    "sizes",
     "table",
 )
 SOURCE = Path(__file__).resolve().parent

@@ -6,7 +6,7 @@ Rules:
 2. The outbox only collects; ``flush()`` hands the lot to the caller as one ``Output``.
 3. A datagram holds records, never bytes: the driver's door for the member's wire format
    encodes (and seals, and counts) it. The budget is measured in our own format's bytes
-   (``wire.part_size``, counted without encoding) whichever door carries the packet, so the
+   (``sizes.part_size``, counted without encoding) whichever door carries the packet, so the
    machine packs the same packets under every format (a door may leave out parts it cannot
    say).
 4. With a keyring the packet budget is ``max_packet_bytes`` less the seal's overhead, so a
@@ -16,7 +16,7 @@ Rules:
 from __future__ import annotations
 
 from . import keyring as _keyring
-from . import wire
+from . import sizes
 from .broadcast import BroadcastQueue, retransmit_limit
 from .config import SwimConfig
 from .members import MemberEvent, MemberState
@@ -66,20 +66,20 @@ class Outbox:
     ) -> None:
         """Send ``parts`` with as many queued updates piggybacked as the packet cap allows."""
         sized = [(p, _size(p)) for p in parts]
-        room = self._cap - sum(n + 5 for _, n in sized) - wire.compound_overhead(0)
+        room = self._cap - sum(n + 5 for _, n in sized) - sizes.compound_overhead(0)
         if room > 0 and len(self.queue):
             count = self._relays(dest)
             updates = [p for p in parts if type(p) in _UPDATES]  # the queue holds only these
             skip = frozenset(updates) if updates else _NOTHING
             sized += self.queue.take(room, self.limit(), skip=skip, count=count)
-        self._emit(addr, dest, kind, sized[: wire.MAX_PARTS])
+        self._emit(addr, dest, kind, sized[: sizes.MAX_PARTS])
 
     def gossip(self, now: float) -> None:
         """One gossip tick: queued updates to ``gossip_nodes`` random members (and the dead)."""
         if not len(self.queue):
             return
         c = self.config
-        budget = self._cap - wire.compound_overhead(0)
+        budget = self._cap - sizes.compound_overhead(0)
         for t in self.table.gossip_targets(c.gossip_nodes, now, c.gossip_to_the_dead_time):
             sized = self.queue.take(budget, self.limit(), count=t.state is MemberState.ALIVE)
             if not sized:
@@ -114,7 +114,7 @@ class Outbox:
         self, addr: tuple[str, int], dest: int | None, kind: str, sized: list[tuple[Message, int]]
     ) -> None:
         """One datagram of ``sized`` (each message with its size), weighed (rule 3)."""
-        size = wire.packet_size([n for _, n in sized])
+        size = sizes.packet_size([n for _, n in sized])
         self._dgrams.append(Datagram(addr, tuple(p for p, _ in sized), dest, kind, size))
 
     def flush(self) -> Output:
@@ -127,4 +127,4 @@ class Outbox:
         return out
 
 
-_size = wire.part_size  # a message's bytes in our own format (rule 3)
+_size = sizes.part_size  # a message's bytes in our own format (rule 3)

@@ -13,10 +13,8 @@ Rules:
    apply: a push/pull from a member cut off here is refused, a delayed one waits.
 5. This format has no streams of its own: the node's RPC carries its frames.
 6. Inside the simulated network a packet between two members without a keyring travels as
-   its records (``Unsealed``: the messages and the bytes they weigh): ``carry`` counts it
-   sent as ``send`` would, ``receive_unsealed`` admits it by size and rate as ``receive``
-   would, and no bytes are made or read between them. A member with a keyring reads the
-   bytes ``send`` would have made; a sealed packet travels as bytes.
+   its records, not through this door (``simnodes`` rule 5); a member with a keyring reads
+   such a packet as its plain bytes (``receive_records``).
 """
 
 from __future__ import annotations
@@ -35,15 +33,7 @@ from .outputs import DROPPED, Datagram, Output, SyncRequest
 from .sockets import tcp_request
 from .wireformat import DoorLink
 
-__all__ = ["Rtsim", "RtsimDoor", "Unsealed"]
-
-
-@dataclass(frozen=True, slots=True)
-class Unsealed:
-    """A packet as its records, with its weight on the wire in bytes (rule 6)."""
-
-    messages: tuple[Message, ...]
-    size: int
+__all__ = ["Rtsim", "RtsimDoor"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,22 +76,12 @@ class RtsimDoor:
             return DROPPED
         return m.receive_messages(msgs, src, now, len(data))
 
-    def receive_unsealed(self, packet: Unsealed, src: tuple[str, int], now: float) -> Output:
-        """Rule 6: a packet that travelled as records."""
-        m = self.machine
-        if self.keyring is not None:  # it reads the plain bytes, which do not open
-            return self.receive(wire.encode_compound(_parts(packet.messages)), src, now)
-        if not m.intake.admit_plain(packet.size, src, now):
-            return DROPPED
-        return m.receive_messages(packet.messages, src, now, packet.size)
-
-    def carry(self, dg: Datagram) -> Unsealed | bytes:
-        """Rule 6: ``dg`` as records when this member seals nothing, else its bytes."""
-        if self.keyring is not None:
-            return self.send(dg)
-        size = dg.size
-        self.machine.counters.sent(dg.kind, size)
-        return Unsealed(dg.messages, size)
+    def receive_records(
+        self, messages: tuple[Message, ...], src: tuple[str, int], now: float
+    ) -> Output:
+        """Rule 6: records a member without a keyring sent in the simulated network, read as
+        the plain bytes they are (which do not open if this member has a keyring)."""
+        return self.receive(wire.encode_compound(_parts(messages)), src, now)
 
     def send(self, dg: Datagram) -> bytes:
         data = wire.encode_compound(_parts(dg.messages))

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .rtsimdoor import Unsealed
+    from .simnodes import Unsealed
 
 __all__ = ["QUEUE_CAP", "CpuModel", "Packet", "Worker"]
 
 QUEUE_CAP = 4096  # packets a socket buffer holds (rule 2)
-Packet = tuple["bytes | Unsealed", tuple[str, int]]  # bytes, or records (rtsimdoor rule 6)
+Packet = tuple["bytes | Unsealed", tuple[str, int]]  # bytes, or records (simnodes rule 5)
 
 
 @dataclass(slots=True)

@@ -37,7 +37,7 @@ Rules:
    fails when the sides are partitioned, blocked, killed or paused, or when one cannot open
    what the other seals. A UDP packet goes through each machine's door of our own format
    (``swim.rtsimdoor``), as on a real node: sealed ones as bytes, encoded, sealed, opened and
-   decoded; the others as records (``Unsealed``, door rule 6), counted and admitted by the
+   decoded; the others as records (``Unsealed``, ``simnodes`` rule 5), counted and admitted by the
    size their bytes would have, with no encoding between two members (the codec has its own
    tests, and ``inject`` still hands a node raw bytes).
 3. ``bootstrap=True`` starts every machine knowing every other (no join traffic, no events)
@@ -101,6 +101,7 @@ class SimNetwork:
         seeds: Sequence[int] | None = None,
         record_events: bool = True,
         cpu: tuple[float, float] | None = None,
+        records: bool = True,
     ) -> None:
         if n < 1:
             raise ValueError("a simulated network needs at least one node")
@@ -115,6 +116,7 @@ class SimNetwork:
         self.cpu = None if cpu is None else CpuModel(*cpu)
         self.overflow: dict[int, int] = {} if self.cpu is None else self.cpu.overflow
         self._maker = NodeMaker(n, self.config, self.rng, seeds)
+        self._maker.records = records  # False: every packet as bytes (simnodes rule 5)
         self.boots = self._maker.boots  # node id -> the boots of its machines, in order
         self._heap: list[tuple[float, int, int, int, int, Any]] = []
         self._seq = 0
@@ -350,7 +352,7 @@ class SimNetwork:
                     self.on_event(d)
         quiet = not self._faults and self.links.groups is None  # rule 7
         for dg in out.datagrams:
-            data = node.door.carry(dg)  # rule 2: records, or bytes sealed as a node would
+            data = node.carry(dg)  # rule 2: records, or bytes sealed as a node would
             j = self._addr.get(dg.addr)
             if j is None:
                 continue

@@ -10,6 +10,12 @@ Rules:
 3. A bootstrapped network shares one ``Roster`` (``table`` rule 4): each machine draws its
    rng and first boot from the network's rng in id order, so the build is linear in n.
 4. Every machine's boot is recorded, per node id, in the order made (``boots``).
+5. A packet between two members without a keyring travels as its records (``Unsealed``: the
+   messages and the bytes they weigh): ``carry`` counts it sent as the door's ``send`` would,
+   ``deliver`` admits it by size and rate as the door's ``receive`` would, and no bytes are
+   made or read between them. A member with a keyring reads the bytes ``send`` would have
+   made; a sealed packet travels as bytes. ``records=False`` sends every packet as bytes
+   (tests hold the two ways to the same history, counters and all).
 """
 
 from __future__ import annotations
@@ -23,16 +29,25 @@ from .faults import Faults
 from .machine import SwimMachine
 from .members import MemberState
 from .membership import ordered_boot
-from .outputs import Output
-from .rtsimdoor import RtsimDoor, Unsealed
+from .messages import Message
+from .outputs import DROPPED, Datagram, Output
+from .rtsimdoor import RtsimDoor
 from .simcpu import Packet, Worker
 from .table import Entry, Roster
 
-__all__ = ["NodeMaker", "SimNode", "address"]
+__all__ = ["NodeMaker", "SimNode", "Unsealed", "address"]
 
 
 def address(i: int) -> tuple[str, int]:
     return (f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}", 7946)
+
+
+@dataclass(frozen=True, slots=True)
+class Unsealed:
+    """A packet as its records, with its weight on the wire in bytes (rule 5)."""
+
+    messages: tuple[Message, ...]
+    size: int
 
 
 @dataclass(slots=True)
@@ -43,6 +58,7 @@ class SimNode:
     machine: SwimMachine
     gen: int
     door: RtsimDoor
+    records: bool = True  # rule 5
     faults: Faults = field(default_factory=Faults)
     running: bool = True
     paused: bool = False
@@ -50,12 +66,24 @@ class SimNode:
     tick_at: float = float("inf")
     worker: Worker = field(default_factory=Worker)  # the cpu model's buffer
 
+    def carry(self, dg: Datagram) -> Unsealed | bytes:
+        """Rule 5: ``dg`` as records when this member seals nothing, else its bytes."""
+        if not self.records or self.door.keyring is not None:
+            return self.door.send(dg)
+        self.machine.counters.sent(dg.kind, dg.size)
+        return Unsealed(dg.messages, dg.size)
+
     def deliver(self, data: bytes | Unsealed, src: tuple[str, int], now: float) -> Output:
-        """A packet into the node's door, as bytes or as records (rule 1)."""
-        if type(data) is Unsealed:
-            return self.door.receive_unsealed(data, src, now)
-        assert isinstance(data, bytes)
-        return self.door.receive(data, src, now)
+        """A packet into the node, as bytes through its door or as records (rule 5)."""
+        if type(data) is not Unsealed:
+            assert isinstance(data, bytes)
+            return self.door.receive(data, src, now)
+        m = self.machine
+        if self.door.keyring is not None:  # it reads the plain bytes, which do not open
+            return self.door.receive_records(data.messages, src, now)
+        if not m.intake.admit_plain(data.size, src, now):
+            return DROPPED
+        return m.receive_messages(data.messages, src, now, data.size)
 
 
 class NodeMaker:
@@ -69,6 +97,7 @@ class NodeMaker:
         self._seed_ids = None if seeds is None else [s for s in seeds if 0 <= s < n] or [0]
         self._hostfile = tuple(address(i) for i in range(n))  # rule 2
         self.boots: dict[int, list[int]] = {}  # node id -> the boots of its machines (rule 4)
+        self.records = True  # rule 5
 
     def bootstrap(self, n: int, now: float) -> list[SimNode]:
         """Rule 3: n machines that know each other from one shared roster."""
@@ -111,4 +140,4 @@ class NodeMaker:
             roster=roster,
         )
         self.boots.setdefault(i, []).append(m.boot)
-        return SimNode(i, m, gen, RtsimDoor(m))
+        return SimNode(i, m, gen, RtsimDoor(m), self.records)

@@ -14,15 +14,14 @@ Rules:
    are rejected. Nothing is ever unpickled.
 3. The push/pull state that travels over TCP is validated here too (``decode_state_untrusted``).
 4. The records themselves are the machine's (``messages``); this module only turns them into
-   bytes and back, for the door of our own format (``swim.rtsimdoor``) and the TCP exchanges.
+   bytes and back, for the door of our own format (``swim.rtsimdoor``) and the TCP exchanges;
+   what they weigh without being encoded is counted by ``sizes``, from the same field table.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,8 +41,10 @@ from .messages import (
     Suspect,
     type_name,
 )
+from .sizes import FIELDS, MAX_PARTS, compound_overhead, packet_size, part_size
 
 __all__ = [
+    "MAX_PARTS",
     "MAX_UDP_BYTES",
     "PART_CACHE",
     "VERSION",
@@ -59,6 +60,7 @@ __all__ = [
     "StateEntry",
     "Suspect",
     "cached_part",
+    "compound_overhead",
     "decode_state_untrusted",
     "decode_untrusted",
     "encode",
@@ -72,7 +74,6 @@ __all__ = [
 
 VERSION = 1
 MAX_UDP_BYTES = 65507
-MAX_PARTS = 255
 PART_CACHE = 4096  # encoded parts remembered (``cached_part``)
 _U16, _U32, _U63 = (1 << 16) - 1, (1 << 32) - 1, (1 << 63) - 1
 _MAX_HOST = 255
@@ -98,16 +99,12 @@ _TYPE_OF: dict[type[Any], MsgType] = {
     Suspect: MsgType.SUSPECT,
     Dead: MsgType.DEAD,
 }
-# A body is the record's fields in the order its class declares them.
-_FIELDS: dict[type[Any], Callable[[Any], tuple[Any, ...]]] = {
-    cls: operator.attrgetter(*(f.name for f in dataclasses.fields(cls))) for cls in _TYPE_OF
-}
 
 
 def encode_part(msg: Message) -> bytes:
     """One message without the version byte (a part of a compound packet): its fields in
     order, as a msgpack array."""
-    packed: bytes = msgpack.packb(_FIELDS[type(msg)](msg), use_bin_type=True)
+    packed: bytes = msgpack.packb(FIELDS[type(msg)](msg), use_bin_type=True)
     return bytes([_TYPE_OF[type(msg)]]) + packed
 
 
@@ -131,42 +128,6 @@ def encode_compound(parts: Sequence[bytes]) -> bytes:
         raise ValueError(f"a compound packet holds 1..{MAX_PARTS} parts, not {len(parts)}")
     packed: bytes = msgpack.packb(list(parts), use_bin_type=True)
     return bytes([VERSION, MsgType.COMPOUND]) + packed
-
-
-def packet_size(part_sizes: Sequence[int]) -> int:
-    """``len(encode_compound(parts))`` from the parts' sizes, counted without encoding
-    (msgpack's array and bin headers): what a packet of these parts weighs on the wire."""
-    if len(part_sizes) == 1:
-        return 1 + part_sizes[0]
-    size = 2 + (1 if len(part_sizes) < 16 else 3)
-    for n in part_sizes:
-        size += n + (2 if n < 256 else 3 if n < 65536 else 5)
-    return size
-
-
-def part_size(msg: Message) -> int:
-    """``len(encode_part(msg))``, counted without encoding: the type byte, the body's array
-    header (every body has fewer than 16 fields) and each field as msgpack writes it."""
-    size = 2
-    for v in _FIELDS[type(msg)](msg):
-        size += _value_size(v)
-    return size
-
-
-def _value_size(v: int | str | bool) -> int:
-    if v is True or v is False:
-        return 1
-    if isinstance(v, str):
-        n = len(v) if v.isascii() else len(v.encode())
-        return n + (1 if n < 32 else 2 if n < 256 else 3 if n < 65536 else 5)
-    if v >= 0:
-        return 1 if v < 128 else 2 if v < 256 else 3 if v < 65536 else 5 if v < 1 << 32 else 9
-    return 1 if v >= -32 else 2 if v >= -128 else 3 if v >= -32768 else 5 if v >= -(1 << 31) else 9
-
-
-def compound_overhead(n_parts: int) -> int:
-    """Upper bound of the bytes a compound packet adds around its parts."""
-    return 2 + 5 + 5 * n_parts
 
 
 def decode_untrusted(data: bytes, max_bytes: int = MAX_UDP_BYTES) -> list[Message]:

@@ -379,9 +379,9 @@ SWIM_MACHINE = (
     "swim.table",
     "swim.broadcast",
 )
-# Who may read and write rtsim's own bytes: the package's public surface, the TCP frames, the
-# door, and the outbox, which measures its packet budget in them (swim.outbox rule 3).
-OWN_CODEC_USERS = frozenset({"swim", "swim.exchange", "swim.rtsimdoor", "swim.outbox"})
+# Who may read and write rtsim's own bytes: the package's public surface, the TCP frames and
+# the door (the outbox measures its packet budget with swim.sizes, which makes no bytes).
+OWN_CODEC_USERS = frozenset({"swim", "swim.exchange", "swim.rtsimdoor"})
 CODECS = ("swim.wire", "swim.exchange", "swim.rtsimdoor", "swim.memberlist")
 
 
@@ -407,8 +407,8 @@ def test_the_swim_driver_always_has_a_door() -> None:
 
 
 def test_each_wire_format_is_read_and_written_by_its_own_room(graph: dict[str, set[str]]) -> None:
-    """Our own packets (``swim.wire``) are read and written only by their door, their TCP
-    frames and the outbox's budget: not by the machine, the driver or memberlist's room; and
+    """Our own packets (``swim.wire``) are read and written only by their door and their TCP
+    frames: not by the machine, the driver or memberlist's room; and
     nothing else in ``swim`` imports memberlist's room (the node passes ``Memberlist(name)``)."""
     found = []
     for module, targets in sorted(graph.items()):
