@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from .config import SwimConfig
 from .membership import Membership
 from .outbox import Outbox
-from .table import MemberTable
+from .table import MemberTable, below
 
 __all__ = ["CATCH_UP", "DRAWS", "JOIN_SEEDS", "SCAN_MAX", "Resync"]
 
@@ -125,7 +125,7 @@ class Resync:
         else:
             picks = []
             for _ in range(DRAWS):
-                s = seeds[rng.randrange(len(seeds))]
+                s = seeds[below(rng, len(seeds))]  # rng.randrange, unwrapped
                 if s not in picks and self._missing(s):
                     picks.append(s)
                     if len(picks) == JOIN_SEEDS:
