@@ -6,6 +6,8 @@ Rules:
    ``memberlist``: hashicorp/memberlist's), behind the driver's door for that format.
 2. ``BadMessage`` is the one exception for untrusted input in every format: its ``reason``
    labels the drop counter, so every door counts a refusal the same way.
+3. The messages made on every probe and rumour (``Ping``, ``Ack``, ``Alive``, ``Suspect``,
+   ``Dead``) write their own ``__init__``, so that it runs compiled (``native`` rule 4).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class BadMessage(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Ping:
     """Probe of ``target``; the ack goes to the advertised ``src_host:src_port``."""
 
@@ -49,6 +51,13 @@ class Ping:
     src: int
     src_host: str
     src_port: int
+
+    def __init__(self, seq: int, target: int, src: int, src_host: str, src_port: int) -> None:
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "src", src)
+        object.__setattr__(self, "src_host", src_host)
+        object.__setattr__(self, "src_port", src_port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +74,14 @@ class PingReq:
     src_port: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Ack:
     seq: int
     src: int
+
+    def __init__(self, seq: int, src: int) -> None:
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "src", src)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +90,7 @@ class Nack:
     src: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Alive:
     """``node`` is alive at ``incarnation``, reachable at host:port, booted with ``boot``."""
 
@@ -87,21 +100,38 @@ class Alive:
     port: int
     boot: int
 
+    def __init__(self, incarnation: int, node: int, host: str, port: int, boot: int) -> None:
+        object.__setattr__(self, "incarnation", incarnation)
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "host", host)
+        object.__setattr__(self, "port", port)
+        object.__setattr__(self, "boot", boot)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Suspect:
     incarnation: int
     node: int
     src: int
 
+    def __init__(self, incarnation: int, node: int, src: int) -> None:
+        object.__setattr__(self, "incarnation", incarnation)
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "src", src)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class Dead:
     """``node`` is dead at ``incarnation`` per ``src``; ``src == node`` means it left."""
 
     incarnation: int
     node: int
     src: int
+
+    def __init__(self, incarnation: int, node: int, src: int) -> None:
+        object.__setattr__(self, "incarnation", incarnation)
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "src", src)
 
 
 Message = Ping | PingReq | Ack | Nack | Alive | Suspect | Dead

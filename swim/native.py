@@ -16,6 +16,10 @@ Rules:
    today's sources and ``RTSIM_PURE`` is not set (``IN_USE`` says which); any edit in
    ``swim/`` therefore runs as Python until the next build, never as stale machine code.
    Either way the same seed gives the same history (``tests/swim/test_native.py``).
+4. A record made on every event writes its own ``__init__`` (``dataclass(init=False)``; a
+   frozen one sets its fields with ``object.__setattr__``, as the generated one does): the
+   generated ``__init__`` is Python even in a compiled module, about 240 ns a record against
+   36. The dataclass still gives the rest (equality, hashing, ``repr``, ``fields``).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ MALFORMED_REASONS = frozenset(
 NEW_MEMBER_REASONS = frozenset({"new_member_rate", "table_full"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Datagram:
     """A UDP packet for ``addr``, as the messages it holds (the door encodes them); ``dest``
     is the member id when known, ``kind`` its label, ``size`` its bytes in our own format,
@@ -52,6 +52,20 @@ class Datagram:
     dest: int | None
     kind: str
     size: int = 0
+
+    def __init__(  # its own, so that it runs compiled (``native`` rule 4)
+        self,
+        addr: tuple[str, int],
+        messages: tuple[Message, ...],
+        dest: int | None,
+        kind: str,
+        size: int = 0,
+    ) -> None:
+        object.__setattr__(self, "addr", addr)
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "dest", dest)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "size", size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +78,21 @@ class SyncRequest:
     join: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Output:
     datagrams: tuple[Datagram, ...] = ()
     syncs: tuple[SyncRequest, ...] = ()
     events: tuple[MemberEvent, ...] = ()
+
+    def __init__(  # its own, so that it runs compiled (``native`` rule 4)
+        self,
+        datagrams: tuple[Datagram, ...] = (),
+        syncs: tuple[SyncRequest, ...] = (),
+        events: tuple[MemberEvent, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "datagrams", datagrams)
+        object.__setattr__(self, "syncs", syncs)
+        object.__setattr__(self, "events", events)
 
 
 DROPPED = Output()

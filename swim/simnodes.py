@@ -42,12 +42,16 @@ def address(i: int) -> tuple[str, int]:
     return (f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}", 7946)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Unsealed:
     """A packet as its records, with its weight on the wire in bytes (rule 5)."""
 
     messages: tuple[Message, ...]
     size: int
+
+    def __init__(self, messages: tuple[Message, ...], size: int) -> None:  # native rule 4
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "size", size)
 
 
 @dataclass(slots=True)
