@@ -7,7 +7,8 @@ Rules:
 2. ``BadMessage`` is the one exception for untrusted input in every format: its ``reason``
    labels the drop counter, so every door counts a refusal the same way.
 3. The messages made on every probe and rumour (``Ping``, ``Ack``, ``Alive``, ``Suspect``,
-   ``Dead``) write their own ``__init__``, so that it runs compiled (``native`` rule 4).
+   ``Dead``) and the push/pull's ``StateEntry`` write their own ``__init__``, so that it runs
+   compiled (``native`` rule 4).
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ class Dead:
 Message = Ping | PingReq | Ack | Nack | Alive | Suspect | Dead
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class StateEntry:
     """One member in a push/pull state exchange."""
 
@@ -147,6 +148,16 @@ class StateEntry:
     incarnation: int
     state: MemberState
     boot: int
+
+    def __init__(
+        self, node: int, host: str, port: int, incarnation: int, state: MemberState, boot: int
+    ) -> None:
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "host", host)
+        object.__setattr__(self, "port", port)
+        object.__setattr__(self, "incarnation", incarnation)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "boot", boot)
 
 
 _NAME_OF: dict[type[Message], str] = {

@@ -11,8 +11,8 @@ made for ``OWNER``, free) and ``plain`` (902.0, made for no array). Promises che
   other call leaves the pool table as it was, and a refused call leaves the devices'
   allocations as they were.
 
-The node's settings are read once per process (its data folder a temporary one); its clock
-is trio's ``MockClock``.
+The node's settings are read once per process from an empty home that is removed at once (its
+devices are in memory, so nothing is written there); its clock is trio's ``MockClock``.
 """
 
 from __future__ import annotations
@@ -45,8 +45,13 @@ _SETTINGS: list[Settings] = []
 def _node() -> Runtime:
     """A node of its own for one input (the settings are read at the first input)."""
     if not _SETTINGS:
+        # Read from an empty home, taken away at once: the devices are all in memory, so
+        # nothing is ever written under it, and no process leaves a folder behind.
         home = Path(tempfile.mkdtemp(prefix="fuzz-block-call-"))
-        settings = load_settings("embedded", env={"HOME": str(home)})
+        try:
+            settings = load_settings("embedded", env={"HOME": str(home)})
+        finally:
+            home.rmdir()
         runtime = dataclasses.replace(settings.runtime, data_dir=str(home / "data"))
         _SETTINGS.append(dataclasses.replace(settings, runtime=runtime))
     node = Runtime(_SETTINGS[0], 0)
