@@ -54,7 +54,8 @@ bench: $(STAMP) $(NATIVE)
 	$(BIN)/python -m bench.cluster --timeout 300
 	$(BIN)/python -m bench.cluster --runs thousand --out bench/results/thousand.json
 	$(BIN)/python -m bench.chaos
-	$(BIN)/python -m bench.explore
+	$(BIN)/python -m bench.explore --only speed --only clean
+	RTSIM_PURE=1 $(BIN)/python -m bench.explore --only plants
 	$(BIN)/python -m bench.membership.mixed
 	$(BIN)/python -m bench.verdicts passrates
 	$(BIN)/python -m bench.verdicts calibrate

@@ -6,9 +6,11 @@ Rules:
    simulated network, which handle only records already checked. The doors that read bytes
    from outside (``wire``, ``exchange``, ``memberlist``) stay Python, where the fuzz targets
    see their coverage and a bad field raises what the code says (a compiled module checks
-   each annotated type itself). So do the modules the planted bugs of ``bench/explore``
-   patch (``membership``, ``lifeguard``), those that run trio tasks (``driver``, ``timer``,
+   each annotated type itself). So do those that run trio tasks (``driver``, ``timer``,
    ``sockets``, ``rtsimdoor``), the settings (``config``) and what costs nothing per event.
+   A compiled class cannot be patched: the planted bugs of ``bench/explore`` (which patch
+   ``membership`` and ``lifeguard``) need swim as Python (``RTSIM_PURE=1``; tests marked
+   ``python_swim`` run in a child pytest so).
 2. ``make`` builds them (``python -m swim.native``) into ``build/native/swim/`` beside a
    ``SOURCES`` stamp: the SHA-256 of every source file of ``swim``, written last, so a build
    that failed half-way has no stamp.
@@ -39,8 +41,10 @@ COMPILED = (
     "corrections",
     "faults",
     "intake",
+    "lifeguard",
     "machine",
     "members",
+    "membership",
     "messages",
     "newcomers",
     "outbox",

@@ -4,13 +4,19 @@ harness        the processes of one test (tests/support/harness.py)
 runtime        a network-less runtime, workers served, the admin pool in (tests/support/runtime.py)
 cluster_home   a private RT_CLUSTER_HOME for rt_cluster, every process of it ended afterwards
 procs, zygote  the zygote that forks a local cluster's nodes, and the folder it records them in
+
+A test marked ``python_swim`` patches swim's classes (bench/explore's planted bugs): while this
+process runs swim compiled (``swim.native``), it runs in a child pytest with ``RTSIM_PURE=1``.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -85,3 +91,24 @@ def fake_serf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     serf.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     return serf
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    import swim
+
+    if not swim.native.IN_USE:
+        return
+    for item in items:
+        if item.get_closest_marker("python_swim"):
+            item.runtest = partial(_with_python_swim, item)  # type: ignore[method-assign]
+
+
+def _with_python_swim(item: pytest.Item) -> None:
+    """Run ``item`` alone in a child pytest with swim as Python; its failure is this one's."""
+    env = {**os.environ, "RTSIM_PURE": "1"}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", item.nodeid]
+    done = subprocess.run(
+        argv, cwd=item.config.rootpath, env=env, capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        pytest.fail(f"in a child pytest with RTSIM_PURE=1:\n{done.stdout[-6000:]}", pytrace=False)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import swim
 from swim import membership as mem
 from swim.lifeguard import Suspicion
 from swim.membership import Membership
@@ -99,7 +100,10 @@ PLANTS: dict[str, tuple[type, str, Maker]] = {
 
 @contextmanager
 def planted(name: str) -> Iterator[None]:
-    """The machine with the bug ``name`` for the block, the original put back after."""
+    """The machine with the bug ``name`` for the block, the original put back after. Needs
+    swim as Python: a compiled class cannot be patched (``swim.native`` rule 1)."""
+    if swim.native.IN_USE:
+        raise RuntimeError("planted bugs patch swim's Python classes: run with RTSIM_PURE=1")
     owner, method, make = PLANTS[name]
     original = getattr(owner, method)
     setattr(owner, method, make(original))

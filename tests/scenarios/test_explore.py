@@ -87,6 +87,7 @@ def test_the_unmutated_protocol_passes_a_search(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("failure-*"))
 
 
+@pytest.mark.python_swim
 def test_a_planted_bug_is_found_shrunk_written_and_replayed(tmp_path: Path) -> None:
     lines: list[str] = []
     with planted("no_expiry"):
@@ -110,6 +111,7 @@ def test_a_planted_bug_is_found_shrunk_written_and_replayed(tmp_path: Path) -> N
     assert results["property"]["status"] == "pass"
 
 
+@pytest.mark.python_swim
 def test_a_machine_that_raises_is_a_failure_with_its_report(tmp_path: Path) -> None:
     lines: list[str] = []
     with planted("crash_on_confirm"):
@@ -123,6 +125,7 @@ def test_a_machine_that_raises_is_a_failure_with_its_report(tmp_path: Path) -> N
     assert (file.with_suffix("") / "report.html").is_file()
 
 
+@pytest.mark.python_swim
 def test_two_jobs_find_what_one_job_finds(tmp_path: Path) -> None:
     found = []
     for jobs in (1, 2):
@@ -211,6 +214,7 @@ def test_every_built_in_property_has_a_name_and_holds_on_a_quiet_run() -> None:
     assert play(quiet, list(BUILT_IN)).failed is None
 
 
+@pytest.mark.python_swim
 def test_a_livelock_ends_the_run_as_a_failure_not_a_hang() -> None:
     from scenarios.explore import play
 

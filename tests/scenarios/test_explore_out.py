@@ -7,10 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from bench.explore.plants import planted
 from tests.support.clusters import run_main
 
 
+@pytest.mark.python_swim
 def test_a_second_search_refuses_an_out_with_failures_unless_overwrite(tmp_path: Path) -> None:
     search = ("explore", "--runs", "10", "--seed", "1", "--out", str(tmp_path))
     with planted("crash_on_confirm"):
@@ -28,6 +31,7 @@ def test_a_second_search_refuses_an_out_with_failures_unless_overwrite(tmp_path:
         assert run_main(*search, "--overwrite")[0] == 1
 
 
+@pytest.mark.python_swim
 def test_a_failures_report_lists_the_broken_property_with_its_bound(tmp_path: Path) -> None:
     with planted("no_expiry"):
         assert run_main("explore", "--runs", "40", "--seed", "1", "--out", str(tmp_path))[0] == 1
