@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml $(LOCK)
 # whenever a source of swim/ changes; until then `import swim` runs them as Python.
 NATIVE := build/native/swim/SOURCES
 $(NATIVE): $(STAMP) $(shell find swim -name '*.py')
-	$(BIN)/python -m swim.native
+	$(BIN)/python -c 'import swim.native; swim.native.build()'
 
 demo: $(STAMP) $(NATIVE)
 	$(BIN)/rt_cluster up -n 3 --name demo --foreground

@@ -11,7 +11,7 @@ Rules:
    A compiled class cannot be patched: the planted bugs of ``bench/explore`` (which patch
    ``membership`` and ``lifeguard``) need swim as Python (``RTSIM_PURE=1``; tests marked
    ``python_swim`` run in a child pytest so).
-2. ``make`` builds them (``python -m swim.native``) into ``build/native/swim/`` beside a
+2. ``make`` builds them (``swim.native.build()``) into ``build/native/swim/`` beside a
    ``SOURCES`` stamp: the SHA-256 of every source file of ``swim``, written last, so a build
    that failed half-way has no stamp.
 3. ``import swim`` puts that folder first on the package's path only when the stamp matches
@@ -114,7 +114,4 @@ def build() -> None:
     print(f"swim.native: {len(COMPILED)} modules compiled into {BUILD}", file=sys.stderr)
 
 
-if __name__ == "__main__":
-    build()
-else:  # rule 3, as ``import swim`` begins (its ``__init__`` imports this module first)
-    IN_USE = use_build(sys.modules[__package__].__path__)
+IN_USE = use_build(sys.modules[__package__].__path__)  # rule 3, as ``import swim`` begins
