@@ -107,8 +107,20 @@ def _with_python_swim(item: pytest.Item) -> None:
     """Run ``item`` alone in a child pytest with swim as Python; its failure is this one's."""
     env = {**os.environ, "RTSIM_PURE": "1"}
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", item.nodeid]
-    done = subprocess.run(
-        argv, cwd=item.config.rootpath, env=env, capture_output=True, text=True, timeout=600
+    child = subprocess.Popen(
+        argv,
+        cwd=item.config.rootpath,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its group: the search's forked jobs end with it
     )
-    if done.returncode != 0:
-        pytest.fail(f"in a child pytest with RTSIM_PURE=1:\n{done.stdout[-6000:]}", pytrace=False)
+    try:
+        out, _ = child.communicate(timeout=600)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    if child.returncode != 0:
+        pytest.fail(f"in a child pytest with RTSIM_PURE=1:\n{out[-6000:]}", pytrace=False)
