@@ -30,6 +30,7 @@ import gc
 import math
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,13 +85,11 @@ def _add_scenario(sub: Subcommands) -> None:
     )
 
 
-_PROCESS = {"own": False}  # run as the process's own command (rule 4)
-
-
-def cmd_scenario(args: argparse.Namespace) -> int:
+def cmd_scenario(args: argparse.Namespace, *, own_process: bool = False) -> int:
+    """``scenario FILE``; ``own_process``: run as the process's own command (rule 4)."""
     from .runner import run_scenario_cli  # rule 3
 
-    if _PROCESS["own"] and args.sim and (args.runs or 1) == 1:
+    if own_process and args.sim and (args.runs or 1) == 1:
         gc.disable()  # rule 4: the process ends with this run
 
     if args.n is not None and args.n > MAX_NODES and not args.sim:
@@ -238,7 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     status."""
     if argv is None:
         atexit.register(gc.freeze)  # rule 4: runs before the interpreter's last collections
-        _PROCESS["own"] = True
+        own = Command("scenario", _add_scenario, partial(cmd_scenario, own_process=True))
+        return _cluster_main(argv, (own, *COMMANDS[1:]))
     return _cluster_main(argv, COMMANDS)
 
 
