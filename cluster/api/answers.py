@@ -152,11 +152,13 @@ FORM_SPEC = obj(
     }
 )
 
+DISK_FAULT = obj({"latency_ms": NUMBER, "errors": NUMBER, "full": BOOLEAN})
 FAULTS = obj(
     {
         "blocked": array(NODE_ID),
         "loss": mapping(NUMBER),
         "delay": mapping(NUMBER),
+        "disk": mapping(DISK_FAULT),
         "active": BOOLEAN,
     }
 )

@@ -8,11 +8,12 @@ and ``rt_safe_bdev`` arrays both do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from cluster.ground.errors import BadRequest
 from cluster.runtime import Container
-from cluster.storage import Allocator, BlockStore, Extent, IoMeter, IoSnapshot
+from cluster.storage import Allocator, BlockStore, Buffer, Extent, IoMeter, IoSnapshot
 
 __all__ = ["ExtentDevice"]
 
@@ -62,3 +63,10 @@ class ExtentDevice(Container, BlockStore):
             self.allocator.free(extent)
 
         await self.runtime.workers.run(self.info.pool_id, "free", extent.size / 1024, task)
+
+    async def write_admitted(self, offset: int, data: Buffer, admit: Callable[[], None]) -> None:
+        """``write``, once ``admit()`` has not raised: a device that delays its writes (a disk
+        fault) calls it after the delay, so a fence is judged when the bytes land
+        (``remote`` rule 2)."""
+        admit()
+        await self.write(offset, data)

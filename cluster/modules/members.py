@@ -4,8 +4,8 @@ type (the reference's add/replace member fields).
 
 Every field is checked before anything is created, and all bad fields are reported at once
 (``ValidationFailed``). Fields are read as written, never stripped: a member name is a pool name
-(``cluster.runtime.name_error``), a capacity strict size text (``rt_bdev.size_bytes``), a node id
-canonical digits. A created device gets a pool id suggested from 900; the caller is told it
+(``cluster.runtime.name_error``), a capacity strict size text (``bdev_config.size_bytes``), a
+node id canonical digits. A created device gets a pool id suggested from 900; the caller is told it
 created it, so it can destroy it again with the pool that asked for it.
 """
 
@@ -20,7 +20,8 @@ from cluster.ground.ids import PoolId, parse_node_id
 from cluster.runtime import ModuleContext, name_error
 from cluster.storage import BlockStore
 
-from .rt_bdev import BdevContainer, size_bytes
+from .bdev_config import size_bytes
+from .rt_bdev import BdevContainer
 
 __all__ = [
     "MAX_MEMBERS",

@@ -12,7 +12,9 @@ Rules:
 2. Writes are fenced: each carries its array's name (``writer``) and an epoch, raised when the
    member comes back from being away. A device refuses a write below the highest epoch it saw
    from that writer, so a write that lay in a paused node's socket, long given up by the
-   array, cannot land over the resync that followed (Conflict, 409).
+   array, cannot land over the resync that followed (Conflict, 409). A device that delays
+   its writes (a disk fault) judges the fence again once the delay is over, when the bytes
+   land (``ExtentDevice.write_admitted``).
 3. A device's ``instance`` is drawn when it starts: the same pool id with another instance is
    a device made again (its node restarted), whose blocks and allocations are gone.
 4. A member is written ``name@node`` in an array's ``members`` (``m1@1``: the rt_bdev pool
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from cluster.ground.errors import ApiError, BadRequest, Conflict, PeerUnreachable
@@ -62,6 +65,7 @@ def _io_size(size: int) -> int:
     return size
 
 
+PROBE_BYTES = 4096  # what ``refence`` reads to see a device answer again
 MAX_WRITERS = 1024  # writers whose fence a device remembers (rule 2); the oldest goes first
 
 
@@ -136,7 +140,7 @@ async def serve_block(device: ExtentDevice, call: BlockCall) -> Any:
         device.check_range(offset, _io_size(size))
         return await device.read(offset, size)
     device.check_range(offset, _io_size(len(data)))
-    await device.write(offset, data)
+    await device.write_admitted(offset, data, partial(fenced, device, call))  # rule 2
     return {"ok": True}
 
 
@@ -189,15 +193,19 @@ class RemoteStore(BlockStore):
         return self.meter.snapshot()
 
     async def refence(self) -> bool:
-        """Does the node still hold this very device (rule 3), blocks and region included?
-        If so, our writes go on at a new epoch, set on the device first (rule 2): a write of
-        ours that lay in its socket while it was paused is refused from now on."""
+        """Does the node still hold this very device (rule 3), blocks and region included,
+        and does it read again within the bound (a disk that failed or was slow)? If so, our
+        writes go on at a new epoch, set on the device first (rule 2): a write of ours that
+        lay in its socket while it was paused is refused from now on."""
         self.epoch = max(time.time_ns(), self.epoch + 1)
         try:
             info = await self._call("info")
+            if not isinstance(info, dict) or info.get("instance") != self.instance:
+                return False
+            await self._call("read", offset=0, size=min(PROBE_BYTES, self._capacity))
         except ApiError:
             return False
-        return isinstance(info, dict) and info.get("instance") == self.instance
+        return True
 
     async def _call(self, op: str, **fields: Any) -> Any:
         call = BlockCall(str(self.pool_id), op, writer=self.writer, epoch=self.epoch, **fields)

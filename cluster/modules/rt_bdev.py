@@ -12,13 +12,17 @@ Rules:
 2. The ``stats`` monitor answers the reference's keys in its order, from measured figures.
 3. Other modules use the device through the ``BlockStore`` interface (allocate/free/read/write).
 4. A ``file`` device is a sparse file in the node's data folder, named after its pool id.
-5. A capacity is an int or size text as written (``size_bytes``: no spaces, ASCII
+5. A capacity is an int or size text as written (``bdev_config.size_bytes``: no spaces, ASCII
    digits) of at most ``MAX_CAPACITY`` bytes; a ``file`` device at most the free space of
    the data folder, a memory device at most the host's memory. When the store cannot be made
    or an I/O fails (``OSError``), the answer is an ``ApiError`` that says so, never a 500.
 6. ``made_for`` (optional) names the writer of a peer's array the device was made for: 1 to
    ``MAX_WRITER`` printable ASCII characters, no space. Only that array may give the device
    back, once nothing is allocated on it (``remote`` rule 6).
+7. A disk fault (``rt_cluster disk``) delays, fails or fills the device: every allocation,
+   free, read and write passes ``DeviceFaults`` first (``diskfaults``); a healthy device pays
+   one attribute test for it. A peer's write is admitted against its fence after the delay
+   (``remote`` rule 2), so a write that waited out its owner's bound lands over nothing newer.
 """
 
 from __future__ import annotations
@@ -27,13 +31,10 @@ import errno
 import logging
 import random
 import secrets
-import shutil
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import psutil
 import trio
 
 from cluster.api import (
@@ -46,11 +47,12 @@ from cluster.api import (
     pool_name_field,
 )
 from cluster.ground.errors import BadRequest, Conflict, ValidationFailed
-from cluster.ground.parse import ParseError, int_value, size_value
-from cluster.runtime import MAX_WRITER, BlockCall
+from cluster.ground.parse import int_value
+from cluster.runtime import BlockCall, DiskFault
 from cluster.storage import (
     Allocator,
     Buffer,
+    Extent,
     IoMeter,
     NoSpace,
     Store,
@@ -60,100 +62,29 @@ from cluster.storage import (
     parse_size,
 )
 
+from .bdev_config import (
+    BDEV_TYPES,
+    BLOCK,
+    MAX_CAPACITY,
+    bdev_config_errors,
+    bdev_type_of,
+    made_for_errors,
+)
+from .diskfaults import DeviceFaults
 from .extents import ExtentDevice
 from .remote import serve_block
 
 if TYPE_CHECKING:
     from cluster.storage.erasure import Bytes as Rows
 
-__all__ = [
-    "BDEV_TYPES",
-    "MAX_CAPACITY",
-    "BdevContainer",
-    "BdevModule",
-    "bdev_config_errors",
-    "size_bytes",
-]
+__all__ = ["INLINE_BYTES", "BdevContainer", "BdevModule"]
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 T = TypeVar("T")
-BDEV_TYPES = ("ram", "file", "hbm", "pinned", "noop")
-MEMORY_TYPES = ("ram", "hbm", "pinned")
-BLOCK = 4096  # allocation unit, bytes
-MAX_CAPACITY = 1 << 50  # bytes (1P), whatever the type
 SIZE_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.ENOMEM, errno.EINVAL, errno.EDQUOT)
-MAX_SIZE = 1 << 60  # bytes: larger is no size (devices have their own, smaller bounds)
 INLINE_BYTES = 1 << 20  # reads and writes up to this size run in the caller's task (rule 1)
 YIELD_NS = 1_000_000  # ... which yields to other tasks at least this often (nanoseconds)
-
-
-def size_bytes(value: Any) -> int:
-    """Bytes of a size field: an int as YAML or JSON typed it, or size text as written
-    (``cluster.ground.parse.parse_size``: ASCII digits, an optional K/M/G/T/P suffix, no spaces);
-    ValueError ``unparseable size '<value>'`` otherwise."""
-    try:
-        return size_value(value, low=0, high=MAX_SIZE)
-    except ParseError:
-        shown = value if isinstance(value, str) and len(value) <= 40 else "..."
-        raise ValueError(f"unparseable size '{shown}'") from None
-
-
-def bdev_type_of(config: Mapping[str, Any]) -> str:
-    """The configured type (``ram`` when left out); not checked, see ``bdev_config_errors``."""
-    raw = config.get("bdev_type")
-    return "ram" if raw in (None, "") else str(raw)
-
-
-def free_space(folder: Path) -> int:
-    """Free bytes of the file system ``folder`` is (or will be) on."""
-    for candidate in (folder, *folder.parents):
-        if candidate.exists():
-            return shutil.disk_usage(candidate).free
-    return 0
-
-
-def bdev_config_errors(
-    config: Mapping[str, Any], data_dir: Path, types: tuple[str, ...] = BDEV_TYPES
-) -> dict[str, str]:
-    """Errors by field for ``bdev_type`` and ``capacity`` (shared with the modules that create
-    devices for their members and targets); ``data_dir`` holds the ``file`` devices."""
-    errors: dict[str, str] = {}
-    bdev_type = bdev_type_of(config)
-    if not isinstance(config.get("bdev_type", ""), str) or bdev_type not in types:
-        errors["bdev_type"] = f"unknown type '{bdev_type[:40]}' (use one of: {', '.join(types)})"
-    raw = config.get("capacity", "")
-    if raw in ("", None):
-        errors["capacity"] = "required (a size such as 16M, 512MB or 1GiB)"
-        return errors
-    try:
-        capacity = size_bytes(raw)
-    except ValueError as exc:
-        errors["capacity"] = str(exc)
-        return errors
-    if capacity <= 0:
-        errors["capacity"] = "must be > 0"
-    elif capacity < BLOCK:
-        errors["capacity"] = f"must be at least {BLOCK} bytes (one block)"
-    elif capacity > MAX_CAPACITY:
-        errors["capacity"] = f"must be at most 1P ({MAX_CAPACITY} bytes)"
-    elif bdev_type in MEMORY_TYPES and capacity > psutil.virtual_memory().total:
-        errors["capacity"] = f"exceeds this host's memory ({psutil.virtual_memory().total} bytes)"
-    elif bdev_type == "file" and capacity > (free := free_space(data_dir)):
-        errors["capacity"] = f"exceeds the free space of the node's data folder ({free} bytes)"
-    return errors
-
-
-def made_for_errors(config: Mapping[str, Any]) -> dict[str, str]:
-    """Rule 6: the error of a ``made_for`` that cannot name an array's writer, if any."""
-    if "made_for" not in config:
-        return {}
-    value = config["made_for"]
-    if not isinstance(value, str) or not 1 <= len(value) <= MAX_WRITER:
-        return {"made_for": f"1 to {MAX_WRITER} characters of text naming an array's writer"}
-    if not value.isascii() or not value.isprintable() or " " in value:
-        return {"made_for": "printable ASCII characters only, no space"}
-    return {}
 
 
 def _io_error(what: str, exc: OSError) -> Conflict:
@@ -184,6 +115,8 @@ class BdevContainer(ExtentDevice):
         self.instance = secrets.token_hex(8)  # this process's copy of the device (``remote``)
         self.made_for = str(self.config.get("made_for", ""))  # rule 6
         self.fences: dict[str, int] = {}
+        noun = f"block device {self.info.pool_id}"
+        self.faults = DeviceFaults(noun, f"disk faults of {noun}", BLOCK)  # rule 7
         self._yielded_ns = 0  # perf_counter_ns of the last yield of an I/O run inline
         self._done_ns = 0  # perf_counter_ns of the end of the last I/O run inline
 
@@ -226,8 +159,27 @@ class BdevContainer(ExtentDevice):
             raise BadRequest(f"block device {self.info.pool_id} is not started")
         return self.store
 
+    @property
+    def disk_fault(self) -> DiskFault:
+        return self.faults.fault
+
+    def set_disk_fault(self, fault: DiskFault) -> None:
+        self.faults.set(fault)  # rule 7
+
+    async def allocate(self, size: int) -> Extent:
+        if self.faults.on:
+            await self.faults.admit("allocate", 0, size)
+        return await super().allocate(size)
+
+    async def free(self, extent: Extent) -> None:
+        if self.faults.on:
+            await self.faults.admit("free", extent.offset, extent.size)
+        await super().free(extent)
+
     async def read(self, offset: int, size: int) -> bytes:
         self.check_range(offset, size)
+        if self.faults.on:
+            await self.faults.admit("read", offset, size)
         if size > INLINE_BYTES:
             return await self._run_io("read", size, self._read, offset, size)
         await trio.lowlevel.checkpoint_if_cancelled()  # _run_io's inline path, one frame less
@@ -238,15 +190,33 @@ class BdevContainer(ExtentDevice):
 
     async def read_into(self, offset: int, out: memoryview) -> None:
         self.check_range(offset, len(out))
+        if self.faults.on:
+            await self.faults.admit("read", offset, len(out))
         await self._run_io("read", len(out), self._read_into, offset, out)
 
     async def write(self, offset: int, data: Buffer) -> None:
         self.check_range(offset, len(data))
+        if self.faults.on:
+            await self.faults.admit("write", offset, len(data))
         await self._run_io("write", len(data), self._write, offset, data)
+        self.faults.footprint.add(offset, len(data))
+
+    async def write_admitted(self, offset: int, data: Buffer, admit: Callable[[], None]) -> None:
+        self.check_range(offset, len(data))
+        if self.faults.on:
+            await self.faults.wait()  # rule 7: the fence is judged once the delay is over
+        admit()
+        if self.faults.on:
+            self.faults.judge("write", offset, len(data))
+        await self._run_io("write", len(data), self._write, offset, data)
+        self.faults.footprint.add(offset, len(data))
 
     async def write_rows(self, offset: int, rows: Rows) -> None:
         self.check_range(offset, rows.size)
+        if self.faults.on:
+            await self.faults.admit("write", offset, rows.size)
         await self._run_io("write", rows.size, self._write_rows, offset, rows)
+        self.faults.footprint.add(offset, rows.size)
 
     # The store's own calls, an OSError as a refusal naming the device (bound methods, not
     # closures made per call: an inline read of 4 KiB costs a few µs in all).

@@ -12,7 +12,9 @@ Rules:
    ``MAX_BLOCKED`` peers and ``MAX_COMPOSE_ENTRIES`` entries. A hostile value is a 400, never
    a 500.
 3. The fault actions are a table (``FAULT_ACTIONS``): the action's name -> what it does to the
-   membership's ``swim.Faults`` with the request's checked fields.
+   membership's ``swim.Faults`` with the request's checked fields. ``disk`` is the one action
+   on the node's devices instead (``Control.disk``): the ``rt_bdev`` pool ``pool`` takes a
+   ``DiskFault``; ``heal`` clears every device's too.
 4. A migration sends ``Adopt`` to the target through the runtime's forward (bounded by the
    forward timeout, errors worded as every forward's), and destroys the pool here only once
    the target has adopted it. An adopted pool whose state the module cannot import is
@@ -43,7 +45,7 @@ from cluster.rpc import (
     Pools,
     Stop,
 )
-from cluster.runtime import UnknownNode
+from cluster.runtime import NO_DISK_FAULT, DiskFault, UnknownNode
 
 from .rpc import Handler
 
@@ -152,15 +154,41 @@ class Control:
         return self._identity()
 
     async def faults(self, req: Faults) -> JSON:
+        if req.action == "disk":
+            return self.disk(req)
         action = FAULT_ACTIONS.get(req.action)
         if action is None:
             shown = req.action if len(req.action) <= 40 else f"{req.action[:40]}..."
-            raise BadRequest(f"unknown fault action {shown!r} (one of: {', '.join(FAULT_ACTIONS)})")
+            known = ", ".join([*FAULT_ACTIONS, "disk"])
+            raise BadRequest(f"unknown fault action {shown!r} (one of: {known})")
         try:
             action(self.node.swim.faults, req)
         except ParseError as exc:
             raise BadRequest(str(exc)) from None
+        if req.action == "heal":
+            self.heal_disks()
         return {"ok": True, "node_id": self.node.node_id, "action": req.action}
+
+    def disk(self, req: Faults) -> JSON:
+        """Rule 3: the disk fault of the rt_bdev pool ``req.pool`` (every field checked, and
+        the pool found, before anything changes); all zero and not full clears it."""
+        try:
+            fault = DiskFault(req.latency_ms, req.errors, req.full)
+        except ParseError as exc:
+            raise BadRequest(str(exc)) from None
+        shown = req.pool if len(req.pool) <= 80 else f"{req.pool[:80]}..."
+        pool = self.runtime.pools.by_name(req.pool) if req.pool else None
+        if pool is None:
+            raise BadRequest(f"no pool named {shown!r} on node {self.node.node_id}")
+        pool.set_disk_fault(fault)  # a pool that is no rt_bdev device refuses (400)
+        log.warning("disk fault on pool %s: %s", shown, fault.as_dict())
+        return {"ok": True, "node_id": self.node.node_id, "action": "disk", "pool": req.pool}
+
+    def heal_disks(self) -> None:
+        """Clear every device's disk fault (``heal``)."""
+        for pool in self.runtime.pools.all():
+            if pool.disk_fault.active:
+                pool.set_disk_fault(NO_DISK_FAULT)
 
     async def compose(self, req: Compose) -> JSON:
         if len(req.entries) > MAX_COMPOSE_ENTRIES:

@@ -137,7 +137,8 @@ class Stop:
 
 @dataclass(frozen=True, slots=True)
 class Faults:
-    """Change the node's fault injection: ``action`` is loss, delay, block or heal."""
+    """Change the node's fault injection: ``action`` is loss, delay, block, cut, clock, disk or
+    heal."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "faults")
     MAX_BYTES: ClassVar[int] = SMALL_FRAME
@@ -145,6 +146,12 @@ class Faults:
     peer: int | None = None  # None: every peer (loss, delay)
     value: float = 0  # percent (loss) or milliseconds (delay)
     peers: tuple[int, ...] = ()  # block
+    offset: float = 0.0  # clock: seconds from true
+    rate: float = 1.0  # clock: times real speed
+    pool: str = ""  # disk: the rt_bdev device's pool name
+    latency_ms: float = 0.0  # disk: each operation's wait
+    errors: float = 0.0  # disk: percent of reads and writes that fail
+    full: bool = False  # disk: no allocation, no write past present use
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +233,16 @@ _DECODERS: dict[tuple[str, str | None], Callable[[Fields], Request]] = {
     Identity.KIND: lambda f: Identity(),
     Stop.KIND: lambda f: Stop(),
     Faults.KIND: lambda f: Faults(
-        f.text("action"), f.integer("peer", None), f.number("value", 0), f.integers("peers")
+        f.text("action"),
+        f.integer("peer", None),
+        f.number("value", 0),
+        f.integers("peers"),
+        f.number("offset", 0.0),
+        f.number("rate", 1.0),
+        f.text("pool", ""),
+        f.number("latency_ms", 0.0),
+        f.number("errors", 0.0),
+        f.flag("full", False),
     ),
     Compose.KIND: lambda f: Compose(f.items("entries")),
     Pools.KIND: lambda f: Pools(),

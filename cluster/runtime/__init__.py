@@ -18,6 +18,7 @@ the node RPC serve.
     parse_routing, name_error the strict readings of a routing and of a pool name
     RuntimeView               the narrow view the dashboard is given
     Module, Container, ...    the contract every module implements (``cluster.modules``)
+    DiskFault                 a fault injected into one block device (latency, errors, full)
     load_modules, BUILTIN     the registry: modules by dotted path, never imported by name here
     serve_workload            the synthetic workload
 
@@ -30,6 +31,7 @@ from .assets import find_assets, viz_roots
 from .compose import MAX_NAME, name_error
 from .core import RuntimeCore
 from .costmodel import CostModel
+from .diskfault import MAX_LATENCY_MS, NO_DISK_FAULT, DiskFault
 from .membership import (
     EventLike,
     FaultsLike,
@@ -73,11 +75,14 @@ __all__ = [
     "BLOCK_OPS",
     "BUILTIN",
     "FORWARD_TIMEOUT",
+    "MAX_LATENCY_MS",
     "MAX_NAME",
     "MAX_WRITER",
+    "NO_DISK_FAULT",
     "BlockCall",
     "Container",
     "CostModel",
+    "DiskFault",
     "EventLike",
     "FaultsLike",
     "Forwarder",

@@ -10,9 +10,10 @@ Rules:
    parameter is a ``BadRequest`` here, never a wait on a peer. The parsers sit in
    ``ADMIN_PARAMS``.
 3. Every answer is built from this node's own state: its SWIM table and history
-   (``Membership``), its faults, its own process (``ProcessProbe``, psutil on its own pid).
-   Machine-wide figures are labelled ``machine`` and read from the stats ring, so this query
-   never disturbs the ring's CPU sampling.
+   (``Membership``), its faults (the membership's, and its devices' disk faults), its own
+   process (``ProcessProbe``, psutil on its own pid). Machine-wide figures are labelled
+   ``machine`` and read from the stats ring, so this query never disturbs the ring's CPU
+   sampling.
 """
 
 from __future__ import annotations
@@ -129,8 +130,16 @@ def _events(rt: NodeState, params: Mapping[str, str]) -> JSON:
     }
 
 
+def node_faults(rt: NodeState) -> JSON:
+    """The membership's faults (``faults_json``) and ``disk``: each device's disk fault by pool
+    name, for the devices that have one; ``active`` when any is set."""
+    disk = {c.info.pool_name: c.disk_fault.as_dict() for c in rt.pools.all() if c.disk_fault.active}
+    shaped = faults_json(rt.membership.faults)
+    return {**shaped, "disk": disk, "active": bool(shaped["active"] or disk)}
+
+
 def _faults(rt: NodeState, params: Mapping[str, str]) -> JSON:
-    return faults_json(rt.membership.faults)
+    return node_faults(rt)
 
 
 def _view(rt: NodeState, params: Mapping[str, str]) -> JSON:
@@ -139,7 +148,7 @@ def _view(rt: NodeState, params: Mapping[str, str]) -> JSON:
     return {
         "leader": rt.membership.leader_id(),
         "views": {str(m.node_id): view_name(m.state) for m in rt.membership.members()},
-        "faults": {"node_id": rt.node_id, **faults_json(rt.membership.faults)},
+        "faults": {"node_id": rt.node_id, **node_faults(rt)},
     }
 
 

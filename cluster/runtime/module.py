@@ -21,7 +21,10 @@ Rules:
 6. Modules and containers see the node through a ``ModuleContext``, never the ``Runtime``
    class: the few members named there are all a module may use. Its pool table is a
    ``PoolTable`` (``PoolManager`` satisfies it), so this module imports no other of the
-   runtime's but the cost model and the workers.
+   runtime's but the cost model, the workers and the records it names (``BlockCall``,
+   ``DiskFault``).
+7. A disk fault (``DiskFault``) is set on a pool through ``set_disk_fault``: only block
+   devices that apply one (``rt_bdev``) take it; every other pool refuses it (400).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from cluster.ground.ids import PoolId
 from cluster.ground.settings import Settings
 
 from .costmodel import CostModel
+from .diskfault import NO_DISK_FAULT, DiskFault
 from .peers import BlockCall
 from .workers import WorkerPool
 
@@ -201,6 +205,18 @@ class Container:
         raise BadRequest(
             f"pool {self.info.pool_id} ({self.info.mod_name}) is not a block device other "
             "nodes can use"
+        )
+
+    @property
+    def disk_fault(self) -> DiskFault:
+        """The disk fault set on this pool (rule 7): none unless it is a device that takes one."""
+        return NO_DISK_FAULT
+
+    def set_disk_fault(self, fault: DiskFault) -> None:
+        """Rule 7: a pool that is no ``rt_bdev`` device refuses a disk fault."""
+        raise BadRequest(
+            f"pool '{self.info.pool_name}' ({self.info.mod_name}) is not an rt_bdev device: "
+            "disk faults apply to rt_bdev devices only"
         )
 
     def export_state(self) -> JSON:

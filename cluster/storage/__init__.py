@@ -7,6 +7,7 @@ pools or workers: the modules (``cluster.modules``) wire it to the runtime.
     Codec, Buffer                    XOR / Reed-Solomon over GF(2^8), the bytes-like it codes
     StripeArray, ArrayMember, ...    the data path of an erasure-coded array, its roster
     IoMeter, IoSnapshot              measured latency and bandwidth
+    Footprint                        the runs of a device ever written: its present use
     Target, BlobLoc, score, ...      blob placement on targets
     parse_size, format_size          sizes such as 16M, 512MB, 1GiB
 
@@ -27,6 +28,7 @@ from .backends import (
 )
 from .blockdev import BlockStore
 from .erasure import Buffer, Codec
+from .footprint import Footprint
 from .iometer import IoMeter, IoSnapshot
 from .placement import BlobLoc, Target, plan_moves, score
 from .roster import ArrayMember, DeviceState, RecoveryProgress
@@ -43,6 +45,7 @@ __all__ = [
     "DeviceState",
     "Extent",
     "FileStore",
+    "Footprint",
     "IoMeter",
     "IoSnapshot",
     "NoSpace",

@@ -61,7 +61,14 @@ WIRE: list[tuple[Request, dict[str, Any]]] = [
     (
         Faults("block", None, 0, (1, 2)),
         {"k": "control", "op": "faults", "action": "block", "peer": None, "value": 0,
-         "peers": [1, 2]},
+         "peers": [1, 2], "offset": 0.0, "rate": 1.0, "pool": "", "latency_ms": 0.0,
+         "errors": 0.0, "full": False},
+    ),
+    (
+        Faults("disk", pool="m1", latency_ms=200.0, errors=10.0, full=True),
+        {"k": "control", "op": "faults", "action": "disk", "peer": None, "value": 0,
+         "peers": [], "offset": 0.0, "rate": 1.0, "pool": "m1", "latency_ms": 200.0,
+         "errors": 10.0, "full": True},
     ),
     (
         Compose(({"mod_name": "x"},)),
@@ -119,6 +126,11 @@ def test_every_request_kind_has_a_wire_example() -> None:
         {"k": "block", "pool": "1.0", "op": "write", "data": "text, not bytes"},
         {"k": "block", "pool": "1.0", "op": "write", "epoch": "7"},
         {"k": "block", "pool": "1.0", "op": "write", "writer": 7},
+        {"k": "control", "op": "faults", "action": "disk", "full": 1},
+        {"k": "control", "op": "faults", "action": "disk", "full": "yes"},
+        {"k": "control", "op": "faults", "action": "disk", "pool": 5},
+        {"k": "control", "op": "faults", "action": "disk", "errors": "10"},
+        {"k": "control", "op": "faults", "action": "disk", "latency_ms": float("inf")},
     ],
 )  # fmt: skip
 def test_malformed_requests_are_bad_frames(obj: Any) -> None:

@@ -27,8 +27,9 @@ from cluster.ground.parse import ParseError, parse_int
 from cluster.runtime import Container, name_error, parse_period
 from cluster.storage import BlobLoc, BlockStore, NoSpace, Target, plan_moves, score
 
+from ..bdev_config import bdev_config_errors
 from ..members import MEMBER_BASE, find_block_store
-from ..rt_bdev import BdevContainer, bdev_config_errors
+from ..rt_bdev import BdevContainer
 
 __all__ = ["CteCoreContainer"]
 

@@ -17,8 +17,12 @@ Rules:
    rebuilt onto it. A member whose device was made again stays faulty: replace it. The
    array's I/O marks a member that fails or times out ``faulty`` on its own
    (``storage.array`` rule 2); it is away too once its node is declared down, or at once when
-   the I/O failed for want of an answer (a peer cut off or silent for a moment, whose node
-   SWIM may never declare dead): it comes back the same way.
+   an I/O failed: for want of an answer (a peer cut off or silent for a moment, whose node
+   SWIM may never declare dead, or a device slower than the forward bound) or with the
+   device's own refusal (a disk that fails its I/O or is full). It comes back the same way,
+   once the device answers a read again within the bound (``RemoteStore.refence``), and an
+   away member keeps the time it first went away until it is seen ``active`` again, so a
+   device that keeps failing is replaced (rule 4) however often it is tried.
 4. With ``auto_replace_after_s``, a member away that long is replaced onto a spare made on a
    live node (a peer holding no member of the array first, then this node, then any peer),
    and recovery runs across the network. A spare that no replacement took is given back at
@@ -60,6 +64,7 @@ class MemberDevices:
         self.away: dict[int, tuple[PoolId, float]] = {}  # position -> member, since (rule 3)
         self.resync: set[int] = set()  # positions back from away: only what they missed
         self.tried: dict[int, float] = {}  # position -> when its reattach was last tried
+        self.since: dict[int, float] = {}  # position -> when it first went away (rule 3)
         self.made: dict[PoolId, int] = {}  # devices made on peers for this array -> their node
 
     def is_remote(self, node_id: int | None) -> bool:
@@ -204,17 +209,23 @@ class MemberDevices:
             if not self.is_remote(m.node_id) or m.state == DeviceState.REMOVED:
                 continue
             assert m.node_id is not None
+            if m.state == DeviceState.ACTIVE:
+                self.since.pop(p, None)
             state = self.runtime.node_state(m.node_id)
             if state in DOWN_STATES:
                 if m.state != DeviceState.FAULTY:
                     array.set_state(p, DeviceState.FAULTY)
                     said.append(f"member {m.pool_name} is faulty: node {m.node_id} is {state}")
-                self.away.setdefault(p, (m.pool_id, now))
+                self.away.setdefault(p, (m.pool_id, self.since.setdefault(p, now)))
             elif m.state == DeviceState.FAULTY and p not in self.away:
-                if isinstance(array.failures.pop(p, None), PeerUnavailable):
-                    self.away[p] = (m.pool_id, now)  # unreachable for a while: tried again below
+                failure = array.failures.pop(p, None)
+                if failure is not None:  # an I/O failed: unreachable, slow or refused
+                    self.away[p] = (m.pool_id, self.since.setdefault(p, now))
+                    if not isinstance(failure, PeerUnavailable):
+                        said.append(f"member {m.pool_name} on node {m.node_id} failed: {failure}")
             elif p in self.away and (self.away[p][0] != m.pool_id or m.state != DeviceState.FAULTY):
                 del self.away[p]  # replaced or taken out meanwhile
+                self.since.pop(p, None)
             elif p in self.away and state == "alive" and now >= self.tried.get(p, 0) + RETRY_S:
                 self.tried[p] = now
                 store = self.remote.get(m.pool_id)
