@@ -247,6 +247,21 @@ def _control_values() -> Iterator[tuple[str, bytes]]:
             f"faults block peer {peer}",
             frame({"k": c, "op": "faults", "action": "block", "peers": [peer]}),
         )
+    for pool, fault in (
+        ("nope", {"errors": 100}),  # no such pool: 400
+        ("rt_admin", {"errors": 100}),  # a pool that is no rt_bdev device: 400
+        ("", {"full": True}),
+        ("x" * 5000, {"latency_ms": 5}),
+        ("hz_any", {"latency_ms": -1}),
+        ("hz_any", {"latency_ms": 1e15}),
+        ("hz_any", {"errors": 101}),
+        ("hz_any", {"errors": -0.5}),
+        ("hz_any", {"full": 1}),  # not a bool: a bad frame
+    ):
+        yield (
+            f"faults disk {pool[:20]} {fault}",
+            frame({"k": c, "op": "faults", "action": "disk", "pool": pool, **fault}),
+        )
     entries: tuple[Any, ...] = (
         {"mod_name": "rt_bdev", "pool_name": "hz_t1", "bdev_type": "file", "capacity": "1P"},
         {"mod_name": "rt_bdev", "pool_name": "hz_t2", "capacity": -1},

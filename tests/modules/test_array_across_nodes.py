@@ -1,6 +1,7 @@
 """An array on node 0 whose members live on nodes 1 to 3, on real processes: a member node's
 death makes it degraded within SWIM's dead bound, every acknowledged write reads back while
-degraded, and a replacement on another node recovers it (``rt_safe_bdev.devices``)."""
+degraded, and a replacement on another node recovers it (``rt_safe_bdev.devices``). A member
+whose disk fails or fills is treated the same way, and resynchronised after the heal."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cluster.rpc import Faults
 from scenarios import open_cluster
 from tests.support import wait_for
 
@@ -195,3 +197,42 @@ async def test_a_member_cut_off_for_a_moment_comes_back_though_its_node_never_di
         assert 0 < back["recovery_written_slots"] < back["written_slots"]
         assert_intact(urls[0], arr, 24)
         assert all(v.get(2) == "alive" for o, v in (await c.views()).items() if o != 2)
+
+
+async def disk(c: Any, node_id: int, pool: str, **fault: Any) -> None:
+    """The node RPC's ``disk`` action, straight to the node (as ``Launcher.disk`` sends it)."""
+    await c.backend.cluster.call(node_id, Faults("disk", pool=pool, **fault))
+
+
+async def test_a_member_whose_disk_fails_or_fills_is_faulty_and_resynchronised_after_heal() -> None:
+    async with open_cluster(4, mode="real", name="disk") as c:
+        await c.wait_converged()
+        urls = [c.dashboard_url(i) or "" for i in range(4)]
+        arr = make_array(urls)
+        wrote = durability(urls[0], arr, op="write", count="20", size="10000", seed="11")
+        assert wrote["acknowledged"] == 20
+
+        await disk(c, 2, "m2", errors=100.0)
+        faults = get(urls[2], "/api/faults")
+        assert faults["disk"] == {"m2": {"latency_ms": 0.0, "errors": 100.0, "full": False}}
+        more = durability(urls[0], arr, op="write", count="10", size="10000", seed="12")
+        assert more["acknowledged"] == 10  # 2 of 3 members take each one
+        failed = degraded(urls[0], arr)
+        assert [m["state"] for m in failed["members"]] == ["active", "faulty", "active"]
+        check = durability(urls[0], arr, op="check")
+        assert (check["checked"], check["lost"]) == (30, [])
+
+        await c.heal()  # clears the disk fault: the member reads again, and is resynchronised
+        assert get(urls[2], "/api/faults")["disk"] == {}
+        back = recovered(urls[0], arr, "node 2's member resynchronised after its disk healed")
+        assert [m["pool_name"] for m in back["members"]] == ["m1", "m2", "m3"]
+        assert 0 < back["recovery_written_slots"] < back["written_slots"]
+        assert_intact(urls[0], arr, 30)
+
+        await disk(c, 3, "m3", full=True)  # the parity member holds no room for new slots
+        more = durability(urls[0], arr, op="write", count="10", size="10000", seed="13")
+        assert more["acknowledged"] == 10
+        assert [m["state"] for m in degraded(urls[0], arr)["members"]][2] == "faulty"
+        await c.heal()
+        recovered(urls[0], arr, "node 3's member resynchronised once it had room again")
+        assert_intact(urls[0], arr, 40)
