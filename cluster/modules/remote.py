@@ -44,7 +44,7 @@ from cluster.storage import BlockStore, Buffer, Extent, IoMeter, IoSnapshot
 
 from .extents import ExtentDevice
 
-__all__ = ["RemoteStore", "serve_block", "split_member"]
+__all__ = ["PROBE_BYTES", "RemoteStore", "serve_block", "split_member"]
 
 
 def split_member(text: str) -> tuple[str, int | None]:

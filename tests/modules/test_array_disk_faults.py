@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from storage_helpers import make_array as make_local_array
 
 from cluster.modules.rt_bdev import BdevContainer
 from cluster.modules.rt_safe_bdev import SafeBdevContainer
-from cluster.runtime import NO_DISK_FAULT, DiskFault
+from cluster.runtime import NO_DISK_FAULT, DiskFault, Runtime
 from tests.support import wait_for_async
 from tests.support.linked import Linked, linked_runtimes
 
@@ -162,3 +163,24 @@ async def test_a_disk_that_keeps_failing_is_replaced_onto_a_spare(
         done = await healthy(array)
         assert [m["node_id"] for m in done["members"]] == [1, 4, 3]  # node 4 held none
         await ledger.check()
+
+
+async def test_a_member_on_the_owner_whose_disk_fails_comes_back_after_the_heal(
+    runtime: Runtime, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The same for the owner's own devices: faulty while its disk fails, resynchronised once
+    it reads again (a member on the owner is never away for want of a node)."""
+    array = await make_local_array(runtime, 2, 1)
+    ledger = Ledger(array)
+    await ledger.write(range(0, 6))
+    device = runtime.pools.by_name("arr_d0")
+    assert isinstance(device, BdevContainer)
+    device.set_disk_fault(DiskFault(errors=100))
+    await ledger.write(range(6, 12))
+    await trio.sleep(3)
+    assert states(array)[0] == "faulty"
+    await ledger.check()
+    device.set_disk_fault(NO_DISK_FAULT)
+    back = await healthy(array)
+    assert 0 < back["recovery_written_slots"] <= 6 < back["written_slots"]
+    await ledger.check()

@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import logging
 
+import trio
+
 from cluster.ground.errors import ApiError, Conflict, NotFound, PeerUnavailable, ValidationFailed
 from cluster.ground.ids import PoolId
-from cluster.runtime import BlockCall, ModuleContext, name_error
+from cluster.runtime import FORWARD_TIMEOUT, BlockCall, ModuleContext, name_error
 from cluster.storage import ArrayMember, BlockStore, DeviceState, StripeArray
 
 from ..members import MEMBER_BASE, MemberRequest, check_new_device, find_block_store
-from ..remote import RemoteStore, split_member
+from ..remote import PROBE_BYTES, RemoteStore, split_member
 from ..rt_bdev import BdevContainer
 
 __all__ = ["DOWN_STATES", "MemberDevices"]
@@ -206,13 +208,13 @@ class MemberDevices:
         said: list[str] = []
         for p in array.positions():
             m = array.member(p)
-            if not self.is_remote(m.node_id) or m.state == DeviceState.REMOVED:
+            if m.state == DeviceState.REMOVED:
                 continue
-            assert m.node_id is not None
             if m.state == DeviceState.ACTIVE:
                 self.since.pop(p, None)
-            state = self.runtime.node_state(m.node_id)
-            if state in DOWN_STATES:
+            remote = self.is_remote(m.node_id)
+            state = self.runtime.node_state(m.node_id) if m.node_id is not None else "alive"
+            if remote and state in DOWN_STATES:
                 if m.state != DeviceState.FAULTY:
                     array.set_state(p, DeviceState.FAULTY)
                     said.append(f"member {m.pool_name} is faulty: node {m.node_id} is {state}")
@@ -222,20 +224,39 @@ class MemberDevices:
                 if failure is not None:  # an I/O failed: unreachable, slow or refused
                     self.away[p] = (m.pool_id, self.since.setdefault(p, now))
                     if not isinstance(failure, PeerUnavailable):
-                        said.append(f"member {m.pool_name} on node {m.node_id} failed: {failure}")
+                        where = f" on node {m.node_id}" if remote else ""
+                        said.append(f"member {m.pool_name}{where} failed: {failure}")
             elif p in self.away and (self.away[p][0] != m.pool_id or m.state != DeviceState.FAULTY):
                 del self.away[p]  # replaced or taken out meanwhile
                 self.since.pop(p, None)
             elif p in self.away and state == "alive" and now >= self.tried.get(p, 0) + RETRY_S:
                 self.tried[p] = now
-                store = self.remote.get(m.pool_id)
-                if store is not None and await store.refence():
+                if await self._answers(m.pool_id):
                     del self.away[p]
                     self.resync.add(p)
                     array.set_state(p, DeviceState.RECOVERING)
                     array.recovery.generation += 1
-                    said.append(f"member {m.pool_name} is back on node {m.node_id}: resync")
+                    where = f" on node {m.node_id}" if remote else ""
+                    said.append(f"member {m.pool_name} is back{where}: resync")
         return said
+
+    async def _answers(self, pool_id: PoolId) -> bool:
+        """Rule 3: does the device of away member ``pool_id`` answer again: on a peer, the
+        very device, refenced, reading within the bound (``RemoteStore.refence``); here, the
+        device still open, reading within the same bound?"""
+        remote = self.remote.get(pool_id)
+        if remote is not None:
+            return await remote.refence()
+        store = find_block_store(self.runtime, pool_id)
+        if not isinstance(store, BdevContainer):
+            return False
+        with trio.move_on_after(FORWARD_TIMEOUT):
+            try:
+                await store.read(0, min(PROBE_BYTES, store.capacity))
+            except ApiError:
+                return False
+            return True
+        return False
 
     def overdue(self, now: float, after_s: float) -> list[tuple[int, PoolId]]:
         """Away members whose node has been down ``after_s`` seconds (rule 4); each is due
