@@ -43,6 +43,13 @@ def test_matrix_events_and_process_figures_after_a_kill(
         "import('/viz/common/membership.js').then((m) => [4, 50, 51, 250, 1000].map(m.viewsPeriod))"
     )
     assert periods == [2000, 2000, 4000, 10000, 40000]  # one look per 2 s per 50 members
+    disk = {"m1": {"latency_ms": 200, "errors": 10, "full": True}}
+    said = page.evaluate(
+        "(d) => import('/viz/common/membership.js').then((m) => m.faultsText("
+        "{blocked: [], loss: {}, delay: {}, disk: d, active: true}))",
+        disk,
+    )
+    assert said == "disk m1: 200 ms, 10 % errors, full"  # a disk fault is named, not hidden
     expect(page.locator("#matrix th[scope='row']")).to_have_count(4)
 
     # a kill: every live observer's row shows the dead subject; the dead node's row is marked

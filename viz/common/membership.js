@@ -64,7 +64,7 @@ function toWhom(key) {
   return key === 'all' ? 'all peers' : `node ${key}`;
 }
 
-/** "blocks 2, 3 · loss 20 % to all peers · delay 150 ms to node 1", or '' when none. */
+/** "blocks 2, 3 · loss 20 % to all peers · delay 150 ms to node 1 · disk m1: full", or '' when none. */
 export function faultsText(f) {
   if (!faultsActive(f)) return '';
   const parts = [];
@@ -72,7 +72,19 @@ export function faultsText(f) {
   if (blocked.length) parts.push(`blocks ${blocked.length === 1 ? 'node' : 'nodes'} ${blocked.join(', ')}`);
   for (const [k, v] of entries(f.loss)) parts.push(`loss ${v} % to ${toWhom(k)}`);
   for (const [k, v] of entries(f.delay)) parts.push(`delay ${v} ms to ${toWhom(k)}`);
+  const disks = f.disk && typeof f.disk === 'object' ? Object.entries(f.disk) : [];
+  for (const [pool, d] of disks) parts.push(`disk ${pool}: ${diskText(d)}`);
   return parts.join(' · ');
+}
+
+/** "200 ms, 10 % errors, full": what a device's disk fault does. */
+function diskText(d) {
+  if (!d || typeof d !== 'object') return '?';
+  const parts = [];
+  if (isNum(d.latency_ms) && d.latency_ms > 0) parts.push(`${d.latency_ms} ms`);
+  if (isNum(d.errors) && d.errors > 0) parts.push(`${d.errors} % errors`);
+  if (d.full === true) parts.push('full');
+  return parts.join(', ') || 'none';
 }
 
 /** A badge naming the active faults (class `fault-badge`), or null when there are none. */
