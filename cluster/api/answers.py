@@ -157,6 +157,8 @@ FAULTS = obj(
         "blocked": array(NODE_ID),
         "loss": mapping(NUMBER),
         "delay": mapping(NUMBER),
+        "cut": array(NODE_ID),
+        "clock": obj({"offset": NUMBER, "rate": NUMBER}),
         "active": BOOLEAN,
     }
 )

@@ -52,6 +52,12 @@ class Fields:
             raise self._bad(key, "finite")
         return value
 
+    def boolean(self, key: str, default: Any = MISSING) -> bool:
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise self._bad(key, "a boolean")
+        return value
+
     def whole(self, key: str, default: Any = MISSING) -> int:
         value = self._get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
