@@ -25,7 +25,7 @@ Errors: ``BadMessage`` (untrusted UDP bytes), ``FrameError`` (untrusted TCP fram
 from . import native  # first: the compiled modules or the Python ones (its rule 3)
 from .config import SwimConfig
 from .driver import SwimHandle, open_swim
-from .faults import Faults
+from .faults import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE, Faults
 from .framing import FrameError, recv_frame, send_frame, unpack_body
 from .history import HISTORY_SIZE, History, HistoryEntry, HistoryPage
 from .keyring import Keyring, load_keyring, new_key_line
@@ -38,6 +38,9 @@ from .wire import BadMessage, decode_untrusted
 
 __all__ = [
     "HISTORY_SIZE",
+    "MAX_CLOCK_OFFSET_S",
+    "MAX_CLOCK_RATE",
+    "MIN_CLOCK_RATE",
     "BadMessage",
     "Datagram",
     "Faults",

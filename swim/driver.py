@@ -12,7 +12,16 @@ Rules:
 2. The receive loop never dies on input: malformed packets become drop counts, socket errors
    are counted and the loop goes on.
 3. ``handle.faults`` is applied to every packet sent and received, and to TCP push/pulls in
-   both directions (blocked peers are refused, lossy peers lose exchanges).
+   both directions (blocked peers are refused, lossy peers lose exchanges). A one-way cut
+   (``faults.cut``) drops every packet this member sends to the peer (counted ``cut_out``);
+   what the peer sends still arrives. A push/pull needs both directions, so one with a peer
+   this member cuts fails whoever starts it: one it would start is refused
+   (``tcp_faulted``), one the peer starts is answered with a refusal (the peer counts
+   ``tcp_refused``). That is all a member can know: the cut of a peer that cuts *this*
+   member is the peer's. On one host (``rt_cluster``'s loopback mode) each member applies
+   its own cut, so both ends of a push/pull between the two fail all the same; in netns
+   mode the cut is a route in the cutting member's namespace, and a connection from the
+   other side fails because its SYN-ACK (or answer) never comes back.
 4. Bytes are the door's (``wireformat``): the member's wire format decodes every packet in,
    encodes every datagram out, and runs every push/pull; with a keyring it seals and opens
    them (``swim.rtsimdoor``: our format, ``swim.memberlist``: memberlist's).
@@ -24,7 +33,11 @@ Rules:
    membership change is numbered into the handle's ``History`` ring (``events``, ``since``)
    and, with an event log, written as one JSON line. Both carry ``mono``, trio's time moved
    onto ``time.monotonic()`` (system-wide on Linux) by the offset measured when the handle is
-   made, so histories and logs of processes on one host line up, and ``wall`` (epoch s).
+   made (under a ``swim.clock.NodeClock``, measured at each record: its time may run at
+   another rate), so histories and logs of processes on one host line up, and ``wall``
+   (epoch s: the node's own wall clock, ``swim.clock.wall_time``, which may be set off true).
+   ``set_clock`` changes a node's clock: its pace, its wall clock and the machine's wall
+   offset (boots) at once.
 7. At rest a member wakes only when its machine has something due or a packet arrives
    (``timer`` rule 1). The loop lag (``statistics()``) is the timer's (``timer`` rule 3).
    A loop found running more than a probe timeout late is counted (``slow_ticks``): the
@@ -59,6 +72,7 @@ from typing import Any
 
 import trio
 
+from .clock import node_clock, wall_time
 from .config import SwimConfig
 from .exchange import Seed, parse_seed
 from .faults import Faults
@@ -106,8 +120,11 @@ class SwimHandle:
         self._history = History()
         self._link = _Link(self)
         # Fixed once: under trio's own clock both run at the same rate; under a MockClock,
-        # ``mono`` then follows virtual time.
+        # ``mono`` then follows virtual time. A NodeClock is asked at each record (rule 6).
         self._mono_offset = time.monotonic() - trio.current_time()
+        clock = node_clock()
+        if clock is not None:  # the clock the node was started with (a restart keeps it)
+            self.faults.set_clock(clock.offset, clock.rate)
 
     # ---- the public surface ---------------------------------------------------------------
 
@@ -161,6 +178,26 @@ class SwimHandle:
         ``refused_address``, ``epochs`` (also in ``statistics()``)."""
         return self.machine.counters.summary()
 
+    def set_clock(self, offset: float, rate: float) -> None:
+        """Set this node's clock (rule 6): its wall clock reads true + ``offset`` s and it runs
+        at ``rate`` times real speed. ValueError out of range (``swim.Faults.set_clock``) or
+        when the member does not run under a ``swim.clock.NodeClock`` (an embedded member):
+        then nothing changed."""
+        clock = node_clock()
+        if clock is None:
+            raise ValueError("this member's clock cannot be set: its trio run has no NodeClock")
+        self.faults.set_clock(offset, rate)
+        clock.set(offset, rate)
+        self.machine.set_wall_offset(clock.wall() - trio.current_time())
+        self._timer.move()  # its deadlines now come at another pace
+
+    def heal(self) -> None:
+        """Remove every injected fault and give the node back the host's clock (offset 0,
+        rate 1) when it runs under a ``NodeClock``."""
+        self.faults.heal()
+        if node_clock() is not None:
+            self.set_clock(0.0, 1.0)
+
     async def leave(self) -> None:
         """Leave gracefully: gossip the departure for ``leave_propagate_time`` seconds."""
         self._process(self.machine.leave(trio.current_time()))
@@ -203,9 +240,9 @@ class SwimHandle:
     def _process(self, out: Output, *, wake: bool = True) -> None:
         """Carry out a machine output; ``wake`` moves the timer's deadline (rule 5)."""
         if out.events:
-            entries = self._history.record(
-                out.events, wall=time.time(), mono_offset=self._mono_offset
-            )
+            clock = node_clock()
+            mono_offset = self._mono_offset if clock is None else clock.host_offset()
+            entries = self._history.record(out.events, wall=wall_time(), mono_offset=mono_offset)
             if self._log is not None:
                 self._log.write(entries)
             self._changed.set()
@@ -226,7 +263,8 @@ class SwimHandle:
 
     def _admit(self, peer: int | None, way: str) -> float | None:
         """Faults on one packet to/from ``peer``: None if dropped (counted), else its delay (s)."""
-        why = self.faults.verdict(peer, self._rng)
+        faults = self.faults
+        why = faults.outbound(peer, self._rng) if way == "out" else faults.verdict(peer, self._rng)
         if why is not None:
             self.machine.counters.drop(f"{why}_{way}")
             return None
@@ -246,7 +284,7 @@ class SwimHandle:
     async def _pushpull(self, req: SyncRequest) -> None:
         """One push/pull exchange with ``req``'s member (at most one per address at a time)."""
         try:
-            if self.faults.verdict(req.dest, self._rng) is not None:
+            if self.faults.outbound(req.dest, self._rng) is not None:  # rule 3
                 self.machine.counters.drop("tcp_faulted")
                 return
             with trio.fail_after(self.config.tcp_timeout):
@@ -343,7 +381,7 @@ async def open_swim(
             rng=rng,
             now=now,
             seeds=seed_addrs,
-            wall_offset=time.time() - now,  # boots are ordered by the wall clock
+            wall_offset=wall_time() - now,  # boots are ordered by the (node's) wall clock
             incarnation=wire_format.first_incarnation,
             read_limit=wire_format.read_limit(config),
         )
@@ -370,10 +408,11 @@ class _Link:
 
     def refused(self, peer: int | None) -> bool:
         h = self._handle
-        return h.faults.verdict(peer, h._rng) is not None
+        return h.faults.is_cut(peer) or h.faults.verdict(peer, h._rng) is not None  # rule 3
 
     def any_blocked(self) -> bool:
-        return bool(self._handle.faults.blocked)
+        faults = self._handle.faults
+        return bool(faults.blocked or faults.cut)  # a cut peer may be the one (rule 3)
 
     def delay(self, peer: int | None) -> float:
         return self._handle.faults.delay(peer)

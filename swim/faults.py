@@ -1,10 +1,16 @@
-"""Fault injection for one member: per-peer loss, delay and blocks, in both directions.
+"""Fault injection for one member: per-peer loss, delay and blocks, in both directions; one-way
+cuts; the member's clock.
 
 Rules:
 1. ``Faults`` only decides; the driver (or the simulated network) applies its verdict to every
    packet it sends or receives and to its TCP push/pulls.
 2. ``peer_id=None`` sets the default for every peer; a per-peer value overrides the default.
 3. Randomness is passed in, so a seeded simulation stays deterministic.
+4. A cut is one way: what this member *sends* to a peer in ``cut`` is dropped (``outbound``),
+   what it receives from it is not. Cuts add up; ``heal`` removes them.
+5. The clock (``set_clock``) is only recorded here: an offset of the wall clock within
+   ``MAX_CLOCK_OFFSET_S`` either way and a rate in ``MIN_CLOCK_RATE..MAX_CLOCK_RATE``; who
+   runs the member applies it (``swim.clock`` in a real node). ``heal`` resets it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,11 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["Faults"]
+__all__ = ["MAX_CLOCK_OFFSET_S", "MAX_CLOCK_RATE", "MIN_CLOCK_RATE", "Faults"]
+
+MAX_CLOCK_OFFSET_S = 31_622_400.0  # 366 days: the farthest a clock may read from true (rule 5)
+MIN_CLOCK_RATE = 0.5  # the slowest a clock may run, times real speed
+MAX_CLOCK_RATE = 2.0  # the fastest
 
 
 @dataclass(slots=True)
@@ -25,6 +35,9 @@ class Faults:
     blocked: set[int] = field(default_factory=set)
     peer_loss_pct: dict[int, float] = field(default_factory=dict)
     peer_delay_ms: dict[int, float] = field(default_factory=dict)
+    cut: set[int] = field(default_factory=set)
+    clock_offset: float = 0.0
+    clock_rate: float = 1.0
 
     def set_loss(self, peer_id: int | None, pct: float) -> None:
         """Drop ``pct`` percent (0..100) of packets to and from ``peer_id`` (None: all)."""
@@ -53,13 +66,36 @@ class Faults:
     def unblock(self, peer_ids: Iterable[int]) -> None:
         self.blocked.difference_update(int(p) for p in peer_ids)
 
+    def cut_to(self, peer_ids: Iterable[int]) -> None:
+        """Drop everything this member sends to these peers (rule 4)."""
+        self.cut.update(int(p) for p in peer_ids)
+
+    def is_cut(self, peer_id: int | None) -> bool:
+        return peer_id is not None and peer_id in self.cut
+
+    def set_clock(self, offset: float, rate: float) -> None:
+        """Record the member's clock (rule 5); ValueError out of range (nothing changed)."""
+        offset, rate = float(offset), float(rate)
+        if not -MAX_CLOCK_OFFSET_S <= offset <= MAX_CLOCK_OFFSET_S:
+            raise ValueError(
+                f"clock offset must be within {MAX_CLOCK_OFFSET_S:.0f} s either way, not {offset}"
+            )
+        if not MIN_CLOCK_RATE <= rate <= MAX_CLOCK_RATE:
+            raise ValueError(
+                f"clock rate must be in {MIN_CLOCK_RATE}..{MAX_CLOCK_RATE}, not {rate}"
+            )
+        self.clock_offset, self.clock_rate = offset, rate
+
     def heal(self) -> None:
-        """Remove every fault."""
+        """Remove every fault, the cuts, and reset the clock."""
         self.loss_pct = 0.0
         self.delay_ms = 0.0
         self.blocked.clear()
         self.peer_loss_pct.clear()
         self.peer_delay_ms.clear()
+        self.cut.clear()
+        self.clock_offset = 0.0
+        self.clock_rate = 1.0
 
     def is_blocked(self, peer_id: int | None) -> bool:
         return peer_id is not None and peer_id in self.blocked
@@ -72,6 +108,9 @@ class Faults:
             or self.blocked
             or self.peer_loss_pct
             or self.peer_delay_ms
+            or self.cut
+            or self.clock_offset
+            or self.clock_rate != 1.0
         )
 
     def verdict(self, peer_id: int | None, rng: random.Random) -> str | None:
@@ -84,6 +123,13 @@ class Faults:
         if pct > 0.0 and rng.random() * 100.0 < pct:
             return "loss"
         return None
+
+    def outbound(self, peer_id: int | None, rng: random.Random) -> str | None:
+        """Why a packet this member sends to ``peer_id`` is dropped: ``"cut"`` (rule 4), else
+        ``verdict``'s."""
+        if peer_id is not None and peer_id in self.cut:
+            return "cut"
+        return self.verdict(peer_id, rng)
 
     def delay(self, peer_id: int | None) -> float:
         """Extra delay in seconds for a packet to/from ``peer_id``."""
@@ -99,4 +145,6 @@ class Faults:
             "blocked": sorted(self.blocked),
             "peer_loss_pct": dict(self.peer_loss_pct),
             "peer_delay_ms": dict(self.peer_delay_ms),
+            "cut": sorted(self.cut),
+            "clock": {"offset": self.clock_offset, "rate": self.clock_rate},
         }

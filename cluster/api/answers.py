@@ -158,6 +158,8 @@ FAULTS = obj(
         "blocked": array(NODE_ID),
         "loss": mapping(NUMBER),
         "delay": mapping(NUMBER),
+        "cut": array(NODE_ID),
+        "clock": obj({"offset": NUMBER, "rate": NUMBER}),
         "disk": mapping(DISK_FAULT),
         "active": BOOLEAN,
     }

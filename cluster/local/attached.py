@@ -10,7 +10,8 @@ Rules:
    the node must answer as its offset; its pid, dashboard URL and, on this machine, the pid's
    start marker are kept, so a reused pid is never signalled. A pid counts as the node's only
    when that process listens on the node's runtime port here.
-3. Faults (``Faults`` frames) work on every node wherever it runs. Signals (kill, pause,
+3. Faults (``Faults`` frames) work on every node wherever it runs (one-way cuts, clocks and
+   disks too: each the node's own fault injection). Signals (kill, pause,
    resume; stop escalates to them) go to a node's pid alone, never to its process group: the
    process is the user's, and its group may be the user's shell job. A node on another host,
    or whose pid is no process here, is refused with ``ClusterError``.
@@ -36,8 +37,9 @@ import trio
 
 from cluster.ground.errors import ApiError, SettingsError
 from cluster.hosts import interface_addresses, parse_hostfile
-from cluster.rpc import Call, Faults, Identity, Monitor, PeerTimeout, Stop, rpc_call
+from cluster.rpc import Call, Identity, Monitor, PeerTimeout, Stop, rpc_call
 
+from .faultrequests import check_clock, check_cut, fault_request
 from .netns import stranded_addresses
 from .record import BadInput, ClusterError, ClusterRecord, process_state, read_record, start_marker
 
@@ -219,8 +221,27 @@ class AttachedCluster:
         return body if isinstance(body, dict) else None
 
     async def faults(self, node_id: int, action: str, **kw: Any) -> Any:
-        request = Faults(action, kw.get("peer"), kw.get("value", 0), tuple(kw.get("peers", ())))
-        return await self.call(node_id, request)
+        return await self.call(node_id, fault_request(action, **kw))
+
+    async def cut(self, src: Sequence[int], dst: Sequence[int]) -> list[str]:
+        """Each node of ``src`` drops what it sends to the nodes of ``dst`` (its own fault
+        injection, rule 3)."""
+        check_cut(None, src, dst)
+        for i in (*src, *dst):
+            self.node(i)
+        for node_id in src:
+            await self.faults(node_id, "cut", peers=list(dst))
+        return []
+
+    async def clock(self, i: int, offset: float, rate: float) -> None:
+        """The node's clock (rule 3): refused by a node embedded in another program's trio;
+        not kept for a restart (the processes are the user's: rule 4)."""
+        check_clock(offset, rate)
+        await self.faults(i, "clock", offset=float(offset), rate=float(rate))
+
+    async def disk(self, i: int, pool: str, latency_ms: float, errors: float, full: bool) -> None:
+        request = {"pool": pool, "latency_ms": latency_ms, "errors": errors, "full": full}
+        await self.faults(i, "disk", **request)
 
     async def partition(self, groups: Sequence[Sequence[int]]) -> None:
         """Each node blocks every node of the other groups."""

@@ -18,6 +18,11 @@ Rules:
    once ``down`` has ended the processes. Nothing here tests which network it is.
 6. Every public call names nodes by id (members by number in a mixed cluster), never by
    record: the record of an id is looked up when the call is made.
+7. Faults a node carries out itself go over its RPC (``Faults`` frames): loss, delay, blocks,
+   one-way cuts (where the network does not cut them for real), its clock and its disks.
+   A clock is also kept in the node's record (``clock_offset``, ``clock_rate``) and passed
+   to every later start of the node (``--clock-offset``, ``--clock-rate``); ``heal``
+   resets it there too.
 
 Errors: ``ClusterError`` (from ``record``) for everything the user should read;
 ``NodeFailed(ClusterError)`` names the node and its log.
@@ -34,18 +39,19 @@ from typing import Any
 
 import trio
 
-from cluster.ground.errors import ApiError, PeerUnreachable
-from cluster.rpc import Call, Faults, Identity, Monitor, PeerTimeout, Stop, rpc_call
+from cluster.ground.errors import ApiError, BadRequest, PeerUnreachable
+from cluster.rpc import Call, Identity, Monitor, PeerTimeout, Stop, rpc_call
 
 from . import convergence
 from .bookkeeping import TrackedCluster
 from .clusterdir import append_entry, hostfile_entries
 from .convergence import ASK_AT_ONCE, sees_all
+from .faultrequests import check_clock, check_cut, fault_request
 from .forks import Forks
 from .ledger import Member
 from .plan import plan_node
 from .processes import log_tail
-from .record import ClusterError, ClusterRecord, NodeRecord
+from .record import BadInput, ClusterError, ClusterRecord, NodeRecord
 
 __all__ = ["LocalCluster", "NodeFailed", "sees_all"]
 
@@ -101,6 +107,8 @@ class LocalCluster(TrackedCluster):
             ) from None
         except PeerUnreachable as exc:
             raise ClusterError(f"node {rec.node_id} is not reachable: {exc.message}") from None
+        except BadRequest as exc:  # the node refused what the user asked (an unknown pool)
+            raise BadInput(f"node {rec.node_id}: {exc.message}") from None
         except ApiError as exc:
             raise ClusterError(f"node {rec.node_id}: {exc.message}") from None
 
@@ -207,8 +215,8 @@ class LocalCluster(TrackedCluster):
         )
 
     async def faults(self, node_id: int, action: str, **kw: Any) -> Any:
-        request = Faults(action, kw.get("peer"), kw.get("value", 0), tuple(kw.get("peers", ())))
-        return await self.call(node_id, request)
+        """One ``Faults`` request: ``kw`` are its fields (``peers`` any sequence)."""
+        return await self.call(node_id, fault_request(action, **kw))
 
     # ---- convergence (``convergence``) ----------------------------------------------------
 
@@ -356,12 +364,42 @@ class LocalCluster(TrackedCluster):
         await self.faults(node_id, "block", peers=peers)
         return None
 
+    async def cut(self, src: Sequence[int], dst: Sequence[int]) -> list[str]:
+        """Cut one way (rule 7): every node of ``src`` sends nothing to the nodes of ``dst``,
+        as the nodes' network does it; notes about skipped nodes. BadInput for a cut from a
+        node to itself or an unknown node."""
+        check_cut(self.record, src, dst)
+        return await self.network.cut(self.record, src, dst, self._cut)
+
+    async def _cut(self, node_id: int, peers: list[int]) -> str | None:
+        if self.processes.state(self.record.node(node_id)) == "gone":
+            return f"node {node_id} is not running; skipped"
+        await self.faults(node_id, "cut", peers=peers)
+        return None
+
+    async def clock(self, i: int, offset: float, rate: float) -> None:
+        """Set node ``i``'s clock (rule 7): kept in the record first (a restart keeps it),
+        then sent to the node when it runs. BadInput out of range."""
+        check_clock(offset, rate)
+        rec = self.record.node(i)
+        self._update_node(rec, clock_offset=float(offset), clock_rate=float(rate))
+        if self.processes.state(rec) != "gone":
+            await self.faults(i, "clock", offset=float(offset), rate=float(rate))
+
+    async def disk(self, i: int, pool: str, latency_ms: float, errors: float, full: bool) -> None:
+        """Faults on node ``i``'s rt_bdev device ``pool`` (the node ranges them: a 400 is a
+        ClusterError naming the node)."""
+        request = {"pool": pool, "latency_ms": latency_ms, "errors": errors, "full": full}
+        await self.faults(i, "disk", **request)
+
     async def heal(self) -> list[str]:
-        """Remove every partition (real ones too), loss and delay; notes about nodes that
-        could not be healed."""
+        """Remove every partition and cut (real ones too), loss, delay, clock and disk fault;
+        notes about nodes that could not be healed."""
         notes = []
         self.network.heal(self.record)
         for rec in self.record.nodes:
+            if (rec.clock_offset, rec.clock_rate) != (0.0, 1.0):
+                self._update_node(rec, clock_offset=0.0, clock_rate=1.0)
             if self.processes.state(rec) == "gone":
                 continue
             try:

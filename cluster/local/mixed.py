@@ -16,6 +16,10 @@ Rules:
    agent's name), both directions of each such path. Serf has no such door, so a path
    between two agents cannot be cut: a partition that puts agents in different groups is
    refused. Every id is resolved before any node is told to block (validate, then mutate).
+5. A one-way cut is the sending node's own fault injection: it may go from rtsim nodes to
+   any member (an agent by the id the node gives it), never from an agent (Serf has no door
+   to drop what it sends): refused. A clock or disk fault is a node's only: an agent's
+   clock is the host's.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import trio
 
 from .convergence import ASK_AT_ONCE
+from .faultrequests import check_cut
 from .launcher import LocalCluster, NodeFailed
 from .processes import log_tail
 from .record import AgentRecord, BadInput, ClusterError, ClusterRecord, NodeRecord
@@ -224,6 +229,30 @@ class MixedCluster(LocalCluster):
                 blocks.append((rec.node_id, ids))
         for node_id, ids in blocks:
             await self.faults(node_id, "block", peers=ids)
+        return notes
+
+    async def cut(self, src: Sequence[int], dst: Sequence[int]) -> list[str]:
+        """Rule 5: each rtsim node of ``src`` cuts every member of ``dst``."""
+        check_cut(self.record, src, dst)
+        agents = [m.name for m in map(self.record.member, src) if isinstance(m, AgentRecord)]
+        if agents:
+            raise BadInput(
+                f"{', '.join(agents)} cannot cut: only rtsim nodes can drop what they send, "
+                "a Serf agent has no such door (cut from nodes to it instead)"
+            )
+        notes, cuts = [], []
+        for i in src:
+            if self.processes.state(self.record.node(i)) == "gone":
+                notes.append(f"node {i} is not running; skipped")
+                continue
+            away = [self.record.member(j) for j in dst]
+            ids = [
+                await self.agent_id_at(i, m.index) if isinstance(m, AgentRecord) else m.node_id
+                for m in away
+            ]
+            cuts.append((i, ids))
+        for node_id, ids in cuts:
+            await self.faults(node_id, "cut", peers=ids)
         return notes
 
 

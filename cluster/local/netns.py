@@ -21,11 +21,14 @@ Rules:
    under ``choosing_subnet`` (a lock file of this host) and makes its bridge before leaving
    it, so two such programs at once (pytest-xdist workers) never pick the same one.
 5. A partition is real: ``unreachable`` routes (protocol ``ROUTE_PROTO``) inside each
-   namespace for the addresses of the other side; ``heal`` removes them. ``unreachable``
-   rather than ``blackhole`` or ``prohibit``: for a local sender all three fail at once
-   (none is silent), and EHOSTUNREACH is what a real network answers for a host it cannot
-   reach, while blackhole's EINVAL and prohibit's EACCES read as bugs or permission problems
-   in the nodes' counters (``send_error_113``) and logs.
+   namespace for the addresses of the other side; ``heal`` removes them. A one-way cut
+   (``cut_one_way``) is such a route in the sending node's namespace only: what it sends
+   there fails, what the other side sends still arrives (a TCP connection from the other
+   side fails too: its SYN-ACK cannot leave). Cuts add up; a partition replaces them all.
+   ``unreachable`` rather than ``blackhole`` or ``prohibit``: for a local sender all three
+   fail at once (none is silent), and EHOSTUNREACH is what a real network answers for a host
+   it cannot reach, while blackhole's EINVAL and prohibit's EACCES read as bugs or
+   permission problems in the nodes' counters (``send_error_113``) and logs.
 6. It needs CAP_NET_ADMIN and CAP_SYS_ADMIN (root): ``require_privileges`` says so in one
    line before anything is planned.
 
@@ -57,6 +60,7 @@ __all__ = [
     "cut",
     "cut_addresses",
     "cut_nodes",
+    "cut_one_way",
     "leftovers",
     "make_network",
     "make_node",
@@ -340,6 +344,16 @@ def cut(node: NodeRecord, addresses: Sequence[str]) -> None:
     with _netlink(node.netns) as inner:
         for address in addresses:
             inner.route("add", dst=f"{address}/32", type="unreachable", proto=ROUTE_PROTO)
+
+
+def cut_one_way(node: NodeRecord, addresses: Sequence[str]) -> None:
+    """Inside the node's namespace only, make ``addresses`` unreachable too (a one-way cut,
+    rule 5: the node sends them nothing; earlier cuts stay)."""
+    with _netlink(node.netns) as inner:
+        there = {str(r.get("RTA_DST")) for r in _cut_routes(inner)}
+        for address in addresses:
+            if address not in there:
+                inner.route("add", dst=f"{address}/32", type="unreachable", proto=ROUTE_PROTO)
 
 
 def restore(node: NodeRecord) -> None:

@@ -13,8 +13,11 @@ Rules:
    RPC); each node is forked by a zygote started inside its namespace, the next
    ``ZYGOTES_AHEAD`` warming up meanwhile; a partition is real (routes in the namespaces,
    ``netns.cut``) and replaces any earlier one, while loss and delay stay in the processes.
+   A one-way cut is a real route in the sending node's namespace only (``netns.cut_one_way``).
 4. Loopback: one zygote forks every node; a partition is each node's own fault injection
-   (``block``), and a node that is gone is skipped with a note.
+   (``block``), a one-way cut the sending node's (``cut``: each node of FROM drops what it
+   sends to TO, and refuses a push/pull either way, ``swim.driver`` rule 3), and a node that
+   is gone is skipped with a note.
 """
 
 from __future__ import annotations
@@ -91,6 +94,12 @@ class NodeNetwork(Protocol):
     ) -> list[str]:
         """Cut the paths between ``groups`` of ``record``'s nodes; notes about nodes skipped."""
 
+    async def cut(
+        self, record: ClusterRecord, src: Sequence[int], dst: Sequence[int], block: Block
+    ) -> list[str]:
+        """Cut one way: every node of ``src`` sends nothing to the nodes of ``dst``
+        (``block(node, peers)`` is the node's own ``cut`` fault); notes about nodes skipped."""
+
     def heal(self, record: ClusterRecord) -> None:
         """Restore every path this network cut (the nodes' own faults are the launcher's)."""
 
@@ -162,6 +171,16 @@ class Loopback:
                 note = await block(nid, others)
                 if note is not None:
                     notes.append(note)
+        return notes
+
+    async def cut(
+        self, record: ClusterRecord, src: Sequence[int], dst: Sequence[int], block: Block
+    ) -> list[str]:
+        notes = []
+        for nid in src:
+            note = await block(nid, [i for i in dst if i != nid])
+            if note is not None:
+                notes.append(note)
         return notes
 
     def heal(self, record: ClusterRecord) -> None:
@@ -251,6 +270,16 @@ class Namespaces:
         self.require()
         for nid, away in netplan.cut_plan(record, groups).items():
             netns.cut(record.node(nid), away)
+        return []
+
+    async def cut(
+        self, record: ClusterRecord, src: Sequence[int], dst: Sequence[int], block: Block
+    ) -> list[str]:
+        self.require()
+        away = [record.host_of(record.node(i)) for i in dst]
+        for nid in src:
+            node = record.node(nid)
+            netns.cut_one_way(node, [a for a in away if a != record.host_of(node)])
         return []
 
     def heal(self, record: ClusterRecord) -> None:

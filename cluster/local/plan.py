@@ -95,6 +95,9 @@ def node_command(
         cmd += ["--keyring", record.keyring]
     if rec.induct and not record.wire:
         cmd += ["--induct"]
+    if (rec.clock_offset, rec.clock_rate) != (0.0, 1.0):  # a clock fault outlives a restart
+        cmd += ["--clock-offset", f"{rec.clock_offset:.6f}"]
+        cmd += ["--clock-rate", f"{rec.clock_rate:.6f}"]
     return cmd
 
 

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .endings import Ending
 from .pids import legacy_marker, process_state, start_marker
 
 __all__ = [
@@ -70,38 +71,6 @@ class BadInput(ClusterError):
 
 
 @dataclass(frozen=True, slots=True)
-class Ending:
-    """How a node process ended: its exit code or the signal that ended it, and the last line
-    of its log. ``at`` is epoch seconds (0 when unknown); ``known`` is False when nobody saw
-    it end (its watcher was gone), so the cause is a guess from the log."""
-
-    code: int | None = None
-    signal: str = ""  # "SIGKILL", ... ; "" when it exited
-    last_line: str = ""
-    at: float = 0.0
-    known: bool = True
-
-    def describe(self) -> str:
-        """``exit code 0``, ``killed by SIGKILL`` or ``ended (cause unknown)``."""
-        if self.signal:
-            return f"killed by {self.signal}"
-        if self.code is not None:
-            return f"exit code {self.code}"
-        return "ended (cause unknown)"
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Ending:
-        code = d.get("code")
-        return cls(
-            code=code if isinstance(code, int) and not isinstance(code, bool) else None,
-            signal=str(d.get("signal") or ""),
-            last_line=str(d.get("last_line") or "")[:500],
-            at=float(d.get("at") or 0.0),
-            known=bool(d.get("known", True)),
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class NodeRecord:
     """One node of a local cluster and its newest process (ports are TCP+UDP runtime and HTTP
     dashboard; ``pid`` 0 before it started)."""
@@ -119,6 +88,8 @@ class NodeRecord:
     ended: Ending | None = None  # how the process ``pid`` ended, once it has
     host: str = ""  # the node's own address; "" means the cluster's (``ClusterRecord.host_of``)
     netns: str = ""  # the network namespace it runs in; "" for the host's
+    clock_offset: float = 0.0  # the clock fault it runs under (``rt_cluster clock``), kept
+    clock_rate: float = 1.0  # for its restarts
 
     def to_status(self, state: str | None = None) -> dict[str, Any]:
         """The ``status --json`` shape of this node (``host`` as recorded; ``status`` fills in

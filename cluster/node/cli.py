@@ -49,7 +49,8 @@ def cmd_start(args: argparse.Namespace, settings: Settings | None = None) -> int
     from .process import run_node
 
     settings = settings_of(args) if settings is None else settings
-    return run_node(settings, induct=args.induct, seed=args.seed)
+    clock = (args.clock_offset, args.clock_rate)
+    return run_node(settings, induct=args.induct, seed=args.seed, clock=clock)
 
 
 def cmd_restart(args: argparse.Namespace) -> int:

@@ -12,7 +12,11 @@ Rules:
    ``MAX_BLOCKED`` peers and ``MAX_COMPOSE_ENTRIES`` entries. A hostile value is a 400, never
    a 500.
 3. The fault actions are a table (``FAULT_ACTIONS``): the action's name -> what it does to the
-   membership's ``swim.Faults`` with the request's checked fields. ``disk`` is the one action
+   membership (its ``swim.Faults``, its clock) with the request's checked fields. ``cut``
+   adds one-way cuts to ``peers`` (never to the node itself), ``clock`` sets the node's clock
+   (an offset within ``swim.MAX_CLOCK_OFFSET_S`` either way, a rate in
+   ``swim.MIN_CLOCK_RATE..MAX_CLOCK_RATE``; refused on an embedded node, whose trio clock is
+   its caller's), ``heal`` removes every fault and resets the clock. ``disk`` is the one action
    on the node's devices instead (``Control.disk``): the ``rt_bdev`` pool ``pool`` takes a
    ``DiskFault``; ``heal`` clears every device's too.
 4. A migration sends ``Adopt`` to the target through the runtime's forward (bounded by the
@@ -74,15 +78,35 @@ def _peers(values: tuple[int, ...]) -> list[int]:
     return [int_value(v, low=0, high=MAX_NODE_ID, what="peers") for v in values]
 
 
-FAULT_ACTIONS: dict[str, Callable[[swim.Faults, Faults], None]] = {
-    "loss": lambda faults, req: faults.set_loss(
+def _cut(handle: swim.SwimHandle, req: Faults) -> None:
+    peers = _peers(req.peers)
+    if handle.node_id in peers:
+        raise ParseError(f"peers: node {handle.node_id} cannot cut itself off")
+    handle.faults.cut_to(peers)
+
+
+def _clock(handle: swim.SwimHandle, req: Faults) -> None:
+    most = swim.MAX_CLOCK_OFFSET_S
+    offset = float_value(req.offset, low=-most, high=most, what="clock offset")
+    low, high = swim.MIN_CLOCK_RATE, swim.MAX_CLOCK_RATE
+    rate = float_value(req.rate, low=low, high=high, what="clock rate")
+    try:
+        handle.set_clock(offset, rate)
+    except ValueError as exc:  # an embedded node (rule 3)
+        raise ParseError(str(exc)) from None
+
+
+FAULT_ACTIONS: dict[str, Callable[[swim.SwimHandle, Faults], None]] = {
+    "loss": lambda handle, req: handle.faults.set_loss(
         _peer(req.peer), float_value(req.value, low=0, high=100, what="loss percent")
     ),
-    "delay": lambda faults, req: faults.set_delay(
+    "delay": lambda handle, req: handle.faults.set_delay(
         _peer(req.peer), float_value(req.value, low=0, high=MAX_DELAY_MS, what="delay ms")
     ),
-    "block": lambda faults, req: faults.block(_peers(req.peers)),
-    "heal": lambda faults, req: faults.heal(),
+    "block": lambda handle, req: handle.faults.block(_peers(req.peers)),
+    "cut": _cut,
+    "clock": _clock,
+    "heal": lambda handle, req: handle.heal(),
 }  # each checks every field it reads before it calls the one method that changes the faults
 
 
@@ -162,7 +186,7 @@ class Control:
             known = ", ".join([*FAULT_ACTIONS, "disk"])
             raise BadRequest(f"unknown fault action {shown!r} (one of: {known})")
         try:
-            action(self.node.swim.faults, req)
+            action(self.node.swim, req)
         except ParseError as exc:
             raise BadRequest(str(exc)) from None
         if req.action == "heal":

@@ -5,8 +5,9 @@ Rules:
    parsers); a bad one is one line on stderr and exit status 2.
 2. The flags that set a setting are the parser's own record: each ``add_*_flags`` files the
    destinations it added under ``settings_flags`` (a parser default), and ``settings_of``
-   hands exactly those to ``load_settings``. A run option (``--induct``, ``--seed``) and the
-   file to read (``--config``) are not among them.
+   hands exactly those to ``load_settings``. A run option (``--induct``, ``--seed``, the
+   clock a fault set: ``--clock-offset``, ``--clock-rate``) and the file to read
+   (``--config``) are not among them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, parse_port
 from cluster.ground.settings import Settings, load_settings
+from swim import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE
 
 __all__ = ["INTERVAL", "TIMEOUT", "add_node_flags", "add_target_flags", "settings_of"]
 
@@ -39,6 +41,12 @@ NODE_ID = _arg(lambda t: parse_int(t, low=0, high=MAX_NODE_ID, what="node id"))
 SEED = _arg(lambda t: parse_int(t, low=0, high=(1 << 64) - 1, what="seed"))
 TIMEOUT = _arg(lambda t: parse_float(t, low=0.0, high=3600.0, what="seconds"))
 INTERVAL = _arg(lambda t: parse_float(t, low=0.1, high=3600.0, what="seconds"))
+CLOCK_OFFSET = _arg(
+    lambda t: parse_float(t, low=-MAX_CLOCK_OFFSET_S, high=MAX_CLOCK_OFFSET_S, what="clock offset")
+)
+CLOCK_RATE = _arg(
+    lambda t: parse_float(t, low=MIN_CLOCK_RATE, high=MAX_CLOCK_RATE, what="clock rate")
+)
 
 
 def _file_settings(p: argparse.ArgumentParser, flags: Sequence[argparse.Action]) -> None:
@@ -76,6 +84,20 @@ def add_node_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--data-dir", dest="data_dir", help="where file block devices live"),
     ]
     p.add_argument("--seed", type=SEED, help="seed of the membership layer's randomness")
+    p.add_argument(
+        "--clock-offset",
+        type=CLOCK_OFFSET,
+        default=0.0,
+        metavar="S",
+        help="the node's wall clock reads S seconds off true (a fault; rt_cluster clock)",
+    )
+    p.add_argument(
+        "--clock-rate",
+        type=CLOCK_RATE,
+        default=1.0,
+        metavar="R",
+        help="the node's clock runs at R times real speed, 0.5-2.0 (a fault; rt_cluster clock)",
+    )
     flags += [
         p.add_argument(
             "--keyring", type=Path, help="gossip key file (sets swim.keyring_file; see docs)"

@@ -12,6 +12,10 @@ Rules:
    without it.
 4. Every task runs in the node's nursery; stopping the node (signal, ``rt_run stop``, leaving
    the context) announces the departure to peers, then cancels everything.
+5. The daemon's trio runs under a ``swim.clock.NodeClock`` (``--clock-offset``,
+   ``--clock-rate``): a clock fault (``rt_cluster clock``) changes its pace and wall clock
+   while it runs, and a node restarted with those flags keeps its clock. An embedded node
+   runs under its caller's clock, which a clock fault cannot set (refused).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from cluster.hosts import advertised_host, resolve_identity
 from cluster.rpc import Swim
 from cluster.runtime import Runtime, preload_modules, serve_workload, startup_compose
 from swim import SwimConfig, SwimHandle, open_swim
+from swim.clock import NodeClock
 from swim.memberlist import Memberlist
 
 from .control import Control
@@ -224,9 +229,17 @@ async def serve_node(
             log.info("node %d stopping", node.node_id)
 
 
-def run_node(settings: Settings, *, induct: bool = False, seed: int | None = None) -> int:
+def run_node(
+    settings: Settings,
+    *,
+    induct: bool = False,
+    seed: int | None = None,
+    clock: tuple[float, float] = (0.0, 1.0),
+) -> int:
     """The daemon: configure logging, run the node in the foreground; return an exit status
-    (2 for settings that cannot be used, 1 for another start-up failure, each one line)."""
+    (2 for settings that cannot be used, 1 for another start-up failure, each one line).
+    The node runs under its own clock (rule 5): ``clock`` is its wall clock's offset (s) and
+    its rate."""
     try:
         configure_logging(settings)
     except SettingsError as exc:  # no log to write to yet: the one line goes to stderr
@@ -234,7 +247,7 @@ def run_node(settings: Settings, *, induct: bool = False, seed: int | None = Non
         return 2
     try:
         settings = place_node(settings, os.environ)  # before start, so a failure names its port
-        trio.run(lambda: serve_node(settings, induct=induct, seed=seed))
+        trio.run(lambda: serve_node(settings, induct=induct, seed=seed), clock=NodeClock(*clock))
     except BaseException as exc:
         leaf = _known_leaf(exc)
         if leaf is None:

@@ -137,21 +137,21 @@ class Stop:
 
 @dataclass(frozen=True, slots=True)
 class Faults:
-    """Change the node's fault injection: ``action`` is loss, delay, block, cut, clock, disk or
-    heal."""
+    """Change the node's fault injection: ``action`` is loss, delay, block, cut, clock, disk
+    or heal."""
 
     KIND: ClassVar[tuple[str, str | None]] = ("control", "faults")
     MAX_BYTES: ClassVar[int] = SMALL_FRAME
     action: str
     peer: int | None = None  # None: every peer (loss, delay)
     value: float = 0  # percent (loss) or milliseconds (delay)
-    peers: tuple[int, ...] = ()  # block
-    offset: float = 0.0  # clock: seconds from true
+    peers: tuple[int, ...] = ()  # block, cut
+    offset: float = 0.0  # clock: seconds the wall clock reads off true
     rate: float = 1.0  # clock: times real speed
-    pool: str = ""  # disk: the rt_bdev device's pool name
-    latency_ms: float = 0.0  # disk: each operation's wait
+    pool: str = ""  # disk: the rt_bdev pool
+    latency_ms: float = 0.0  # disk
     errors: float = 0.0  # disk: percent of reads and writes that fail
-    full: bool = False  # disk: no allocation, no write past present use
+    full: bool = False  # disk
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +242,7 @@ _DECODERS: dict[tuple[str, str | None], Callable[[Fields], Request]] = {
         f.text("pool", ""),
         f.number("latency_ms", 0.0),
         f.number("errors", 0.0),
-        f.flag("full", False),
+        f.boolean("full", False),
     ),
     Compose.KIND: lambda f: Compose(f.items("entries")),
     Pools.KIND: lambda f: Pools(),

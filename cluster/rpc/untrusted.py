@@ -52,10 +52,10 @@ class Fields:
             raise self._bad(key, "finite")
         return value
 
-    def flag(self, key: str, default: Any = MISSING) -> bool:
+    def boolean(self, key: str, default: Any = MISSING) -> bool:
         value = self._get(key, default)
         if not isinstance(value, bool):
-            raise self._bad(key, "true or false")
+            raise self._bad(key, "a boolean")
         return value
 
     def whole(self, key: str, default: Any = MISSING) -> int:

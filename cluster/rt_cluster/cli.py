@@ -1,10 +1,11 @@
 """``rt_cluster``: local clusters of node processes, chaos on them, and scenarios.
 
 Commands: ``up``, ``status``, ``down``, ``list``, node operations ``kill``, ``stop``, ``pause``,
-``resume``, ``restart``, ``add``, faults ``partition``, ``heal``, ``loss``, ``delay``; the
-floor above adds ``scenario FILE`` and ``explore`` (``scenarios.command``, the entry point of
-the whole command). Every command takes ``--name`` (default ``default``). A user mistake is a
-one-line message on stderr and exit status 2 (1 when an operation failed); never a traceback.
+``resume``, ``restart``, ``add``, faults ``partition``, ``cut``, ``clock``, ``disk``, ``heal``,
+``loss``, ``delay``; the floor above adds ``scenario FILE`` and ``explore``
+(``scenarios.command``, the entry point of the whole command). Every command takes ``--name``
+(default ``default``). A user mistake is a one-line message on stderr and exit status 2 (1
+when an operation failed); never a traceback.
 An unknown command, cluster or node is answered with what exists ("did you mean", ``hints``).
 See docs/rt_cluster.md.
 
@@ -37,6 +38,7 @@ import trio
 
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, shown
 from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
+from swim import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE
 
 from .hints import unknown_command, unknown_option
 from .output import err
@@ -102,6 +104,12 @@ def _name(text: str) -> str:
         ) from None
 
 
+def _pool(text: str) -> str:
+    if not 0 < len(text) <= 64 or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"not a pool name: {shown(text)}")
+    return text
+
+
 def _subnet(text: str) -> str:
     if not SUBNET.fullmatch(text):
         raise argparse.ArgumentTypeError(
@@ -110,12 +118,22 @@ def _subnet(text: str) -> str:
     return text
 
 
+def _ids(part: str) -> list[int]:
+    """One id (``3``) or a range of them (``2-4``: 2, 3 and 4, at most ``MAX_NODES``)."""
+    first, dash, last = part.partition("-")
+    low = parse_int(first, low=0, high=MAX_NODE_ID, what="node id")
+    if not dash:
+        return [low]
+    high = parse_int(last, low=low, high=min(MAX_NODE_ID, low + MAX_NODES - 1), what="node id")
+    return list(range(low, high + 1))
+
+
 def _groups(text: str) -> list[int]:
     try:
-        return [parse_int(p, low=0, high=MAX_NODE_ID, what="node id") for p in text.split(",")]
+        return [i for p in text.split(",") for i in _ids(p)]
     except ParseError:
         raise argparse.ArgumentTypeError(
-            f"bad group {shown(text)}: expected comma-separated node ids, e.g. 0,1"
+            f"bad group {shown(text)}: expected comma-separated node ids or ranges, e.g. 0,1 or 2-4"
         ) from None
 
 
@@ -225,7 +243,28 @@ def _add_fault_commands(sub: Subcommands) -> None:
         sub, "partition", "split the cluster: each node blocks the nodes of the other groups"
     )
     p.add_argument("groups", type=_groups, nargs="+", metavar="IDS", help="e.g. 0,1 2,3,4")
-    _command(sub, "heal", "remove partitions, loss and delay on every node")
+    p = _command(sub, "cut", "one-way cut: the nodes of FROM send nothing to the nodes of TO")
+    p.add_argument("src", type=_groups, metavar="FROM", help="node ids, e.g. 0,1 or 0-2")
+    p.add_argument("dst", type=_groups, metavar="TO", help="node ids, e.g. 3 or 3,4")
+    p = _command(sub, "clock", "set a node's clock: an offset from true and a rate")
+    p.add_argument("node", type=_node_id)
+    offset = number(-MAX_CLOCK_OFFSET_S, MAX_CLOCK_OFFSET_S, "--offset")
+    p.add_argument("--offset", type=offset, default=0.0, metavar="S", help="seconds (+-1 year)")
+    rate = number(MIN_CLOCK_RATE, MAX_CLOCK_RATE, "--rate")
+    p.add_argument("--rate", type=rate, default=1.0, metavar="R", help="times real speed, 0.5-2")
+    p = _command(sub, "disk", "slow, fail or fill a node's rt_bdev device POOL")
+    p.add_argument("node", type=_node_id)
+    p.add_argument("pool", type=_pool, metavar="POOL", help="the rt_bdev pool's name or id")
+    latency = number(0, 600_000, "--latency-ms")
+    p.add_argument("--latency-ms", type=latency, default=0.0, metavar="M", help="per operation")
+    errors = number(0, 100, "--errors")
+    p.add_argument("--errors", type=errors, default=0.0, metavar="PCT", help="I/O errors, %%")
+    p.add_argument("--full", action="store_true", help="refuse writes past its present use")
+    _command(
+        sub,
+        "heal",
+        "remove partitions, one-way cuts, loss, delay, clock and disk faults on every node",
+    )
     p = _command(sub, "loss", "drop PERCENT of a node's packets (NODE may be 'all')")
     p.add_argument("node", type=_node_or_all)
     p.add_argument("percent", type=number(0, 100, "PERCENT"), metavar="PERCENT")

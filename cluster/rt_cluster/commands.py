@@ -181,12 +181,46 @@ async def cmd_partition(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_cut(args: argparse.Namespace) -> int:
+    cluster = open_cluster(args.name)
+    src: list[int] = args.src
+    dst: list[int] = args.dst
+    for i in (*src, *dst):
+        member_record(cluster, i)
+    for note in await cluster.cut(src, dst):
+        out(f"note: {note}")
+    real = " (real: unreachable routes in FROM's namespaces)" if cluster.record.network else ""
+    out(f"cut{real}: {','.join(map(str, src))} -> {','.join(map(str, dst))} (one way)")
+    return 0
+
+
+async def cmd_clock(args: argparse.Namespace) -> int:
+    cluster = open_cluster(args.name)
+    node_record(cluster, args.node)
+    await cluster.clock(args.node, args.offset, args.rate)
+    shown = f"offset {args.offset:+g} s, rate {args.rate:g}"
+    out(f"clock of node {args.node}: {shown} (kept when it restarts; heal resets it)")
+    return 0
+
+
+async def cmd_disk(args: argparse.Namespace) -> int:
+    cluster = open_cluster(args.name)
+    node_record(cluster, args.node)
+    await cluster.disk(args.node, args.pool, args.latency_ms, args.errors, args.full)
+    full = ", full" if args.full else ""
+    out(
+        f"disk {args.pool} of node {args.node}: latency {args.latency_ms:g} ms, "
+        f"errors {args.errors:g}%{full}"
+    )
+    return 0
+
+
 async def cmd_heal(args: argparse.Namespace) -> int:
     cluster = open_cluster(args.name)
     notes = await cluster.heal()
     for note in notes:
         out(f"note: {note}")
-    out("healed: no partitions, loss or delay on any running node")
+    out("healed: no partitions, cuts, loss, delay, clock or disk faults on any running node")
     return 0
 
 
@@ -220,6 +254,9 @@ ASYNC_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "restart": cmd_node,
     "add": cmd_add,
     "partition": cmd_partition,
+    "cut": cmd_cut,
+    "clock": cmd_clock,
+    "disk": cmd_disk,
     "heal": cmd_heal,
     "loss": cmd_fault,
     "delay": cmd_fault,

@@ -291,8 +291,9 @@ def _fault_lines(before: Look, after: Look) -> list[str]:
 
 
 def describe_faults(body: Mapping[str, Any], names: Mapping[int, str] | None = None) -> str:
-    """``blocked 2, 3; loss 10%; delay 50 ms to 1``; "" when there are none. A member
-    ``names`` names is shown by its name (rule 5): ``blocked 1, serf-3``."""
+    """``blocked 2, 3; loss 10%; delay 50 ms to 1; cut to 4; clock -86400 s x1``; "" when
+    there are none. A member ``names`` names is shown by its name (rule 5): ``blocked 1,
+    serf-3``."""
     names = names or {}
     blocked = body.get("blocked")
     ids = [b for b in blocked if isinstance(b, int)] if isinstance(blocked, list) else []
@@ -309,7 +310,25 @@ def describe_faults(body: Mapping[str, Any], names: Mapping[int, str] | None = N
             named = names.get(int(peer)) if str(peer).isdigit() else None
             where = "" if peer == "all" else f" to {named or peer}"
             parts.append(f"{key} {value:g}{unit}{where}")
+    cut = body.get("cut")
+    ids = [c for c in cut if isinstance(c, int)] if isinstance(cut, list) else []
+    if ids:
+        shown = [id_list(i for i in ids if i not in names), *(names[i] for i in ids if i in names)]
+        parts.append(f"cut to {', '.join(x for x in shown if x != 'none')}")
+    parts += _clock_words(body.get("clock"))
     return "; ".join(parts)
+
+
+def _clock_words(clock: Any) -> list[str]:
+    """``clock +3600 s x2``: a clock off true or off pace; nothing for the host's."""
+    if not isinstance(clock, Mapping):
+        return []
+    offset, rate = clock.get("offset"), clock.get("rate")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (offset, rate)):
+        return []
+    if (offset, rate) == (0, 1):
+        return []
+    return [f"clock {offset:+g} s x{rate:g}"]
 
 
 # ---- the summary while nothing changes (rule 6) -------------------------------------------------

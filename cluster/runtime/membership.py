@@ -66,6 +66,12 @@ class FaultsLike(Protocol):
     @property
     def peer_delay_ms(self) -> Mapping[int, float]: ...
     @property
+    def cut(self) -> Collection[int]: ...
+    @property
+    def clock_offset(self) -> float: ...
+    @property
+    def clock_rate(self) -> float: ...
+    @property
     def active(self) -> bool: ...
 
 
@@ -97,6 +103,9 @@ class NoFaults:
     blocked: frozenset[int] = frozenset()
     peer_loss_pct: Mapping[int, float] = field(default_factory=dict)
     peer_delay_ms: Mapping[int, float] = field(default_factory=dict)
+    cut: frozenset[int] = frozenset()
+    clock_offset: float = 0.0
+    clock_rate: float = 1.0
     active: bool = False
 
 
@@ -151,7 +160,8 @@ def view_name(state: Any) -> str:
 
 def faults_json(faults: FaultsLike) -> dict[str, Any]:
     """``blocked`` ids, ``loss`` (percent) and ``delay`` (ms) per peer id as text, with ``"all"``
-    for the default when it is not zero, and ``active``; empty when no fault is set."""
+    for the default when it is not zero, ``cut`` (the ids this node sends nothing to),
+    ``clock`` (``offset`` s, ``rate``) and ``active``; empty when no fault is set."""
 
     def per_peer(default: float, peers: Mapping[int, float]) -> dict[str, float]:
         shaped = {"all": default} if default else {}
@@ -161,5 +171,7 @@ def faults_json(faults: FaultsLike) -> dict[str, Any]:
         "blocked": sorted(faults.blocked),
         "loss": per_peer(faults.loss_pct, faults.peer_loss_pct),
         "delay": per_peer(faults.delay_ms, faults.peer_delay_ms),
+        "cut": sorted(faults.cut),
+        "clock": {"offset": faults.clock_offset, "rate": faults.clock_rate},
         "active": faults.active,
     }

@@ -108,6 +108,9 @@ class FakeFaults:
     blocked: set[int] = field(default_factory=set)
     peer_loss_pct: dict[int, float] = field(default_factory=dict)
     peer_delay_ms: dict[int, float] = field(default_factory=dict)
+    cut: set[int] = field(default_factory=set)
+    clock_offset: float = 0.0
+    clock_rate: float = 1.0
 
     @property
     def active(self) -> bool:
@@ -117,6 +120,9 @@ class FakeFaults:
             or self.blocked
             or self.peer_loss_pct
             or self.peer_delay_ms
+            or self.cut
+            or self.clock_offset
+            or self.clock_rate != 1.0
         )
 
 

@@ -4,10 +4,11 @@
 Rules:
 1. Node ids are hostfile offsets; the scenario is read at the hostfile's size.
 2. Before any node is contacted, every step is checked against where its node runs
-   (``refuse_steps``): faults (partition, heal, loss, delay) and HTTP steps work on any host;
-   kill, stop, pause and resume need the node's process on this machine; restart and add
-   start processes, which only a cluster started by ``rt_cluster up`` (the hostfile in its
-   directory, its record matching) knows how to do. A refusal names the step and the node.
+   (``refuse_steps``): faults (partition, cut, clock, disk, heal, loss, delay) and HTTP steps
+   work on any host; kill, stop, pause and resume need the node's process on this machine;
+   restart and add start processes, which only a cluster started by ``rt_cluster up`` (the
+   hostfile in its directory, its record matching) knows how to do. A refusal names the
+   step and the node.
 3. Then every node's identity is asked over the RPC (dashboard URL, pid), the cluster must
    have converged, and the steps are played by the one engine (``engine``) on a ``Cluster``
    over its backend: ``realcluster.RealBackend.over`` the record of an ``rt_cluster up``
@@ -236,4 +237,4 @@ def _in_force(actions: list[Action]) -> bool:
     return bool(faults) and faults[-1].kind != "heal"
 
 
-FAULT_KINDS = ("partition", "heal", "loss", "delay")
+FAULT_KINDS = ("partition", "cut", "clock", "disk", "heal", "loss", "delay")

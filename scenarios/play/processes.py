@@ -13,9 +13,10 @@ Rules:
    stop, pause or restart takes it away, so none is lost.
 3. With Serf agents the nodes speak memberlist and the agents follow them as members
    N..N+M-1; views and events name every member by its number (``agents``); an
-   agent has no events, no dashboard and no fault injection (``loss`` and ``delay`` refuse
-   it). While ``watching``, every agent's view is looked at as well (``agents.AgentLooks``),
-   first before the block begins, and its changes join the nodes' events.
+   agent has no events, no dashboard and no fault injection (``loss``, ``delay``, ``clock``,
+   ``disk`` and a ``cut`` from it refuse it; a cut *to* an agent is a node's own). While
+   ``watching``, every agent's view is looked at as well (``agents.AgentLooks``), first
+   before the block begins, and its changes join the nodes' events.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ class Signals(Protocol):
     def pause(self, node_id: int) -> None: ...
     def resume(self, node_id: int) -> None: ...
     async def partition(self, groups: Sequence[Sequence[int]]) -> object: ...
+    async def cut(self, src: Sequence[int], dst: Sequence[int]) -> object: ...
+    async def clock(self, i: int, offset: float, rate: float) -> None: ...
+    async def disk(
+        self, i: int, pool: str, latency_ms: float, errors: float, full: bool
+    ) -> None: ...
     async def heal(self) -> object: ...
 
 
@@ -217,6 +223,18 @@ class ProcessBackend:
 
     async def partition(self, groups: Sequence[Sequence[int]]) -> None:
         await self.procs.partition(groups)
+
+    async def cut(self, src: Sequence[int], dst: Sequence[int]) -> None:
+        self._no_agents(src, "cut")  # a cut *to* an agent is a node's own fault: fine
+        await self.procs.cut(src, dst)
+
+    async def clock(self, i: int, offset: float, rate: float) -> None:
+        self._no_agents([i], "clock")
+        await self.procs.clock(i, offset, rate)
+
+    async def disk(self, i: int, pool: str, latency_ms: float, errors: float, full: bool) -> None:
+        self._no_agents([i], "disk")
+        await self.procs.disk(i, pool, latency_ms, errors, full)
 
     async def heal(self) -> None:
         await self.procs.heal()

@@ -132,18 +132,30 @@ async def test_faults_empty_then_set(client: Any, runtime: Runtime) -> None:
     status, body, _ = await call(client, "GET", "/api/faults")
     assert (status, body) == (
         200,
-        {"node_id": 0, "blocked": [], "loss": {}, "delay": {}, "active": False},
+        {
+            "node_id": 0,
+            "blocked": [],
+            "loss": {},
+            "delay": {},
+            "cut": [],
+            "clock": {"offset": 0.0, "rate": 1.0},
+            "active": False,
+        },
     )
     faults = fake(runtime).faults
     faults.blocked.update({2, 1})
     faults.loss_pct = 10.0
     faults.peer_delay_ms[1] = 50.0
+    faults.cut.add(3)
+    faults.clock_offset, faults.clock_rate = -86400.0, 2.0
     _, body, _ = await call(client, "GET", "/api/faults")
     assert body == {
         "node_id": 0,
         "blocked": [1, 2],
         "loss": {"all": 10.0},
         "delay": {"1": 50.0},
+        "cut": [3],
+        "clock": {"offset": -86400.0, "rate": 2.0},
         "active": True,
     }
     _, local, _ = await call(client, "GET", "/api/nodes/local/faults")
@@ -251,7 +263,8 @@ async def test_views_agree(client: Any, runtime: Runtime) -> None:
     assert body["errors"] == {"2": "unreachable"}
     assert body["leaders"] == {"0": 0, "1": 0, "2": None}
     assert body["faults"]["0"] == {
-        "node_id": 0, "blocked": [], "loss": {}, "delay": {}, "active": False
+        "node_id": 0, "blocked": [], "loss": {}, "delay": {}, "cut": [],
+        "clock": {"offset": 0.0, "rate": 1.0}, "active": False,
     }  # fmt: skip
     assert body["faults"]["2"] is None
     assert body["agree"] is True
@@ -496,4 +509,7 @@ def test_history_views_and_faults_on_real_nodes(harness: Harness) -> None:
     reply = trio.run(rpc_call, HOST, nodes[0].port, Faults("block", peers=(2,)), 10.0)
     assert reply["ok"] is True
     faults = get(url, "/api/faults")
-    assert faults == {"node_id": 0, "blocked": [2], "loss": {}, "delay": {}, "active": True}
+    assert faults == {
+        "node_id": 0, "blocked": [2], "loss": {}, "delay": {}, "cut": [],
+        "clock": {"offset": 0.0, "rate": 1.0}, "active": True,
+    }  # fmt: skip
