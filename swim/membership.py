@@ -118,6 +118,10 @@ class Membership:
         self.suspects: set[int] = set()  # ids with a running suspicion
         self.corrections = Corrections(table, outbox, config.probe_interval)  # rule 3
 
+    def set_wall_offset(self, seconds: float) -> None:
+        """Rule 4: our wall clock reads ``now + seconds`` from here on."""
+        self._wall_offset = float(seconds)
+
     def apply(
         self, m: Alive | Suspect | Dead, cause: str, now: float, via: int | None = None
     ) -> None:
@@ -282,10 +286,6 @@ class Membership:
         """``newcomers`` rule 1: let in the newcomers that waited for this period's budget."""
         for m, cause in self.newcomers.due(now):
             self._alive(m, cause, now)
-
-    def set_wall_offset(self, seconds: float) -> None:
-        """Rule 4's wall clock is ``now + seconds`` from here on."""
-        self._wall_offset = seconds
 
     def _too_far_ahead(self, boot: int, now: float) -> bool:
         """Rule 4: is ``boot`` more than ``BOOT_AHEAD_S`` ahead of our clock? Counted if so."""

@@ -46,6 +46,9 @@ STEP_KINDS = (
     "loss",
     "delay",
     "http",
+    "cut",
+    "clock",
+    "disk",
 )
 EXPECT_KINDS = (
     "dead",
@@ -91,9 +94,13 @@ class Step:
     duration: float | None = None  # pause: resume after this many seconds
     count: int = 1  # add: how many nodes
     induct: bool = False
-    groups: tuple[tuple[int, ...], ...] = ()  # partition
+    groups: tuple[tuple[int, ...], ...] = ()  # partition; cut: (from, to)
     rest: int | None = None  # partition: the index of the group written ``rest``
-    value: float = 0.0  # loss percent, delay ms
+    value: float = 0.0  # loss percent, delay ms, clock offset s, disk latency ms
+    rate: float = 1.0  # clock
+    pool: str = ""  # disk: the device
+    errors: float = 0.0  # disk: percent of reads and writes failing
+    full: bool = False  # disk: refuses growth
     method: str = "GET"  # http
     path: str = ""
     expect: HttpExpect | None = None
@@ -199,8 +206,10 @@ class Scenario:
     @property
     def real_only(self) -> bool:
         """Whether the file plays on real processes only: it has Serf agents and no ``sim:``
-        section setting ``serf: 0`` (``spec`` rule 7)."""
-        return bool(self.serf) and self.sim_overrides.get("serf", self.serf) != 0
+        section setting ``serf: 0`` (``spec`` rule 7), or a ``disk`` step (the simulator
+        runs no devices)."""
+        agents = bool(self.serf) and self.sim_overrides.get("serf", self.serf) != 0
+        return agents or any(s.kind == "disk" for s in self.steps)
 
     @property
     def agents(self) -> tuple[int, ...]:

@@ -17,7 +17,8 @@ Rules:
    ``nodes`` .. ``nodes + M - 1`` (``records`` rule 3); bounds count every member. Serf is a
    real program: in sim a file with agents is refused, unless its ``sim:`` section sets
    ``serf: 0`` (its own steps and expect, where they name agents). The node count of such a
-   file is not overridden (``-n``): the agents' numbers would move under its steps.
+   file is not overridden (``-n``): the agents' numbers would move under its steps. A file
+   with a ``disk`` step is refused in sim too: the simulator runs no devices.
 8. A mapping made by code (``scenario_from_mapping``) passes the same checks as a file: only
    the YAML text is skipped, so what a mapping plays, its file replays.
 """
@@ -143,6 +144,12 @@ def _scenario(
     settings = _settings(c, d)
     agents = tuple(range(nodes, nodes + serf))
     steps = parse_steps(c, d.get("steps") or [], nodes + serf, agents)
+    disk = next((s for s in steps if s.kind == "disk"), None)
+    if disk is not None and sim_mode:
+        raise c.fail(
+            f"step {disk.name}",
+            "disk faults run on real processes only, not in sim (the simulator runs no devices)",
+        )
     names = {s.name for s in steps}
     expects = parse_expectations(c, d.get("expect") or [], names, nodes + serf, steps)
     confidence = c.number(d.get("confidence", CONFIDENCE), "confidence", low=0.5, high=0.999999)
