@@ -291,9 +291,9 @@ def _fault_lines(before: Look, after: Look) -> list[str]:
 
 
 def describe_faults(body: Mapping[str, Any], names: Mapping[int, str] | None = None) -> str:
-    """``blocked 2, 3; loss 10%; delay 50 ms to 1; cut to 4; clock -86400 s x1``; "" when
-    there are none. A member ``names`` names is shown by its name (rule 5): ``blocked 1,
-    serf-3``."""
+    """``blocked 2, 3; loss 10%; delay 50 ms to 1; cut to 4; clock -86400 s x1; disk m1
+    full``; "" when there are none. A member ``names`` names is shown by its name (rule 5):
+    ``blocked 1, serf-3``."""
     names = names or {}
     blocked = body.get("blocked")
     ids = [b for b in blocked if isinstance(b, int)] if isinstance(blocked, list) else []
@@ -316,7 +316,30 @@ def describe_faults(body: Mapping[str, Any], names: Mapping[int, str] | None = N
         shown = [id_list(i for i in ids if i not in names), *(names[i] for i in ids if i in names)]
         parts.append(f"cut to {', '.join(x for x in shown if x != 'none')}")
     parts += _clock_words(body.get("clock"))
+    parts += _disk_words(body.get("disk"))
     return "; ".join(parts)
+
+
+def _disk_words(disk: Any) -> list[str]:
+    """``disk m1 200 ms 10% full``: each device's disk fault, by pool name."""
+    if not isinstance(disk, Mapping):
+        return []
+    out = []
+    for pool in sorted(map(str, disk))[:8]:
+        fault = disk[pool]
+        if not isinstance(fault, Mapping):
+            continue
+        latency, errors = fault.get("latency_ms"), fault.get("errors")
+        words = [f"{latency:g} ms"] if _positive(latency) else []
+        words += [f"{errors:g}%"] if _positive(errors) else []
+        words += ["full"] if fault.get("full") is True else []
+        if words:
+            out.append(f"disk {pool[:40]} {' '.join(words)}")
+    return out
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 def _clock_words(clock: Any) -> list[str]:

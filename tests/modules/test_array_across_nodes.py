@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 import pytest
 
-from cluster.rpc import Faults
 from scenarios import open_cluster
 from tests.support import wait_for
 
@@ -199,11 +198,6 @@ async def test_a_member_cut_off_for_a_moment_comes_back_though_its_node_never_di
         assert all(v.get(2) == "alive" for o, v in (await c.views()).items() if o != 2)
 
 
-async def disk(c: Any, node_id: int, pool: str, **fault: Any) -> None:
-    """The node RPC's ``disk`` action, straight to the node (as ``Launcher.disk`` sends it)."""
-    await c.backend.cluster.call(node_id, Faults("disk", pool=pool, **fault))
-
-
 async def test_a_member_whose_disk_fails_or_fills_is_faulty_and_resynchronised_after_heal() -> None:
     async with open_cluster(4, mode="real", name="disk") as c:
         await c.wait_converged()
@@ -212,7 +206,7 @@ async def test_a_member_whose_disk_fails_or_fills_is_faulty_and_resynchronised_a
         wrote = durability(urls[0], arr, op="write", count="20", size="10000", seed="11")
         assert wrote["acknowledged"] == 20
 
-        await disk(c, 2, "m2", errors=100.0)
+        await c.disk(2, "m2", errors=100)
         faults = get(urls[2], "/api/faults")
         assert faults["disk"] == {"m2": {"latency_ms": 0.0, "errors": 100.0, "full": False}}
         more = durability(urls[0], arr, op="write", count="10", size="10000", seed="12")
@@ -229,7 +223,7 @@ async def test_a_member_whose_disk_fails_or_fills_is_faulty_and_resynchronised_a
         assert 0 < back["recovery_written_slots"] < back["written_slots"]
         assert_intact(urls[0], arr, 30)
 
-        await disk(c, 3, "m3", full=True)  # the parity member holds no room for new slots
+        await c.disk(3, "m3", full=True)  # the parity member holds no room for new slots
         more = durability(urls[0], arr, op="write", count="10", size="10000", seed="13")
         assert more["acknowledged"] == 10
         assert [m["state"] for m in degraded(urls[0], arr)["members"]][2] == "faulty"

@@ -220,6 +220,14 @@ def test_faults_are_told_in_a_few_words() -> None:
     assert describe_faults(faults_json(faults)) == "delay 250 ms"
 
 
+def test_disk_faults_are_told_by_pool() -> None:
+    body = {"blocked": [], "loss": {}, "delay": {}, "active": True, "disk": {
+        "m2": {"latency_ms": 200.0, "errors": 10.0, "full": True},
+        "m1": {"latency_ms": 0.0, "errors": 100.0, "full": False},
+        "m3": {"latency_ms": 0.0, "errors": 0.0, "full": False}, "m4": "x"}}  # fmt: skip
+    assert describe_faults(body) == "disk m1 100%; disk m2 200 ms 10% full"
+
+
 def test_describe_faults_ignores_what_is_not_a_fault() -> None:
     body = {"blocked": [1, "2", True, None], "loss": {"all": 0, "3": "x", "4": True},
             "delay": [1], "active": True}  # fmt: skip
