@@ -135,7 +135,8 @@ def node_faults(rt: NodeState) -> JSON:
     name, for the devices that have one; ``active`` when any is set."""
     disk = {c.info.pool_name: c.disk_fault.as_dict() for c in rt.pools.all() if c.disk_fault.active}
     shaped = faults_json(rt.membership.faults)
-    return {**shaped, "disk": disk, "active": bool(shaped["active"] or disk)}
+    active = bool(shaped.pop("active") or disk)
+    return {**shaped, "disk": disk, "active": active}  # the schema's order: active last
 
 
 def _faults(rt: NodeState, params: Mapping[str, str]) -> JSON:

@@ -139,6 +139,7 @@ async def test_faults_empty_then_set(client: Any, runtime: Runtime) -> None:
             "delay": {},
             "cut": [],
             "clock": {"offset": 0.0, "rate": 1.0},
+            "disk": {},
             "active": False,
         },
     )
@@ -156,6 +157,7 @@ async def test_faults_empty_then_set(client: Any, runtime: Runtime) -> None:
         "delay": {"1": 50.0},
         "cut": [3],
         "clock": {"offset": -86400.0, "rate": 2.0},
+        "disk": {},
         "active": True,
     }
     _, local, _ = await call(client, "GET", "/api/nodes/local/faults")
@@ -264,7 +266,7 @@ async def test_views_agree(client: Any, runtime: Runtime) -> None:
     assert body["leaders"] == {"0": 0, "1": 0, "2": None}
     assert body["faults"]["0"] == {
         "node_id": 0, "blocked": [], "loss": {}, "delay": {}, "cut": [],
-        "clock": {"offset": 0.0, "rate": 1.0}, "active": False,
+        "clock": {"offset": 0.0, "rate": 1.0}, "disk": {}, "active": False,
     }  # fmt: skip
     assert body["faults"]["2"] is None
     assert body["agree"] is True
@@ -511,5 +513,5 @@ def test_history_views_and_faults_on_real_nodes(harness: Harness) -> None:
     faults = get(url, "/api/faults")
     assert faults == {
         "node_id": 0, "blocked": [2], "loss": {}, "delay": {}, "cut": [],
-        "clock": {"offset": 0.0, "rate": 1.0}, "active": True,
+        "clock": {"offset": 0.0, "rate": 1.0}, "disk": {}, "active": True,
     }  # fmt: skip
