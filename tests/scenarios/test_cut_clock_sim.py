@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from cluster.local import ClusterError
-from scenarios import analyse, load_scenario, open_cluster
-from scenarios.play.sim import play_sim
+from scenarios import analyse, find_scenario, load_scenario, open_cluster
+from scenarios.play.sim import play_sim, run_sim
 from scenarios.replay import write_failure
 from scenarios.reporting.charts import action_label
 
@@ -90,3 +90,15 @@ def test_the_words_for_cut_clock_and_disk() -> None:
     disk = action_label("disk", [1], value=200.0, pool="m1", errors=10.0, full=True)
     assert disk == "disk 1 m1 200 ms 10 % full"
     assert action_label("disk", [1], value=0.0, pool="m1") == "disk 1 m1 0 ms 0 %"
+
+
+def test_the_library_clock_jump_back_restarts_with_an_earlier_boot_taken_back() -> None:
+    scenario = load_scenario(find_scenario("clock_jump_back"), sim=True)
+    trace = run_sim(scenario)
+    assert trace.boots is not None
+    first, restarted = trace.boots[2][-2:]
+    assert restarted < first  # drawn from a clock a minute back
+    last = max(a.t for a in trace.actions if a.step == "restart")
+    took = {e["observer"] for e in trace.events if e["mono"] >= last and e["subject"] == 2}
+    assert took >= set(range(20)) - {2}  # every member heard of the new instance
+    assert analyse(trace, scenario).verdict == "pass"
