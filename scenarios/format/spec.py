@@ -144,12 +144,6 @@ def _scenario(
     settings = _settings(c, d)
     agents = tuple(range(nodes, nodes + serf))
     steps = parse_steps(c, d.get("steps") or [], nodes + serf, agents)
-    disk = next((s for s in steps if s.kind == "disk"), None)
-    if disk is not None and sim_mode:
-        raise c.fail(
-            f"step {disk.name}",
-            "disk faults run on real processes only, not in sim (the simulator runs no devices)",
-        )
     names = {s.name for s in steps}
     expects = parse_expectations(c, d.get("expect") or [], names, nodes + serf, steps)
     confidence = c.number(d.get("confidence", CONFIDENCE), "confidence", low=0.5, high=0.999999)
@@ -167,6 +161,12 @@ def _scenario(
     for s in steps:
         if s.at > duration:
             raise c.fail(s.label(), f"at {s.at:g}s is after the end (duration {duration:g})")
+        if s.kind == "disk" and sim_mode:
+            raise c.fail(
+                s.label(),
+                "disk faults need real node processes (real or netns mode): the simulator "
+                "runs no disks",
+            )
     return Scenario(
         name=str(d.get("name") or Path(c.source).stem),
         source=c.source,
