@@ -104,6 +104,19 @@ def _name(text: str) -> str:
         ) from None
 
 
+def _offset(text: str) -> float:
+    """``clock --offset``: seconds either way, at most a year (``swim.MAX_CLOCK_OFFSET_S``)."""
+    most = MAX_CLOCK_OFFSET_S
+    try:
+        return parse_float(text, low=-most, high=most, what="--offset")
+    except ParseError as exc:
+        if "out of range" not in str(exc):
+            raise _refusal(exc, "--offset") from None
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)} s is past a year: at most {most:.0f} s (366 days) either way"
+        ) from None
+
+
 def _pool(text: str) -> str:
     if not 0 < len(text) <= 64 or not text.isprintable():
         raise argparse.ArgumentTypeError(f"not a pool name: {shown(text)}")
@@ -248,8 +261,7 @@ def _add_fault_commands(sub: Subcommands) -> None:
     p.add_argument("dst", type=_groups, metavar="TO", help="node ids, e.g. 3 or 3,4")
     p = _command(sub, "clock", "set a node's clock: an offset from true and a rate")
     p.add_argument("node", type=_node_id)
-    offset = number(-MAX_CLOCK_OFFSET_S, MAX_CLOCK_OFFSET_S, "--offset")
-    p.add_argument("--offset", type=offset, default=0.0, metavar="S", help="seconds (+-1 year)")
+    p.add_argument("--offset", type=_offset, default=0.0, metavar="S", help="seconds (+-1 year)")
     rate = number(MIN_CLOCK_RATE, MAX_CLOCK_RATE, "--rate")
     p.add_argument("--rate", type=rate, default=1.0, metavar="R", help="times real speed, 0.5-2")
     p = _command(sub, "disk", "slow, fail or fill a node's rt_bdev device POOL")
