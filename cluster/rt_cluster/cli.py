@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
 
+from cluster.ground.clock import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, shown
 from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
-from swim import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE
 
 from .hints import unknown_command, unknown_option
 from .output import err
