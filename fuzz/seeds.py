@@ -156,6 +156,8 @@ REQUESTS: tuple[frames.Request, ...] = (
     frames.Block("900.0", "write", 4096, 0, b"\x01" * 64),
     frames.Block("900.0", "read", 4096, 64),
     frames.Block("903.0", "destroy", writer="0/950.0/5eed1e55"),
+    frames.Faults("cut", peers=(3, 4)),
+    frames.Faults("clock", offset=-86400.0, rate=2.0),
     frames.Faults("disk", pool="m1", latency_ms=200.0, errors=10.0, full=True),
 )
 
@@ -178,6 +180,7 @@ def _rpc_frame() -> dict[str, bytes]:
         "edge-nested": b"\x81\xa1k" + b"\x91" * 40 + b"\x90",
         "edge-nan": _pack({"k": "control", "op": "faults", "action": "delay", "value": 1e400}),
         "edge-block-writer": _pack({"k": "block", "pool": "903.0", "op": "destroy", "writer": 7}),
+        "edge-clock-rate": _pack({"k": "control", "op": "faults", "action": "clock", "rate": "2"}),
         "edge-disk-full": _pack({"k": "control", "op": "faults", "action": "disk", "full": 1}),
     }
     return out
@@ -397,7 +400,8 @@ def dictionaries() -> dict[str, str]:
     step_words = {*TOP_KEYS, *STEP_KINDS, *EXPECT_KINDS, "at", "name", "for", "within", "after"}
     kinds = {k for r in REQUESTS for k in r.KIND if k} | {"k", "op", "ok", "body", "status"}
     kinds |= {*BLOCK_OPS, "pool", "writer", "epoch"}  # a block call's keys and operations
-    kinds |= {"action", "disk", "latency_ms", "errors", "full"}  # a disk fault's keys
+    kinds |= {"action", "peers", "offset", "rate", "latency_ms", "errors", "full"}  # faults
+    kinds |= {"loss", "delay", "block", "cut", "clock", "disk", "heal"}  # their actions
     yaml_words = {*YAML_WORDS, *EDGE_NUMBERS}
     tags = {"!!int", "!!str", "!!binary", "!!set", "!!float", "tag:yaml.org,2002:"}
     return {

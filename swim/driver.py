@@ -16,8 +16,8 @@ Rules:
    (``faults.cut``) drops every packet this member sends to the peer (counted ``cut_out``);
    what the peer sends still arrives. A push/pull needs both directions, so one with a peer
    this member cuts fails whoever starts it: one it would start is refused
-   (``tcp_faulted``), one the peer starts is answered with a refusal (the peer counts
-   ``tcp_refused``). That is all a member can know: the cut of a peer that cuts *this*
+   (``tcp_faulted``), one the peer starts is answered with a refusal (``tcp_refused`` here,
+   a failed push/pull there). That is all a member can know: the cut of a peer that cuts *this*
    member is the peer's. On one host (``rt_cluster``'s loopback mode) each member applies
    its own cut, so both ends of a push/pull between the two fail all the same; in netns
    mode the cut is a route in the cutting member's namespace, and a connection from the

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cluster.ground.clock import check_clock as clock_range
+from cluster.ground.parse import ParseError
 from cluster.rpc import Faults
-from swim import Faults as MemberFaults
 
 from .record import BadInput, ClusterRecord
 
@@ -28,10 +29,10 @@ def fault_request(action: str, **kw: Any) -> Faults:
 
 
 def check_clock(offset: float, rate: float) -> None:
-    """Rule 2: BadInput for a clock no node may run (``swim.Faults.set_clock``'s ranges)."""
+    """Rule 2: BadInput for a clock no node may run (``cluster.ground.clock``)."""
     try:
-        MemberFaults().set_clock(offset, rate)
-    except (ValueError, TypeError) as exc:
+        clock_range(offset, rate)
+    except ParseError as exc:
         raise BadInput(str(exc)) from None
 
 

@@ -184,8 +184,8 @@ class Network:
             "subnet": self.subnet,
             "bridge": self.bridge,
             "gateway": self.gateway,
-            "real": ["partition"],
-            "simulated": ["loss", "delay"],
+            "real": ["partition", "cut"],
+            "simulated": ["loss", "delay", "clock", "disk"],
         }
 
     @classmethod

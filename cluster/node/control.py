@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import swim
 from cluster.api import unknown_node
+from cluster.ground.clock import check_clock
 from cluster.ground.errors import ApiError, BadRequest
 from cluster.ground.ids import ADMIN_POOL_ID, PoolId
 from cluster.ground.parse import MAX_NODE_ID, ParseError, float_value, int_value
@@ -86,10 +87,7 @@ def _cut(handle: swim.SwimHandle, req: Faults) -> None:
 
 
 def _clock(handle: swim.SwimHandle, req: Faults) -> None:
-    most = swim.MAX_CLOCK_OFFSET_S
-    offset = float_value(req.offset, low=-most, high=most, what="clock offset")
-    low, high = swim.MIN_CLOCK_RATE, swim.MAX_CLOCK_RATE
-    rate = float_value(req.rate, low=low, high=high, what="clock rate")
+    offset, rate = check_clock(req.offset, req.rate)
     try:
         handle.set_clock(offset, rate)
     except ValueError as exc:  # an embedded node (rule 3)

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from cluster.ground.clock import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, parse_port
 from cluster.ground.settings import Settings, load_settings
-from swim import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE
 
 __all__ = ["INTERVAL", "TIMEOUT", "add_node_flags", "add_target_flags", "settings_of"]
 

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
 
+from cluster.ground.clock import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_float, parse_int, shown
 from cluster.local import MAX_NODES, BadInput, ClusterError, valid_name
-from swim import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE
 
 from .hints import unknown_command, unknown_option
 from .output import err
@@ -101,6 +101,19 @@ def _name(text: str) -> str:
     except BadInput:
         raise argparse.ArgumentTypeError(
             f"bad cluster name {shown(text)}: use letters, digits, '.', '_' or '-' (at most 64)"
+        ) from None
+
+
+def _offset(text: str) -> float:
+    """``clock --offset``: seconds either way, at most a year (``swim.MAX_CLOCK_OFFSET_S``)."""
+    most = MAX_CLOCK_OFFSET_S
+    try:
+        return parse_float(text, low=-most, high=most, what="--offset")
+    except ParseError as exc:
+        if "out of range" not in str(exc):
+            raise _refusal(exc, "--offset") from None
+        raise argparse.ArgumentTypeError(
+            f"{shown(text)} s is past a year: at most {most:.0f} s (366 days) either way"
         ) from None
 
 
@@ -248,8 +261,7 @@ def _add_fault_commands(sub: Subcommands) -> None:
     p.add_argument("dst", type=_groups, metavar="TO", help="node ids, e.g. 3 or 3,4")
     p = _command(sub, "clock", "set a node's clock: an offset from true and a rate")
     p.add_argument("node", type=_node_id)
-    offset = number(-MAX_CLOCK_OFFSET_S, MAX_CLOCK_OFFSET_S, "--offset")
-    p.add_argument("--offset", type=offset, default=0.0, metavar="S", help="seconds (+-1 year)")
+    p.add_argument("--offset", type=_offset, default=0.0, metavar="S", help="seconds (+-1 year)")
     rate = number(MIN_CLOCK_RATE, MAX_CLOCK_RATE, "--rate")
     p.add_argument("--rate", type=rate, default=1.0, metavar="R", help="times real speed, 0.5-2")
     p = _command(sub, "disk", "slow, fail or fill a node's rt_bdev device POOL")

@@ -152,8 +152,8 @@ def status_lines(rec: ClusterRecord, strays: Sequence[Member]) -> list[str]:
         net = rec.network
         lines.append(
             f"network: {net.subnet} on bridge {net.bridge} (this host {net.gateway}); "
-            "partitions are real (unreachable routes inside the namespaces), loss and delay "
-            "simulated inside the node processes"
+            "partitions and cuts are real (unreachable routes inside the namespaces), loss, "
+            "delay, clocks and disk faults simulated inside the node processes"
         )
     for n in rec.nodes:
         if n.ended is not None and n.state in ("exited", "failed") and n.ended.last_line:

@@ -26,7 +26,7 @@ import httpx
 import pytest
 import trio
 
-from cluster.local import ClusterError, Member, Processes, live_members, read_record
+from cluster.local import ClusterError, Member, Processes, live_members, netplan, read_record
 from cluster.local.attached import AttachedCluster, read_hostfile
 from cluster.local.netns import (
     UNREACHABLE_METRIC,
@@ -179,7 +179,10 @@ def test_each_node_runs_in_its_namespace_at_its_own_address(cluster: Netns) -> N
     assert [n["state"] for n in nodes] == ["running"] * 3
     network = body["network"]
     assert (network["subnet"], network["gateway"]) == (SUBNET, "10.77.250.254")
-    assert (network["real"], network["simulated"]) == (["partition"], ["loss", "delay"])
+    assert (network["real"], network["simulated"]) == (
+        ["partition", "cut"],
+        ["loss", "delay", "clock", "disk"],
+    )
     lines = (cluster.directory / "hostfile").read_text().splitlines()
     assert lines == [f"{n['host']}:{n['runtime_port']}" for n in nodes]
     record = read_record(cluster.directory)
@@ -247,6 +250,75 @@ def test_a_partition_cuts_the_real_path_and_heal_restores_it(cluster: Netns) -> 
     wait_for("every node to hold every node alive again", lambda: [_views(u) for u in urls],
              until=lambda seen: seen == [every] * 3, timeout=60, interval=0.25)  # fmt: skip
     assert [n["cut_from"] for n in cluster.status()["nodes"]] == [[], [], []]
+
+
+_RECEIVE = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 0))
+print(s.getsockname()[1], flush=True)
+s.settimeout(30)
+print(s.recvfrom(100)[0].decode(), flush=True)
+"""
+_SEND = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(600):
+    try:
+        s.sendto(b"across", (sys.argv[1], int(sys.argv[2])))
+    except OSError as exc:
+        print(exc.errno, flush=True)
+        sys.exit(0)
+    time.sleep(0.05)
+print("sent", flush=True)
+"""
+
+
+def _in_namespace(namespace: str, code: str, *args: str) -> list[str]:
+    return netplan.enter_argv(namespace, [sys.executable, "-c", code, *args])
+
+
+def _udp_across(source_ns: str, target_ns: str, target: str) -> str:
+    """Send datagrams from ``source_ns`` to a socket at ``target`` in ``target_ns``: what
+    the receiver read (``across``), or the sender's errno when it could not send."""
+    with subprocess.Popen(
+        _in_namespace(target_ns, _RECEIVE, target), stdout=subprocess.PIPE, text=True
+    ) as receiver:
+        try:
+            assert receiver.stdout is not None
+            port = receiver.stdout.readline().strip()
+            sender = subprocess.run(
+                _in_namespace(source_ns, _SEND, target, port),
+                capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            if sender.stdout.strip() != "sent":
+                return sender.stdout.strip()
+            return receiver.stdout.readline().strip()
+        finally:
+            receiver.kill()
+
+
+@needs_root
+@pytest.mark.slow
+def test_a_one_way_cut_is_a_route_in_the_senders_namespace_only(cluster: Netns) -> None:
+    res = cluster.rt("cut", "0", "1")
+    assert res.returncode == 0, res.stderr
+    assert "cut (real: unreachable routes in FROM's namespaces): 0 -> 1 (one way)" in res.stdout
+    record = read_record(cluster.directory)
+    assert record is not None
+    ns = [n.netns for n in record.nodes]
+    assert _route_error(ns[0], ADDRESSES[1]) == errno.EHOSTUNREACH
+    assert _route_error(ns[0], ADDRESSES[2]) == 0
+    assert [_route_error(ns[1], a) for a in ADDRESSES] == [0, 0, 0]  # none in TO's
+    assert _udp_across(ns[1], ns[0], ADDRESSES[0]) == "across"  # UDP still flows 1 -> 0
+    assert _udp_across(ns[0], ns[1], ADDRESSES[1]) == str(errno.EHOSTUNREACH)
+    assert [n["cut_from"] for n in cluster.status()["nodes"]] == [[1], [], []]
+    res = cluster.rt("cut", "0", "2")  # cuts add up
+    assert res.returncode == 0, res.stderr
+    assert [n["cut_from"] for n in cluster.status()["nodes"]] == [[1, 2], [], []]
+    res = cluster.rt("heal")
+    assert res.returncode == 0, res.stderr
+    assert [_route_error(n, a) for n in ns for a in ADDRESSES] == [0] * 9
 
 
 @needs_root

@@ -283,6 +283,10 @@ async def test_control_operations(node: Node) -> None:
     assert node.swim.faults.loss_pct == 10
     await call(Faults("block", peers=(3, 4)))
     assert node.swim.faults.blocked == {3, 4}
+    await call(Faults("cut", peers=(5,)))
+    await call(Faults("cut", peers=(6, 5)))  # cuts add up
+    assert node.swim.faults.cut == {5, 6}
+    assert (await call(Monitor("faults")))["cut"] == [5, 6]
     await call(Faults("heal"))
     assert not node.swim.faults.active
     with pytest.raises(BadRequest, match="unknown fault action 'melt'"):
@@ -305,6 +309,15 @@ HOSTILE_FIELDS: list[tuple[Any, str]] = [
     (Faults("block", peers=(2**64 - 1,)), r"peers: 18446744073709551615 is out of range"),
     (Faults("block", peers=tuple(range(5000))), r"peers: at most 4096 node ids, got 5000"),
     (Faults("x" * 10_000), r"unknown fault action 'x{40}\.\.\.' \(one of: loss, delay"),
+    (Faults("cut", peers=(2, 0)), r"peers: node 0 cannot cut itself off"),
+    (Faults("cut", peers=(1, -1)), r"peers: -1 is out of range"),
+    (Faults("cut", peers=tuple(range(5000))), r"peers: at most 4096 node ids, got 5000"),
+    (Faults("clock", offset=31_622_401.0), r"clock offset: 3\.16224e\+07 is out of range"),
+    (Faults("clock", offset=-1e308), r"clock offset: -1e\+308 is out of range"),
+    (Faults("clock", rate=0.25), r"clock rate: 0\.25 is out of range \(from 0\.5 to 2\)"),
+    (Faults("clock", rate=2.5), r"clock rate: 2\.5 is out of range"),
+    (Faults("clock", rate=0.0), r"clock rate: 0 is out of range"),
+    (Faults("clock", offset=60.0), r"clock cannot be set: its trio run has no NodeClock"),
     (Compose(({"mod_name": "rt_bdev"},) * 300), r"at most 256 entries, not 300"),
     (PoolMonitor("-1.0", "stats"), r"bad pool id"),
     (Migrate("810.0", -5), r"unknown or malformed node id: -5"),

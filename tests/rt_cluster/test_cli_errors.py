@@ -43,6 +43,23 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (["loss", "0", "lots"], "PERCENT: expected a number from 0 to 100, got 'lots'"),
         (["delay", "0", "-5"], "MS: -5 is out of range"),
         (["partition", "0,a", "1"], "bad group '0,a'"),
+        (["cut", "0", "x"], "bad group 'x'"),
+        (["cut", "0", "4-2"], "bad group '4-2'"),
+        (["cut", "0"], "the following arguments are required: TO"),
+        (["clock", "0", "--offset", "31622401"], "--offset: '31622401' s is past a year"),
+        (["clock", "0", "--offset=-31622400.5"], "at most 31622400 s (366 days) either way"),
+        (["clock", "0", "--offset=-1e9"], "past a year"),
+        (["clock", "0", "--offset", "soon"], "--offset: expected a number"),
+        (["clock", "0", "--rate", "0.4"], "--rate: 0.4 is out of range"),
+        (["clock", "0", "--rate", "2.5"], "--rate: 2.5 is out of range"),
+        (["clock", "0", "--rate", "fast"], "--rate: expected a number"),
+        (["clock", "0", "--rate", "nan"], "--rate: expected a number"),
+        (["clock", "x"], "not a node id: 'x'"),
+        (["disk", "0", "m1", "--latency-ms", "-1"], "--latency-ms: -1 is out of range"),
+        (["disk", "0", "m1", "--errors", "101"], "--errors: 101 is out of range"),
+        (["disk", "0", "m1", "--errors", "lots"], "--errors: expected a number"),
+        (["disk", "0", ""], "not a pool name: ''"),
+        (["disk", "0"], "the following arguments are required: POOL"),
         (["up", "-n", "2", "--name", "bad/name"], "bad cluster name"),
         (["up", "-n", "0"], "argument -n/--nodes: 0 is out of range (from 1 to 1024)"),
         (["scenario", "kill_one", "-n", "2000"], "-n 2000: real clusters have at most 1024"),
@@ -103,6 +120,48 @@ def test_unknown_node_and_stopped_node(
     code, out, _ = run(capsys, "status", "--json", "--name", "c1")
     assert code == 0
     assert '"state": "stopped"' in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["cut", "0", "0"], "node 0 cannot be cut off from itself"),
+        (["cut", "0,1", "1-2"], "node 1 cannot be cut off from itself"),
+        (["cut", "0", "7"], "cluster 'c1' has no node 7 (nodes: 0, 1, 2)"),
+        (["cut", "9", "1"], "cluster 'c1' has no node 9"),
+        (["clock", "7", "--offset", "10"], "cluster 'c1' has no node 7"),
+        (["disk", "7", "m1"], "cluster 'c1' has no node 7"),
+    ],
+)
+def test_bad_faults_on_a_cluster_are_one_line(
+    cluster_home: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    _record(cluster_home)
+    code, _, err = run(capsys, *argv, "--name", "c1")
+    assert code == 2, err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_clock_on_a_stopped_node_is_kept_for_its_next_start(
+    cluster_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record(cluster_home)
+    code, out, err = run(capsys, "clock", "1", "--offset", "-3600", "--rate", "1.5", "--name", "c1")
+    assert code == 0, err
+    assert "clock of node 1: offset -3600 s, rate 1.5" in out
+    rec = load_record("c1")
+    assert (rec.node(1).clock_offset, rec.node(1).clock_rate) == (-3600.0, 1.5)
+    assert (rec.node(0).clock_offset, rec.node(0).clock_rate) == (0.0, 1.0)
+    from cluster.local import LocalCluster
+
+    argv = LocalCluster(rec).node_command(1)
+    at = argv.index("--clock-offset")
+    assert argv[at : at + 4] == ["--clock-offset", "-3600.000000", "--clock-rate", "1.500000"]
+    assert "--clock-offset" not in LocalCluster(rec).node_command(0)
+    code, _, err = run(capsys, "heal", "--name", "c1")
+    assert code == 0, err
+    assert load_record("c1").node(1).clock_offset == 0.0
 
 
 def test_status_json_shape(cluster_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
