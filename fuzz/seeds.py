@@ -36,7 +36,7 @@ from cluster.ground.settings import Settings
 from cluster.rpc import frames
 from cluster.runtime import BLOCK_OPS
 from scenarios.format.records import EXPECT_KINDS, STEP_KINDS
-from scenarios.format.spec import TOP_KEYS
+from scenarios.format.spec import TOP_KEYS, load_scenario
 from swim import MemberState, SwimConfig, exchange, wire
 from swim.keyring import SEAL_VERSION
 from swim.wire import StateEntry
@@ -275,7 +275,10 @@ def _settings_yaml() -> dict[str, bytes]:
 
 def _scenario() -> dict[str, bytes]:
     library = Path(__file__).resolve().parents[1] / "scenarios"
-    out = {f"ok-{p.stem}": p.read_bytes() for p in sorted(library.glob("*.yaml"))}
+    out = {  # a file for real processes only is refused in sim: mixed (rule 3)
+        f"{'mixed' if load_scenario(p).real_only else 'ok'}-{p.stem}": p.read_bytes()
+        for p in sorted(library.glob("*.yaml"))
+    }
     out |= {
         "edge-unknown-step": b"nodes: 3\nsteps:\n  - {at: 1, explode: 1}\n",
         "edge-order": b"nodes: 3\nsteps:\n  - {at: 5, kill: 1}\n  - {at: 1, kill: 2}\n",
