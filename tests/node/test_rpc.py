@@ -235,9 +235,10 @@ async def test_peers_ask_members_over_the_rpc(server: tuple[int, RpcServerStats]
         await peers.pool_monitor(member, "9.9", "stats", {})
 
 
-async def test_a_blocked_peer_is_cut_off(autojump_clock: trio.testing.MockClock) -> None:
+@pytest.mark.parametrize("how", ["block", "cut_to"])
+async def test_a_blocked_peer_is_cut_off(autojump_clock: trio.testing.MockClock, how: str) -> None:
     faults = swim.Faults()
-    faults.block([1])
+    getattr(faults, how)([1])  # a one-way cut too: a TCP request needs both ways
     peers = RpcPeers(faults, timeout=5)
     start = trio.current_time()
     with pytest.raises(PeerUnavailable, match=r"^monitor 'workers' timed out after 5s$") as info:
