@@ -12,6 +12,8 @@ Public surface (``import swim``; see docs/architecture.md and docs/membership.md
 - ``open_swim(...)`` -> ``SwimHandle``: the trio driver over UDP and TCP push/pull;
   ``open_swim(..., wire_format=swim.memberlist.Memberlist(name))`` speaks memberlist's
   protocol (Serf's) instead of ours.
+- ``Faults``: one member's injected faults (loss, delay, blocks, one-way cuts, its clock:
+  ``MAX_CLOCK_OFFSET_S``, ``MIN_CLOCK_RATE``, ``MAX_CLOCK_RATE``).
 - ``SimNetwork``: N machines on a deterministic simulated network in virtual time.
 - ``send_frame``, ``recv_frame``, ``FrameError``: TCP framing shared with the node RPC.
 - ``BadMessage``, ``decode_untrusted``: the one exception for untrusted UDP input.
