@@ -207,16 +207,6 @@ class SwimMachine:
         self._reserved_id = top
         return top
 
-    @property
-    def wall_offset(self) -> float:
-        """Seconds from ``now`` to the machine's wall clock (boots, ``membership`` rule 4)."""
-        return self._wall_offset
-
-    def set_wall_offset(self, seconds: float) -> None:
-        """The machine's wall clock is ``now + seconds`` from here on (a clock that jumped)."""
-        self._wall_offset = float(seconds)
-        self.membership.set_wall_offset(self._wall_offset)
-
     def next_deadline(self) -> float:
         """When ``tick`` must next be called."""
         left = self.membership.left

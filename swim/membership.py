@@ -287,10 +287,6 @@ class Membership:
         for m, cause in self.newcomers.due(now):
             self._alive(m, cause, now)
 
-    def set_wall_offset(self, seconds: float) -> None:
-        """Rule 4's wall clock is ``now + seconds`` from here on."""
-        self._wall_offset = seconds
-
     def _too_far_ahead(self, boot: int, now: float) -> bool:
         """Rule 4: is ``boot`` more than ``BOOT_AHEAD_S`` ahead of our clock? Counted if so."""
         limit_ms = int((now + self._wall_offset + BOOT_AHEAD_S) * 1000)
