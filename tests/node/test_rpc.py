@@ -318,7 +318,7 @@ HOSTILE_FIELDS: list[tuple[Any, str]] = [
     (Faults("clock", rate=0.25), r"clock rate: 0\.25 is out of range \(from 0\.5 to 2\)"),
     (Faults("clock", rate=2.5), r"clock rate: 2\.5 is out of range"),
     (Faults("clock", rate=0.0), r"clock rate: 0 is out of range"),
-    (Faults("clock", offset=60.0), r"clock cannot be set: its trio run has no NodeClock"),
+    (Faults("clock", offset=60.0), r"clock cannot be set: its trio run has no ProcessClock"),
     (Compose(({"mod_name": "rt_bdev"},) * 300), r"at most 256 entries, not 300"),
     (PoolMonitor("-1.0", "stats"), r"bad pool id"),
     (Migrate("810.0", -5), r"unknown or malformed node id: -5"),
