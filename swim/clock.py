@@ -2,8 +2,8 @@
 true (``rt_cluster clock``, the node's ``--clock-offset`` and ``--clock-rate``).
 
 Rules:
-1. ``NodeClock`` is the ``trio.abc.Clock`` a node process runs under (``trio.run(...,
-   clock=NodeClock(offset, rate))``): its time runs at ``rate`` times the host's
+1. ``ProcessClock`` is the ``trio.abc.Clock`` a node process runs under (``trio.run(...,
+   clock=ProcessClock(offset, rate))``): its time runs at ``rate`` times the host's
    ``time.monotonic()``, so every trio deadline of the process (probe period, suspicion
    timeouts, RPC timeouts) does. A change of rate re-anchors it where it stands: the time is
    continuous and never goes back, as a real monotonic clock whose pace changed.
@@ -14,7 +14,7 @@ Rules:
 3. ``host_offset()`` is what moves a reading of this clock onto the host's
    ``time.monotonic()`` now; events keep their ``mono`` on the host's clock with it, so the
    traces of processes on one host still line up.
-4. ``wall_time()`` and ``node_clock()`` read the clock of the running trio: a ``NodeClock``,
+4. ``wall_time()`` and ``process_clock()`` read the clock of the running trio: a ``ProcessClock``,
    or trio's own (then the wall clock is the host's). Nothing else in ``swim`` reads a clock.
 5. Offsets and rates are ranged as ``swim.Faults.set_clock`` ranges them (ValueError).
 """
@@ -27,10 +27,10 @@ import trio
 
 from .faults import Faults
 
-__all__ = ["NodeClock", "node_clock", "wall_time"]
+__all__ = ["ProcessClock", "process_clock", "wall_time"]
 
 
-class NodeClock(trio.abc.Clock):
+class ProcessClock(trio.abc.Clock):
     """Rules 1-3: trio time at ``rate`` times real speed, a wall clock ``offset`` s off."""
 
     def __init__(self, offset: float = 0.0, rate: float = 1.0) -> None:
@@ -70,13 +70,13 @@ class NodeClock(trio.abc.Clock):
         return real - (self._time0 + (real - self._real0) * self.rate)
 
 
-def node_clock() -> NodeClock | None:
-    """Rule 4: the running trio's ``NodeClock``, or None under another clock."""
+def process_clock() -> ProcessClock | None:
+    """Rule 4: the running trio's ``ProcessClock``, or None under another clock."""
     clock = trio.lowlevel.current_clock()
-    return clock if isinstance(clock, NodeClock) else None
+    return clock if isinstance(clock, ProcessClock) else None
 
 
 def wall_time() -> float:
     """Rule 4: the wall clock (epoch seconds) of the running trio's member."""
-    clock = node_clock()
+    clock = process_clock()
     return time.time() if clock is None else clock.wall()

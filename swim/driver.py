@@ -33,7 +33,7 @@ Rules:
    membership change is numbered into the handle's ``History`` ring (``events``, ``since``)
    and, with an event log, written as one JSON line. Both carry ``mono``, trio's time moved
    onto ``time.monotonic()`` (system-wide on Linux) by the offset measured when the handle is
-   made (under a ``swim.clock.NodeClock``, measured at each record: its time may run at
+   made (under a ``swim.clock.ProcessClock``, measured at each record: its time may run at
    another rate), so histories and logs of processes on one host line up, and ``wall``
    (epoch s: the node's own wall clock, ``swim.clock.wall_time``, which may be set off true).
    ``set_clock`` changes a node's clock: its pace, its wall clock and the machine's wall
@@ -72,7 +72,7 @@ from typing import Any
 
 import trio
 
-from .clock import node_clock, wall_time
+from .clock import process_clock, wall_time
 from .config import SwimConfig
 from .exchange import Seed, parse_seed
 from .faults import Faults
@@ -120,9 +120,9 @@ class SwimHandle:
         self._history = History()
         self._link = _Link(self)
         # Fixed once: under trio's own clock both run at the same rate; under a MockClock,
-        # ``mono`` then follows virtual time. A NodeClock is asked at each record (rule 6).
+        # ``mono`` then follows virtual time. A ProcessClock is asked at each record (rule 6).
         self._mono_offset = time.monotonic() - trio.current_time()
-        clock = node_clock()
+        clock = process_clock()
         if clock is not None:  # the clock the node was started with (a restart keeps it)
             self.faults.set_clock(clock.offset, clock.rate)
 
@@ -181,11 +181,11 @@ class SwimHandle:
     def set_clock(self, offset: float, rate: float) -> None:
         """Set this node's clock (rule 6): its wall clock reads true + ``offset`` s and it runs
         at ``rate`` times real speed. ValueError out of range (``swim.Faults.set_clock``) or
-        when the member does not run under a ``swim.clock.NodeClock`` (an embedded member):
+        when the member does not run under a ``swim.clock.ProcessClock`` (an embedded member):
         then nothing changed."""
-        clock = node_clock()
+        clock = process_clock()
         if clock is None:
-            raise ValueError("this member's clock cannot be set: its trio run has no NodeClock")
+            raise ValueError("this member's clock cannot be set: its trio run has no ProcessClock")
         self.faults.set_clock(offset, rate)
         clock.set(offset, rate)
         self.machine.set_wall_offset(clock.wall() - trio.current_time())
@@ -193,9 +193,9 @@ class SwimHandle:
 
     def heal(self) -> None:
         """Remove every injected fault and give the node back the host's clock (offset 0,
-        rate 1) when it runs under a ``NodeClock``."""
+        rate 1) when it runs under a ``ProcessClock``."""
         self.faults.heal()
-        if node_clock() is not None:
+        if process_clock() is not None:
             self.set_clock(0.0, 1.0)
 
     async def leave(self) -> None:
@@ -240,7 +240,7 @@ class SwimHandle:
     def _process(self, out: Output, *, wake: bool = True) -> None:
         """Carry out a machine output; ``wake`` moves the timer's deadline (rule 5)."""
         if out.events:
-            clock = node_clock()
+            clock = process_clock()
             mono_offset = self._mono_offset if clock is None else clock.host_offset()
             entries = self._history.record(out.events, wall=wall_time(), mono_offset=mono_offset)
             if self._log is not None:

@@ -5,9 +5,11 @@ Rules:
    forward timeout): the one bound on a forward (``cluster.runtime.peers`` rule 2). Silence is
    ``timed_out`` (``<what> timed out after 5s``), a transport failure ``unreachable`` (naming
    the node), a remote refusal the remote ``ApiError``.
-2. A peer this node's fault injection blocks is cut off: the request is dropped, as a
-   partition would drop it, so the call waits out its timeout and then fails as a silent
-   peer's would. ``observe`` (the views matrix's channel) is not cut off.
+2. A peer this node's fault injection blocks, or cuts one way (a TCP connection needs both
+   ways), is cut off: the request is dropped, as a partition would drop it, so the call waits
+   out its timeout and then fails as a silent peer's would. ``observe`` (the views matrix's
+   channel) is not cut off. A request from a peer that cuts this node is still answered on
+   one host (only the peer knows its cut; in namespaces its route drops the answer).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class RpcPeers:
         if (
             not through_faults
             and self.faults is not None
-            and self.faults.is_blocked(member.node_id)
+            and (self.faults.is_blocked(member.node_id) or self.faults.is_cut(member.node_id))
         ):
             await trio.sleep(self.timeout)  # a partition drops the request: silence
             raise timed_out(what, self.timeout)

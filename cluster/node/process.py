@@ -12,7 +12,7 @@ Rules:
    without it.
 4. Every task runs in the node's nursery; stopping the node (signal, ``rt_run stop``, leaving
    the context) announces the departure to peers, then cancels everything.
-5. The daemon's trio runs under a ``swim.clock.NodeClock`` (``--clock-offset``,
+5. The daemon's trio runs under a ``swim.clock.ProcessClock`` (``--clock-offset``,
    ``--clock-rate``): a clock fault (``rt_cluster clock``) changes its pace and wall clock
    while it runs, and a node restarted with those flags keeps its clock. An embedded node
    runs under its caller's clock, which a clock fault cannot set (refused).
@@ -42,7 +42,7 @@ from cluster.hosts import advertised_host, resolve_identity
 from cluster.rpc import Swim
 from cluster.runtime import Runtime, preload_modules, serve_workload, startup_compose
 from swim import SwimConfig, SwimHandle, open_swim
-from swim.clock import NodeClock
+from swim.clock import ProcessClock
 from swim.memberlist import Memberlist
 
 from .control import Control
@@ -247,7 +247,7 @@ def run_node(
         return 2
     try:
         settings = place_node(settings, os.environ)  # before start, so a failure names its port
-        trio.run(lambda: serve_node(settings, induct=induct, seed=seed), clock=NodeClock(*clock))
+        trio.run(lambda: serve_node(settings, induct=induct, seed=seed), clock=ProcessClock(*clock))
     except BaseException as exc:
         leaf = _known_leaf(exc)
         if leaf is None:

@@ -235,9 +235,10 @@ async def test_peers_ask_members_over_the_rpc(server: tuple[int, RpcServerStats]
         await peers.pool_monitor(member, "9.9", "stats", {})
 
 
-async def test_a_blocked_peer_is_cut_off(autojump_clock: trio.testing.MockClock) -> None:
+@pytest.mark.parametrize("how", ["block", "cut_to"])
+async def test_a_blocked_peer_is_cut_off(autojump_clock: trio.testing.MockClock, how: str) -> None:
     faults = swim.Faults()
-    faults.block([1])
+    getattr(faults, how)([1])  # a one-way cut too: a TCP request needs both ways
     peers = RpcPeers(faults, timeout=5)
     start = trio.current_time()
     with pytest.raises(PeerUnavailable, match=r"^monitor 'workers' timed out after 5s$") as info:
@@ -317,7 +318,7 @@ HOSTILE_FIELDS: list[tuple[Any, str]] = [
     (Faults("clock", rate=0.25), r"clock rate: 0\.25 is out of range \(from 0\.5 to 2\)"),
     (Faults("clock", rate=2.5), r"clock rate: 2\.5 is out of range"),
     (Faults("clock", rate=0.0), r"clock rate: 0 is out of range"),
-    (Faults("clock", offset=60.0), r"clock cannot be set: its trio run has no NodeClock"),
+    (Faults("clock", offset=60.0), r"clock cannot be set: its trio run has no ProcessClock"),
     (Compose(({"mod_name": "rt_bdev"},) * 300), r"at most 256 entries, not 300"),
     (PoolMonitor("-1.0", "stats"), r"bad pool id"),
     (Migrate("810.0", -5), r"unknown or malformed node id: -5"),

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from swim import MemberState, SwimHandle
-from swim.clock import NodeClock, node_clock, wall_time
+from swim.clock import ProcessClock, process_clock, wall_time
 from tests.swim.test_swim_driver import cluster, states, wait_all
 
 
@@ -115,7 +115,7 @@ def fake_time(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
 
 
 def test_the_node_clock_runs_at_its_rate_and_never_jumps(fake_time: FakeTime) -> None:
-    clock = NodeClock(offset=-86400.0, rate=2.0)
+    clock = ProcessClock(offset=-86400.0, rate=2.0)
     t0, w0 = clock.current_time(), clock.wall()
     assert w0 == pytest.approx(fake_time.wall - 86400.0)
     fake_time.pass_(10.0)
@@ -143,7 +143,7 @@ def test_the_node_clock_runs_at_its_rate_and_never_jumps(fake_time: FakeTime) ->
      (0.0, float("inf"))],
 )  # fmt: skip
 def test_the_node_clock_refuses_what_no_clock_does(offset: float, rate: float) -> None:
-    clock = NodeClock()
+    clock = ProcessClock()
     with pytest.raises(ValueError, match="clock"):
         clock.set(offset, rate)
     assert (clock.offset, clock.rate) == (0.0, 1.0)  # nothing changed
@@ -153,7 +153,7 @@ def test_a_member_under_a_node_clock_stamps_its_own_wall_and_the_hosts_mono(
     tmp_path: Path,
 ) -> None:
     async def main() -> None:
-        assert node_clock() is not None
+        assert process_clock() is not None
         assert wall_time() == pytest.approx(time.time() - 86400.0, abs=60)
         async with cluster(2, tmp_path) as hs:
             await wait_all(hs, lambda ms: len(ms) == 2 and all(m.state == "alive" for m in ms))
@@ -171,12 +171,12 @@ def test_a_member_under_a_node_clock_stamps_its_own_wall_and_the_hosts_mono(
             hs[0].heal()
             assert (hs[0].faults.clock_offset, hs[0].faults.clock_rate) == (0.0, 1.0)
 
-    trio.run(main, clock=NodeClock(offset=-86400.0))
+    trio.run(main, clock=ProcessClock(offset=-86400.0))
 
 
 async def test_an_embedded_member_refuses_a_clock(tmp_path: Path) -> None:
     async with cluster(1, tmp_path) as hs:
-        with pytest.raises(ValueError, match="NodeClock"):
+        with pytest.raises(ValueError, match="ProcessClock"):
             hs[0].set_clock(10.0, 1.0)
         assert hs[0].faults.clock_offset == 0.0
-        hs[0].heal()  # heal needs no NodeClock
+        hs[0].heal()  # heal needs no ProcessClock
