@@ -12,6 +12,8 @@ Public surface (``import swim``; see docs/architecture.md and docs/membership.md
 - ``open_swim(...)`` -> ``SwimHandle``: the trio driver over UDP and TCP push/pull;
   ``open_swim(..., wire_format=swim.memberlist.Memberlist(name))`` speaks memberlist's
   protocol (Serf's) instead of ours.
+- ``Faults``: one member's injected faults (loss, delay, blocks, one-way cuts, its clock:
+  ``MAX_CLOCK_OFFSET_S``, ``MIN_CLOCK_RATE``, ``MAX_CLOCK_RATE``).
 - ``SimNetwork``: N machines on a deterministic simulated network in virtual time.
 - ``send_frame``, ``recv_frame``, ``FrameError``: TCP framing shared with the node RPC.
 - ``BadMessage``, ``decode_untrusted``: the one exception for untrusted UDP input.
@@ -25,7 +27,7 @@ Errors: ``BadMessage`` (untrusted UDP bytes), ``FrameError`` (untrusted TCP fram
 from . import native  # first: the compiled modules or the Python ones (its rule 3)
 from .config import SwimConfig
 from .driver import SwimHandle, open_swim
-from .faults import Faults
+from .faults import MAX_CLOCK_OFFSET_S, MAX_CLOCK_RATE, MIN_CLOCK_RATE, Faults
 from .framing import FrameError, recv_frame, send_frame, unpack_body
 from .history import HISTORY_SIZE, History, HistoryEntry, HistoryPage
 from .keyring import Keyring, load_keyring, new_key_line
@@ -38,6 +40,9 @@ from .wire import BadMessage, decode_untrusted
 
 __all__ = [
     "HISTORY_SIZE",
+    "MAX_CLOCK_OFFSET_S",
+    "MAX_CLOCK_RATE",
+    "MIN_CLOCK_RATE",
     "BadMessage",
     "Datagram",
     "Faults",

@@ -167,6 +167,17 @@ class SwimMachine:
         return self.me.host, self.me.port
 
     @property
+    def wall_offset(self) -> float:
+        """Seconds from this machine's ``now`` to its wall clock (boots, ``membership`` rule 4)."""
+        return self._wall_offset
+
+    def set_wall_offset(self, seconds: float) -> None:
+        """Move the wall clock: it reads ``now + seconds`` from here on (a jump of the clock,
+        either way: new boots and the check of boots ahead of us use it)."""
+        self._wall_offset = float(seconds)
+        self.membership.set_wall_offset(seconds)
+
+    @property
     def left(self) -> bool:
         return self.membership.left
 
@@ -226,7 +237,7 @@ class SwimMachine:
         self._now = now
         self.prober.timeouts(now)
         self.relays.expire(now)
-        if self.membership.suspects:  # membership is Python (native rule 1): called for work only
+        if self.membership.suspects:
             self.membership.expire(now)
         if self.membership.newcomers.waiting:
             self.membership.admit_waiting(now)

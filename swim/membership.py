@@ -118,6 +118,10 @@ class Membership:
         self.suspects: set[int] = set()  # ids with a running suspicion
         self.corrections = Corrections(table, outbox, config.probe_interval)  # rule 3
 
+    def set_wall_offset(self, seconds: float) -> None:
+        """Rule 4: our wall clock reads ``now + seconds`` from here on."""
+        self._wall_offset = float(seconds)
+
     def apply(
         self, m: Alive | Suspect | Dead, cause: str, now: float, via: int | None = None
     ) -> None:

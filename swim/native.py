@@ -52,6 +52,7 @@ COMPILED = (
     "probes",
     "relays",
     "resync",
+    "simclock",
     "simcpu",
     "simlink",
     "simnet",

@@ -16,15 +16,27 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .simnodes import Unsealed
+from .messages import Message
 
-__all__ = ["QUEUE_CAP", "CpuModel", "Packet", "Worker"]
+__all__ = ["QUEUE_CAP", "CpuModel", "Packet", "Unsealed", "Worker"]
 
 QUEUE_CAP = 4096  # packets a socket buffer holds (rule 2)
-Packet = tuple["bytes | Unsealed", tuple[str, int]]  # bytes, or records (simnodes rule 5)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Unsealed:
+    """A packet as its records, with its weight on the wire in bytes (``simnodes`` rule 5)."""
+
+    messages: tuple[Message, ...]
+    size: int
+
+    def __init__(self, messages: tuple[Message, ...], size: int) -> None:  # native rule 4
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "size", size)
+
+
+Packet = tuple[bytes | Unsealed, tuple[str, int]]  # bytes, or records (simnodes rule 5)
 
 
 @dataclass(slots=True)

@@ -4,7 +4,9 @@ Rules:
 1. Every draw comes from the network's one seeded ``random.Random``, in the order the
    scheduler asks, so a run stays a pure function of its arguments (``simnet`` rule 1).
 2. Traffic flows only inside a partition's group (an unlisted node is a group of its own),
-   and only when neither end's faults (``swim.faults``: block, loss) cut the other off.
+   and only when neither end's faults (``swim.faults``: block, loss) cut the other off. A
+   one-way cut drops what its node sends (``Faults.outbound``); a TCP push/pull needs both
+   directions, so a cut either way fails it (``faults`` rule 4).
 3. A packet's delay is uniform in ``delay`` (seconds), plus both ends' injected delays; loss
    and duplication (percent) are drawn per packet, only when set.
 """
@@ -38,12 +40,14 @@ class Links:
     def heal(self) -> None:
         self.groups = None
 
-    def cut(self, i: int, a: Faults, j: int, b: Faults) -> bool:
-        """Rule 2: is traffic between node i (faults ``a``) and node j (``b``) dropped?"""
+    def cut(self, i: int, a: Faults, j: int, b: Faults, tcp: bool = False) -> bool:
+        """Rule 2: is traffic from node i (faults ``a``) to node j (``b``) dropped?"""
         g = self.groups
         if g is not None and g.get(i, -1 - i) != g.get(j, -1 - j):
             return True
-        return a.verdict(j, self.rng) is not None or b.verdict(i, self.rng) is not None
+        if tcp and b.is_cut(i):
+            return True
+        return a.outbound(j, self.rng) is not None or b.verdict(i, self.rng) is not None
 
     def lost(self) -> bool:
         return bool(self.loss) and self.rng.random() * 100.0 < self.loss

@@ -16,10 +16,11 @@ packets queue up and are handled on ``resume(i)``), ``restart(i)`` (a fresh mach
 id and address, a new boot nonce, joining through the seeds), ``add() -> id`` (``add(at=i)``:
 at stopped node i's address, as a reused port), ``leave(i)`` (graceful: gossips its departure
 for ``leave_propagate_time``, then stops), ``partition(groups)`` and ``heal()``,
-``set_loss(i, pct)``, ``set_delay(i, ms)``, ``block(i, peers)``. Views: ``members(i)``,
-``leader(i)``, ``state(i, j)``, ``live_ids()``, ``now``, ``events`` (each names the subject's
-``boot``), ``boots`` (each node's, in the order made), ``machine(i)``. Time: ``run_until(t)``,
-``run_for(dt)``, ``until(pred, timeout)``.
+``set_loss(i, pct)``, ``set_delay(i, ms)``, ``block(i, peers)``, ``cut(i, peers)`` (one way:
+what i sends them), ``set_clock(i, offset, rate)`` (node i's clock, ``simclock``; a restart
+keeps it). Views: ``members(i)``, ``leader(i)``, ``state(i, j)``, ``live_ids()``, ``now``,
+``events`` (each names the subject's ``boot``), ``boots`` (each node's, in the order made),
+``machine(i)``. Time: ``run_until(t)``, ``run_for(dt)``, ``until(pred, timeout)``.
 Hostile input: ``inject(i, data, src)`` delivers raw bytes to node i as if from ``src``;
 ``inject_state(i, entries, peer)`` hands it a push/pull state as if from member ``peer``.
 ``add(config=...)`` starts a node with settings of its own (e.g. another keyring).
@@ -32,37 +33,35 @@ model's (``simlink``); this module schedules.
 Rules:
 1. One seeded ``random.Random`` drives everything (the network and every machine), and ties in
    the event queue break by insertion order, so a run is a pure function of its arguments.
-2. TCP push/pull is a reliable request and reply, each delayed like a packet, handing the
-   state over as records (``simsync.SyncState``), not bytes (the codec has its own tests). It
-   fails when the sides are partitioned, blocked, killed or paused, or when one cannot open
-   what the other seals. A UDP packet goes through each machine's door of our own format
+2. TCP push/pull is a reliable request and reply, each delayed like a packet, handing the state over
+   as records (``simsync.SyncState``), not bytes (the codec has its own tests). It fails when the
+   sides are partitioned, blocked, cut either way, killed or paused, or when one cannot open what
+   the other seals. A UDP packet goes through each machine's door of our own format
    (``swim.rtsimdoor``), as on a real node: sealed ones as bytes, encoded, sealed, opened and
    decoded; the others as records (``Unsealed``, ``simnodes`` rule 5), counted and admitted by the
-   size their bytes would have, with no encoding between two members (the codec has its own
-   tests, and ``inject`` still hands a node raw bytes).
+   size their bytes would have, with no encoding between two members (the codec has its own tests,
+   and ``inject`` still hands a node raw bytes).
 3. ``bootstrap=True`` starts every machine knowing every other (no join traffic, no events)
    from one shared ``Roster`` (``table`` rule 4): building n machines costs O(n), and a
    push/pull sends only the rows a table holds apart from the roster; ``False`` makes each
    machine join through the seeds, as real nodes do.
-4. The cyclic garbage collector is paused while events run (``run_until``): with thousands of
-   machines its rescans cost a tenth of the run, and events make no reference cycles.
-5. A livelock ends the run: more than ``STALL_EVENTS`` events at one virtual instant (a timer
-   that re-arms itself for now, forever) raise ``SimStalled``, naming the instant and the
-   node, instead of spinning without end.
-6. Seeds as a hostfile gives them, or the ``seeds`` named (``simnodes`` rule 2); the nodes,
+4. A run is guarded (``simrun``): the cyclic collector paused while events run, and a
+   livelock (``STALL_EVENTS`` events at one instant) ends it with ``SimStalled``.
+5. Seeds as a hostfile gives them, or the ``seeds`` named (``simnodes`` rule 2); the nodes,
    and how each is made, are ``simnodes``'.
-7. While no partition stands and no node's faults were set since the last heal, a packet
+6. While no partition stands and no node's faults were set since the last heal, a packet
    skips the link model's checks of faults: they would drop nothing and draw nothing from
    the rng, so the history is the same.
+7. A node with a clock of its own (``simclock``) is handed its local time, and its ticks are
+   scheduled at the true instants its deadlines fall due; its events keep ``mono`` on true
+   virtual time (so traces line up) and carry its wall clock in ``wall``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import heapq
 import random
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .config import SwimConfig
@@ -73,16 +72,12 @@ from .outputs import DROPPED, Output
 from .simcpu import QUEUE_CAP, CpuModel, Packet
 from .simlink import Links
 from .simnodes import NodeMaker, SimNode, address
+from .simrun import STALL_EVENTS, SimStalled, gc_paused, stalled
 from .simsync import SyncState, keys_match
 
-__all__ = ["SimNetwork"]
+__all__ = ["SimNetwork", "SimStalled"]
 
 _TICK, _PACKET, _SYNC, _REPLY, _RESUME, _STOP, _WORK = range(7)
-STALL_EVENTS = 200_000  # rule 5: events at one virtual instant that make a livelock
-
-
-class SimStalled(Exception):
-    """Rule 5: the simulation handled ``STALL_EVENTS`` events without time passing."""
 
 
 class SimNetwork:
@@ -122,7 +117,7 @@ class SimNetwork:
         self._seq = 0
         self._nodes: dict[int, SimNode] = {}
         self._addr: dict[tuple[str, int], int] = {}
-        self._faults = False  # some node's faults were set since the last heal (rule 7)
+        self._faults = False  # some node's faults were set since the last heal (rule 6)
         if bootstrap:
             for node in self._maker.bootstrap(n, self.now):  # rule 3
                 self._add_node(node)
@@ -185,17 +180,19 @@ class SimNetwork:
         queued, node.queued = node.queued, []
         for data, src in queued:
             if node.running:
-                self._apply(node, node.deliver(data, src, self.now))
+                self._apply(node, node.deliver(data, src, node.local(self.now)))
         node.tick_at = float("inf")
         self._schedule_tick(node)
 
     def restart(self, i: int) -> None:
-        """Replace node i by a fresh machine (same id and address, new boot) that joins."""
+        """Replace node i by a fresh machine (same id and address, new boot) that joins; it
+        keeps node i's faults and clock (a boot drawn from that clock)."""
         old = self._nodes[i]
-        node = self._maker.make(i, old.gen + 1, self.now, old.machine.config, old.machine.address)
+        m = old.machine
+        node = self._maker.make(i, old.gen + 1, self.now, m.config, m.address, clock=old.clock)
         node.faults = old.faults
         self._add_node(node)
-        self._apply(node, node.machine.join(self.now))
+        self._apply(node, node.machine.join(node.local(self.now)))
 
     def add(self, config: SwimConfig | None = None, at: int | None = None) -> int:
         """Start a new node with the next id (and ``config``, default the network's); it joins
@@ -216,7 +213,7 @@ class SimNetwork:
     def leave(self, i: int) -> None:
         """Node i leaves gracefully, then stops after ``leave_propagate_time``."""
         node = self._nodes[i]
-        self._apply(node, node.machine.leave(self.now))
+        self._apply(node, node.machine.leave(node.local(self.now)))
         self._push(self.now + self.config.leave_propagate_time, _STOP, i, node.gen, None)
 
     def partition(self, groups: Iterable[Iterable[int]]) -> None:
@@ -224,10 +221,13 @@ class SimNetwork:
         self.links.partition(groups)
 
     def heal(self) -> None:
-        """Remove the partition and every node's faults."""
+        """Remove the partition and every node's faults; every clock back to true time's pace
+        and reading (a local time ahead stays ahead: ``simclock`` rule 1)."""
         self.links.heal()
         for node in self._nodes.values():
             node.faults.heal()
+            if node.clock is not None:
+                self.set_clock(node.node_id, 0.0, 1.0)
         self._faults = False
 
     def set_loss(self, i: int, pct: float) -> None:
@@ -242,6 +242,22 @@ class SimNetwork:
         self._nodes[i].faults.block(peers)
         self._faults = True
 
+    def cut(self, i: int, peers: Iterable[int]) -> None:
+        """Drop all node i sends to ``peers`` (one way; push/pulls fail either way)."""
+        peers = [int(p) for p in peers]
+        if i in peers:
+            raise ValueError(f"a cut from node {i} to itself")
+        self._nodes[i].faults.cut_to(peers)
+        self._faults = True
+
+    def set_clock(self, i: int, offset: float, rate: float) -> None:
+        """Node i's wall clock reads true + ``offset`` s; its clock runs at ``rate``."""
+        node = self._nodes[i]
+        node.faults.set_clock(offset, rate)  # checks the ranges
+        node.set_clock(self.now, offset, rate)
+        node.tick_at = float("inf")  # its deadlines fall due at other true instants
+        self._schedule_tick(node)
+
     def inject(self, i: int, data: bytes, src: tuple[str, int], delay: float = 0.0) -> None:
         """Deliver ``data`` to node i ``delay`` seconds from now, as if sent from ``src``."""
         node = self._nodes[i]
@@ -250,7 +266,7 @@ class SimNetwork:
     def inject_state(self, i: int, entries: Iterable[StateEntry], peer: int | None) -> None:
         """Merge ``entries`` into node i now, as a push/pull from ``peer`` would."""
         node = self._nodes[i]
-        self._apply(node, node.machine.merge_state(entries, self.now, peer))
+        self._apply(node, node.machine.merge_state(entries, node.local(self.now), peer))
 
     # ---- time -----------------------------------------------------------------------------
 
@@ -258,15 +274,12 @@ class SimNetwork:
         """Process every event up to virtual time ``t`` (seconds)."""
         heap = self._heap
         same = 0
-        with _gc_paused():
+        with gc_paused():
             while heap and heap[0][0] <= t:
                 when, _, kind, i, gen, payload = heapq.heappop(heap)
                 same = same + 1 if when == self.now else 0
                 if same > STALL_EVENTS:
-                    raise SimStalled(
-                        f"{STALL_EVENTS} events at virtual {when:.6f} s without time passing "
-                        f"(the last: node {i}'s event of kind {kind}): a livelock"
-                    )
+                    raise stalled(when, i, kind)
                 self.now = when
                 node = self._nodes.get(i)
                 if node is None or node.gen != gen or not node.running:
@@ -288,6 +301,7 @@ class SimNetwork:
 
     def _dispatch(self, node: SimNode, kind: int, when: float, payload: Any) -> None:
         m = node.machine
+        now = when if node.clock is None else node.clock.local(when)  # rule 7
         if kind == _RESUME:
             self.resume(node.node_id)
         elif kind == _STOP:
@@ -298,10 +312,10 @@ class SimNetwork:
         elif kind == _TICK:
             if when == node.tick_at:
                 node.tick_at = float("inf")
-                self._apply(node, m.tick(when))
+                self._apply(node, m.tick(now))
         elif kind == _PACKET:
             if self.cpu is None:
-                self._apply(node, node.deliver(payload[0], payload[1], when))
+                self._apply(node, node.deliver(payload[0], payload[1], now))
             else:
                 self._enqueue(node, payload, when)
         elif kind == _WORK:
@@ -309,15 +323,15 @@ class SimNetwork:
         elif kind == _SYNC:
             src_id, src_gen, state = payload
             reply = SyncState.of(m)
-            self._merge(node, state, when, src_id)
+            self._merge(node, state, now, src_id)
             self._push(when + self._latency(), _REPLY, src_id, src_gen, (node.node_id, reply))
         elif kind == _REPLY:
-            self._merge(node, payload[1], when, payload[0])
+            self._merge(node, payload[1], now, payload[0])
 
-    def _merge(self, node: SimNode, state: SyncState, when: float, peer: int) -> None:
-        """A push/pull state arrives, as records (rule 2)."""
+    def _merge(self, node: SimNode, state: SyncState, now: float, peer: int) -> None:
+        """A push/pull state arrives, as records (rule 2), at the node's time ``now``."""
         entries = state.rows_for(node.machine.table)
-        self._apply(node, node.machine.merge_state(entries, when, peer=peer))
+        self._apply(node, node.machine.merge_state(entries, now, peer=peer))
 
     def _enqueue(self, node: SimNode, packet: Packet, when: float) -> None:
         """The cpu model: the packet waits its turn in the socket buffer."""
@@ -330,7 +344,7 @@ class SimNetwork:
         """Handle the oldest waiting packet; the next one after this one's cost."""
         assert self.cpu is not None
         data, src = node.worker.inbox.popleft()
-        out = node.deliver(data, src, when)
+        out = node.deliver(data, src, node.local(when))
         self._apply(node, out)
         nxt = self.cpu.done(node.worker, when, out is DROPPED)
         if nxt is not None:
@@ -343,14 +357,17 @@ class SimNetwork:
             self._schedule_tick(node)
             return
         i = node.node_id
+        clock = node.clock
         for ev in out.events:
             if self.record_events or self.on_event is not None:
                 d = {**ev.as_dict(), "boot": ev.boot}  # which instance of the subject
+                if clock is not None:  # rule 7
+                    d["mono"], d["wall"] = self.now, clock.wall(ev.mono)
                 if self.record_events:
                     self.events.append(d)
                 if self.on_event is not None:
                     self.on_event(d)
-        quiet = not self._faults and self.links.groups is None  # rule 7
+        quiet = not self._faults and self.links.groups is None  # rule 6
         for dg in out.datagrams:
             data = node.carry(dg)  # rule 2: records, or bytes sealed as a node would
             j = self._addr.get(dg.addr)
@@ -385,7 +402,7 @@ class SimNetwork:
             return True
         if tcp and not keys_match(a.machine, b.machine):
             return True
-        return self.links.cut(i, a.faults, j, b.faults)
+        return self.links.cut(i, a.faults, j, b.faults, tcp)
 
     def _latency(self, i: int | None = None, j: int | None = None) -> float:
         if i is None or j is None:
@@ -393,7 +410,7 @@ class SimNetwork:
         return self.links.latency((i, self._nodes[i].faults, j, self._nodes[j].faults))
 
     def _schedule_tick(self, node: SimNode) -> None:
-        t = node.machine.next_deadline()
+        t = node.next_tick()  # rule 7
         if t < self.now:
             t = self.now
         if t < node.tick_at:  # inf never is
@@ -404,15 +421,3 @@ class SimNetwork:
     def _push(self, t: float, kind: int, i: int, gen: int, payload: Any) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, kind, i, gen, payload))
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Rule 4: no cyclic collection while events run (restored after, even on an error)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()

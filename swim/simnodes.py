@@ -9,7 +9,9 @@ Rules:
    instead names the only nodes to join through.
 3. A bootstrapped network shares one ``Roster`` (``table`` rule 4): each machine draws its
    rng and first boot from the network's rng in id order, so the build is linear in n.
-4. Every machine's boot is recorded, per node id, in the order made (``boots``).
+4. Every machine's boot is recorded, per node id, in the order made (``boots``). A machine
+   made under a node clock (``simclock``) lives by its local time and draws its boot from
+   its wall clock.
 5. A packet between two members without a keyring travels as its records (``Unsealed``: the
    messages and the bytes they weigh): ``carry`` counts it sent as the door's ``send`` would,
    ``deliver`` admits it by size and rate as the door's ``receive`` would, and no bytes are
@@ -29,10 +31,10 @@ from .faults import Faults
 from .machine import SwimMachine
 from .members import MemberState
 from .membership import ordered_boot
-from .messages import Message
 from .outputs import DROPPED, Datagram, Output
 from .rtsimdoor import RtsimDoor
-from .simcpu import Packet, Worker
+from .simclock import NodeClock
+from .simcpu import Packet, Unsealed, Worker
 from .table import Entry, Roster
 
 __all__ = ["NodeMaker", "SimNode", "Unsealed", "address"]
@@ -40,18 +42,6 @@ __all__ = ["NodeMaker", "SimNode", "Unsealed", "address"]
 
 def address(i: int) -> tuple[str, int]:
     return (f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}", 7946)
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class Unsealed:
-    """A packet as its records, with its weight on the wire in bytes (rule 5)."""
-
-    messages: tuple[Message, ...]
-    size: int
-
-    def __init__(self, messages: tuple[Message, ...], size: int) -> None:  # native rule 4
-        object.__setattr__(self, "messages", messages)
-        object.__setattr__(self, "size", size)
 
 
 @dataclass(slots=True)
@@ -69,6 +59,25 @@ class SimNode:
     queued: list[Packet] = field(default_factory=list)
     tick_at: float = float("inf")
     worker: Worker = field(default_factory=Worker)  # the cpu model's buffer
+    clock: NodeClock | None = None  # its own clock, when set (``simclock`` rule 4)
+
+    def local(self, now: float) -> float:
+        """The time this node's machine lives by at true time ``now`` (``simclock``)."""
+        c = self.clock
+        return now if c is None else c.local(now)
+
+    def next_tick(self) -> float:
+        """The true time its machine's next deadline falls due (``simclock`` rule 3)."""
+        t = self.machine.next_deadline()
+        return t if self.clock is None else self.clock.true(t)
+
+    def set_clock(self, now: float, offset: float, rate: float) -> None:
+        """Its clock, from true time ``now``: the wall clock reads true + ``offset`` and the
+        clock runs at ``rate`` (``simclock``; the caller reschedules its tick)."""
+        if self.clock is None:
+            self.clock = NodeClock(now)
+        self.clock.set(now, offset, rate)
+        self.machine.set_wall_offset(self.clock.wall_offset)
 
     def carry(self, dg: Datagram) -> Unsealed | bytes:
         """Rule 5: ``dg`` as records when this member seals nothing, else its bytes."""
@@ -127,7 +136,9 @@ class NodeMaker:
         rng: random.Random | None = None,
         boot: int | None = None,
         roster: Roster | None = None,
+        clock: NodeClock | None = None,
     ) -> SimNode:
+        """Node i's machine made at true time ``now`` (rule 4: under ``clock`` if given)."""
         addr = addr or address(i)
         if self._seed_ids is not None:
             seeds: Sequence[tuple[str, int]] = [address(s) for s in self._seed_ids]
@@ -138,10 +149,11 @@ class NodeMaker:
             i,
             *addr,
             rng=rng or random.Random(self.rng.getrandbits(64)),
-            now=now,
+            now=now if clock is None else clock.local(now),
             seeds=seeds,
             boot=boot,
             roster=roster,
+            wall_offset=0.0 if clock is None else clock.wall_offset,
         )
         self.boots.setdefault(i, []).append(m.boot)
-        return SimNode(i, m, gen, RtsimDoor(m), self.records)
+        return SimNode(i, m, gen, RtsimDoor(m), self.records, clock=clock)

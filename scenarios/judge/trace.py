@@ -61,8 +61,13 @@ class Action:
     step: str
     nodes: tuple[int, ...] = ()
     groups: tuple[tuple[int, ...], ...] = ()
-    value: float = 0.0
+    value: float = 0.0  # loss percent, delay ms, clock offset s, disk latency ms
+    # a cut's groups are (from, to)
     note: str = ""
+    rate: float = 1.0  # clock: its rate
+    pool: str = ""  # disk: the device
+    errors: float = 0.0  # disk: percent of reads and writes failing
+    full: bool = False  # disk: refuses growth
 
 
 @dataclass(frozen=True, slots=True)

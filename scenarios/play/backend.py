@@ -16,8 +16,8 @@ Rules:
 3. Time moves only through ``advance_to`` (virtual time in sim; a sleep on real processes), so
    one caller decides every moment an operation happens at.
 4. A capability a backend lacks is said, never faked: ``http`` answers None where there are no
-   dashboards (sim), and a cluster that starts no process raises ``ClusterError`` on
-   ``restart`` and ``add``.
+   dashboards (sim), a cluster that starts no process raises ``ClusterError`` on
+   ``restart`` and ``add``, and the simulator, which runs no disks, on ``disk``.
 5. ``aclose`` ends everything the backend started and proves it gone; it is called once,
    shielded from cancellation, however the test ended.
 6. ``views_nowait`` answers only what is at hand without I/O: a wait that looks hundreds of
@@ -98,6 +98,19 @@ class Backend(Protocol):
     async def heal(self) -> None: ...
     async def loss(self, percent: float, nodes: Sequence[int]) -> None: ...
     async def delay(self, ms: float, nodes: Sequence[int]) -> None: ...
+
+    async def cut(self, src: Sequence[int], dst: Sequence[int]) -> None:
+        """Drop everything a node of ``src`` sends to a node of ``dst`` (one way)."""
+        ...
+
+    async def clock(self, i: int, offset: float, rate: float) -> None:
+        """Node ``i``'s wall clock reads true + ``offset`` s and runs at ``rate``."""
+        ...
+
+    async def disk(self, i: int, pool: str, latency_ms: float, errors: float, full: bool) -> None:
+        """Node ``i``'s device ``pool``: ``latency_ms`` per operation, ``errors`` percent of
+        reads and writes failing, ``full`` refusing growth (rule 4: not in sim)."""
+        ...
 
     async def http(self, i: int, method: str, path: str, timeout: float) -> HttpAnswer | None:
         """One request to node ``i``'s dashboard; None where there are none (rule 4)."""

@@ -51,6 +51,7 @@ from ..format.records import MAX_AGENTS
 from ..judge.checks import Verdict
 from ..judge.trace import Action, HttpResult
 from .backend import MODES, Backend
+from .faultcalls import FaultCalls
 from .history import Recorded
 from .opened import seen
 from .simcluster import SimBackend
@@ -64,7 +65,7 @@ HTTP_TIMEOUT = 15.0  # seconds an ``http`` request may take at least
 __all__ = ["MODES", "Cluster", "Wait", "WaitTimeout", "open_cluster", "start_cluster"]
 
 
-class Cluster(Recorded, Waits):
+class Cluster(Recorded, Waits, FaultCalls):
     """A running cluster (``open_cluster``): faults, waits, views, events and checks."""
 
     def __init__(
@@ -265,7 +266,7 @@ class Cluster(Recorded, Waits):
         await self.backend.partition(cut)
 
     async def heal(self, *, name: str | None = None) -> None:
-        """Remove every partition, loss and delay."""
+        """Remove every partition, loss, delay and cut, and reset every clock and disk."""
         self._record("heal", name=name)
         await self.backend.heal()
 

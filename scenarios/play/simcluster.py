@@ -13,7 +13,8 @@ Rules:
    shared roster), because a join of N nodes costs N^2 table rows and events, hours at
    10,000; the start is then time 0. ``start="join"`` or ``"bootstrap"`` chooses either way
    at any size.
-4. ``stop`` is a graceful leave; there are no dashboards, so ``http`` answers None.
+4. ``stop`` is a graceful leave; there are no dashboards, so ``http`` answers None; there are
+   no disks, so ``disk`` raises ``ClusterError`` (``backend`` rule 4).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import trio
 
 import swim
+from cluster.local import ClusterError
 
 from ..judge.trace import view_name
 from .backend import HttpAnswer
@@ -146,6 +148,22 @@ class SimBackend:
         for i in nodes:
             self.net.set_delay(i, ms)
         await trio.lowlevel.checkpoint()
+
+    async def cut(self, src: Sequence[int], dst: Sequence[int]) -> None:
+        for i in src:
+            self.net.cut(i, dst)
+        await trio.lowlevel.checkpoint()
+
+    async def clock(self, i: int, offset: float, rate: float) -> None:
+        self.net.set_clock(i, offset, rate)
+        await trio.lowlevel.checkpoint()
+
+    async def disk(self, i: int, pool: str, latency_ms: float, errors: float, full: bool) -> None:
+        await trio.lowlevel.checkpoint()
+        raise ClusterError(
+            f"disk {i} {pool}: the simulator runs no disks (disk faults need real node "
+            "processes: real or netns mode)"
+        )
 
     async def http(self, i: int, method: str, path: str, timeout: float) -> HttpAnswer | None:
         await trio.lowlevel.checkpoint()
