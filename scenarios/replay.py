@@ -51,6 +51,16 @@ def _steps(a: Action, t0: float) -> list[dict[str, Any]]:
         return [{"at": at, "name": a.step, "heal": True}]
     if a.kind == "http":
         return []  # a request is the test's own, not a fault: the file does not repeat it
+    if a.kind == "cut":
+        cut = {"from": list(a.groups[0]), "to": list(a.groups[1])}
+        return [{"at": at, "name": a.step, "cut": cut}]
+    if a.kind == "clock":
+        clock = {"node": a.nodes[0], "offset": a.value, "rate": a.rate}
+        return [{"at": at, "name": a.step, "clock": clock}]
+    if a.kind == "disk":
+        disk = {"node": a.nodes[0], "pool": a.pool, "latency_ms": a.value}
+        disk.update(errors=a.errors, full=a.full)
+        return [{"at": at, "name": a.step, "disk": disk}]
     key = "percent" if a.kind == "loss" else "ms"
     return [
         {"at": at, "name": a.step if k == 0 else f"{a.step}.{k}", a.kind: {"node": i, key: a.value}}

@@ -46,6 +46,9 @@ STEP_KINDS = (
     "loss",
     "delay",
     "http",
+    "cut",
+    "clock",
+    "disk",
 )
 EXPECT_KINDS = (
     "dead",
@@ -98,9 +101,13 @@ class Step:
     duration: float | None = None  # pause: resume after this many seconds
     count: int = 1  # add: how many nodes
     induct: bool = False
-    groups: tuple[tuple[int, ...], ...] = ()  # partition
+    groups: tuple[tuple[int, ...], ...] = ()  # partition; cut: (from, to)
     rest: int | None = None  # partition: the index of the group written ``rest``
-    value: float = 0.0  # loss percent, delay ms
+    value: float = 0.0  # loss percent, delay ms, clock offset s, disk latency ms
+    rate: float = 1.0  # clock
+    pool: str = ""  # disk: the device
+    errors: float = 0.0  # disk: percent of reads and writes failing
+    full: bool = False  # disk: refuses growth
     method: str = "GET"  # http
     path: str = ""
     expect: HttpExpect | None = None

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from .faultvalues import check_clock, check_disk
 from .records import (
     EXPECT_KINDS,
     NODE_STEPS,
@@ -32,6 +33,9 @@ from .records import (
     Target,
 )
 from .values import Checker
+
+_CUT_KEYS, _CLOCK_KEYS = {"from", "to"}, {"node", "offset", "rate"}
+_DISK_KEYS = {"node", "pool", "latency_ms", "errors", "full"}
 
 __all__ = ["parse_expectations", "parse_steps"]
 
@@ -165,6 +169,66 @@ def _fault_step(c: Checker, s: Step, item: Mapping[str, Any], where: str, count:
     return replace(s, target=target, value=value)
 
 
+def _ids(c: Checker, v: Any, where: str, count: int) -> tuple[int, ...]:
+    """Node ids as a partition group takes them, or a string "0,1" / "2-4,6"."""
+    if isinstance(v, str) and "," in v:
+        v = [
+            int(x) if x.strip().isdigit() and x.strip().isascii() else x.strip()
+            for x in v.split(",")
+        ]
+    ids = c.id_set(v, where, count)
+    return tuple(range(count)) if isinstance(ids, str) else tuple(sorted(set(ids)))
+
+
+def _keys(c: Checker, v: Any, where: str, allowed: set[str], required: set[str], form: str) -> None:
+    if not isinstance(v, Mapping):
+        raise c.fail(where, f"expected {form}, got {v!r}")
+    extra = sorted(set(map(str, v)) - allowed)
+    if extra:
+        raise c.fail(where, f"unknown key {extra[0]!r} (allowed: {sorted(allowed)})")
+    missing = sorted(required - set(map(str, v)))
+    if missing:
+        raise c.fail(where, f"missing {missing[0]!r} (expected {form})")
+
+
+def _cut_step(c: Checker, s: Step, item: Mapping[str, Any], where: str, count: int) -> Step:
+    v = item[s.kind]
+    _keys(c, v, where, _CUT_KEYS, _CUT_KEYS, "{from: IDS, to: IDS}")
+    froms, tos = (
+        _ids(c, v["from"], f"{where}: from", count),
+        _ids(c, v["to"], f"{where}: to", count),
+    )
+    if both := sorted(set(froms) & set(tos)):
+        raise c.fail(where, f"a cut from a node to itself: node {both[0]} is in from and to")
+    return replace(s, groups=(froms, tos))
+
+
+def _clock_step(c: Checker, s: Step, item: Mapping[str, Any], where: str, count: int) -> Step:
+    v = item[s.kind]
+    _keys(c, v, where, _CLOCK_KEYS, {"node"}, "{node: ID, offset: S, rate: R}")
+    target = c.node(v["node"], f"{where}: node", count)
+    try:
+        offset, rate = check_clock(v.get("offset", 0.0), v.get("rate", 1.0))
+    except ValueError as exc:
+        raise c.fail(where, str(exc)) from None
+    return replace(s, target=target, value=offset, rate=rate)
+
+
+def _disk_step(c: Checker, s: Step, item: Mapping[str, Any], where: str, count: int) -> Step:
+    v = item[s.kind]
+    form = "{node: ID, pool: NAME, latency_ms: M, errors: PCT, full: BOOL}"
+    _keys(c, v, where, _DISK_KEYS, {"node", "pool"}, form)
+    target = c.node(v["node"], f"{where}: node", count)
+    full = v.get("full", False)
+    if not isinstance(full, bool):
+        raise c.fail(where, f"full: expected true or false, got {full!r}")
+    try:
+        pool, ms, pct = check_disk(v["pool"], v.get("latency_ms", 0.0), v.get("errors", 0.0))
+    except ValueError as exc:
+        raise c.fail(where, str(exc)) from None
+    return replace(s, target=target, pool=pool, value=ms, errors=pct, full=full)
+
+
 def _http_step(c: Checker, s: Step, item: Mapping[str, Any], where: str, count: int) -> Step:
     v = item[s.kind]
     if not isinstance(v, Mapping):
@@ -208,6 +272,9 @@ _STEPS: dict[str, _StepParser] = {
     "loss": _fault_step,
     "delay": _fault_step,
     "http": _http_step,
+    "cut": _cut_step,
+    "clock": _clock_step,
+    "disk": _disk_step,
 }
 
 
@@ -221,12 +288,14 @@ def _refused_on_agents(
         )
     if s.kind == "http" and s.target in agents:
         raise c.fail(where, f"member {s.target} is a Serf agent (serf-{s.target}): no dashboard")
-    if s.kind in ("loss", "delay") and s.target in agents:
+    if s.kind in ("loss", "delay", "clock", "disk") and s.target in agents:
         raise c.fail(
             where,
             f"member {s.target} is a Serf agent (serf-{s.target}), without fault injection "
             f"({s.kind} on all acts on the rtsim nodes)",
         )
+    if s.kind == "cut" and set(s.groups[0]) & set(agents):
+        raise c.fail(where, "a Serf agent cannot cut what it sends (no fault injection)")
     if s.kind == "partition":
         groups = s.partition_groups(list(range(count)))
         split = [g for g in groups if set(g) & set(agents)]

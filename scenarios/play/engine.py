@@ -128,6 +128,15 @@ async def _apply(c: Cluster, step: Step, nursery: trio.Nursery) -> None:
         up = [i for i in c.nodes if c.state(i) != "down" and i not in c.agents]
         ids = [step.target] if isinstance(step.target, int) else up
         await (c.loss if kind == "loss" else c.delay)(step.value, ids, name=name)
+    elif kind == "cut":
+        await c.cut(step.groups[0], step.groups[1], name=name)
+    elif kind == "clock":
+        assert isinstance(step.target, int)
+        await c.clock(step.target, step.value, step.rate, name=name)
+    elif kind == "disk":
+        assert isinstance(step.target, int)
+        args = (step.pool, step.value, step.errors, step.full)
+        await c.disk(step.target, *args, name=name)
     elif kind == "http":
         assert isinstance(step.target, int)
         limit = max(HTTP_TIMEOUT, step.expect.within[1] + 5) if step.expect else HTTP_TIMEOUT

@@ -102,11 +102,24 @@ def action_label(
     groups: Sequence[Sequence[int]] = (),
     value: float = 0.0,
     cluster: int | None = None,
+    *,
+    rate: float = 1.0,
+    pool: str = "",
+    errors: float = 0.0,
+    full: bool = False,
 ) -> str:
-    """An action as a person writes it: "partition 0, 1 | 2-4", "loss 10.6 % on all"."""
+    """An action as a person writes it: "partition 0, 1 | 2-4", "loss 10.6 % on all",
+    "cut 0 -> 3", "clock 2 -3600 s x1.0", "disk 1 m1 200 ms 10 % full"."""
     on = "all" if cluster and sorted(nodes) == list(range(cluster)) else id_ranges(nodes)
     if kind == "partition":
         return "partition " + " | ".join(id_ranges(g) for g in groups)
+    if kind == "cut" and len(groups) == 2:
+        return f"cut {id_ranges(groups[0])} -> {id_ranges(groups[1])}"
+    if kind == "clock":
+        times = f"{rate:g}" if "." in f"{rate:g}" else f"{rate:.1f}"
+        return f"clock {on} {value:g} s x{times}"
+    if kind == "disk":
+        return f"disk {on} {pool} {value:g} ms {errors:g} %" + (" full" if full else "")
     if kind == "loss":
         return f"loss {value:g} % on {on}"
     if kind == "delay":

@@ -118,7 +118,7 @@ def action_text(step: dict[str, Any], cluster: int | None = None) -> str:
     """A step of results' "steps" as text: "partition 0, 1 | 2-4", "loss 10.6 % on all".
 
     ``cluster`` (the number of nodes) lets a step on every node say "all"; loss is in
-    percent, delay in milliseconds, as in the scenario file.
+    percent, delay in milliseconds, a clock's offset in seconds, as in the scenario file.
     """
     value = step.get("value")
     return action_label(
@@ -127,7 +127,15 @@ def action_text(step: dict[str, Any], cluster: int | None = None) -> str:
         [[int(i) for i in g] for g in step.get("groups") or ()],
         float(value) if isinstance(value, int | float) else 0.0,
         cluster,
+        rate=_float(step.get("rate"), 1.0),
+        pool=str(step.get("pool") or ""),
+        errors=_float(step.get("errors"), 0.0),
+        full=step.get("full") is True,
     )
+
+
+def _float(v: Any, default: float) -> float:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else default
 
 
 # ---- one run -------------------------------------------------------------------------------

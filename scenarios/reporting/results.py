@@ -81,6 +81,7 @@ def results_of(
                     "nodes": list(a.nodes),
                     "groups": [list(g) for g in a.groups],
                     "value": a.value,
+                    **_fault_fields(a),
                     "text": action_line(a, _size_at(trace, a.t)),
                 }
                 for a in sorted(trace.actions, key=lambda a: a.t)
@@ -128,7 +129,16 @@ def action_line(a: Action, cluster: int | None = None) -> str:
     """The action's arguments, readable (``report.action_text``): "on all" when it names
     every one of the ``cluster`` nodes there were."""
     step = {"kind": a.kind, "nodes": a.nodes, "groups": a.groups, "value": a.value}
-    return action_text(step, cluster)
+    return action_text({**step, **_fault_fields(a)}, cluster)
+
+
+def _fault_fields(a: Action) -> dict[str, Any]:
+    """A clock's rate, a disk fault's pool, errors and full (only on those steps)."""
+    if a.kind == "clock":
+        return {"rate": a.rate}
+    if a.kind == "disk":
+        return {"pool": a.pool, "errors": a.errors, "full": a.full}
+    return {}
 
 
 def _size_at(trace: Trace, t: float) -> int:

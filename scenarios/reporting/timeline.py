@@ -62,6 +62,9 @@ FAULT_COLORS = {
     "partition": "#1565c0",
     "loss": "#00838f",
     "delay": "#00838f",
+    "cut": "#3949ab",
+    "clock": "#ef6c00",
+    "disk": "#6d4c41",
 }
 MAX_BANDS = 64
 TOP = 24  # the axis labels above the first band
@@ -284,9 +287,29 @@ def _fault_spans(trace: Trace) -> list[tuple[float, float, str, str]]:
             )
         elif a.kind in ("partition", "loss", "delay"):
             end = next((b.t for b in acts[k + 1 :] if b.kind in ("heal", a.kind)), trace.end)
+        elif a.kind in ("cut", "clock", "disk"):  # cuts add up; a clock or disk is reset
+            again = a.kind if a.kind != "cut" else "heal"
+            end = next(
+                (
+                    b.t
+                    for b in acts[k + 1 :]
+                    if b.kind == "heal" or (b.kind == again and b.nodes == a.nodes)
+                ),
+                trace.end,
+            )
         else:
             continue
         nodes = len(trace.initial) - len(trace.agents)  # "on all": every node, no Serf agent
-        label = action_label(a.kind, a.nodes, a.groups, a.value, nodes)
+        label = action_label(
+            a.kind,
+            a.nodes,
+            a.groups,
+            a.value,
+            nodes,
+            rate=a.rate,
+            pool=a.pool,
+            errors=a.errors,
+            full=a.full,
+        )
         out.append((a.t, end, a.kind, label))
     return out
