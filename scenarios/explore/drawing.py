@@ -176,7 +176,8 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
         elif kind == "cut":
             t = _cut(rng, steps, t, live, total, config)
         elif kind == "clock":
-            t = _clock(rng, steps, t, running, down, paused)
+            crash_s = _bound("dead", "kill", total, config)
+            t = _clock(rng, steps, t, (running, down, paused), crash_s)
         else:  # rolling restart: every running node, one after another
             gap = round(rng.uniform(1.0, 4.0), 3)
             for i in sorted(live):
@@ -223,12 +224,15 @@ def _clock(
     rng: random.Random,
     steps: list[dict[str, Any]],
     t: float,
-    running: list[int],
-    down: list[int],
-    paused: dict[int, float],
+    state: tuple[list[int], list[int], dict[int, float]],
+    crash_s: float,
 ) -> float:
     """Rule 4: a node's clock jumped (either way) and/or set to run fast or slow, then often
-    the node restarted (a killed one brought back); the time of the last step."""
+    the node restarted under it: a killed node brought back, or a running one crashed (while
+    two others run) and brought back after up to twice ``crash_s`` (the bound of its death,
+    so the others often hold it dead by then); the time of the last step."""
+    running, down, paused = state
+    live = [i for i in running if i not in paused]
     i = rng.choice(down) if down and rng.random() < 0.5 else rng.choice(running)
     shape = rng.random()
     offset = 0.0
@@ -239,12 +243,20 @@ def _clock(
     if shape > 0.5:
         rate = round(rng.uniform(0.5, 2.0), 3)
     steps.append({"at": t, "clock": {"node": i, "offset": offset, "rate": rate}})
-    if i not in paused and (i in down or rng.random() < 0.5):
+    if i in paused or rng.random() < 0.4:
+        return t
+    if i in live and len(live) > 2 and rng.random() < 0.6:  # a crash under the clock
+        t = round(t + rng.uniform(0.1, 2.0), 3)
+        steps.append({"at": t, "kill": i})
+        running.remove(i)
+        down.append(i)
+        t = round(t + rng.uniform(0.5, 2.0) * crash_s, 3)
+    else:
         t = round(t + rng.uniform(0.5, 6.0), 3)
-        steps.append({"at": t, "restart": i})
-        if i in down:
-            down.remove(i)
-            running.append(i)
+    steps.append({"at": t, "restart": i})
+    if i in down:
+        down.remove(i)
+        running.append(i)
     return t
 
 
