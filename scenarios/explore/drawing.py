@@ -81,9 +81,7 @@ def parse_faults(text: str) -> tuple[str, ...]:
     unknown = [k for k in names if k not in FAULT_KINDS]
     if unknown or not names:
         shown = unknown[0][:40] if unknown else ""
-        raise ValueError(
-            f"--faults: unknown kind {shown!r} (kinds: {', '.join(FAULT_KINDS)})"
-        )
+        raise ValueError(f"--faults: unknown kind {shown!r} (kinds: {', '.join(FAULT_KINDS)})")
     return tuple(k for k in FAULT_KINDS if k in names)
 
 
@@ -156,15 +154,7 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
             running.append(total)
             total += 1
         elif kind == "partition":
-            ids = list(range(total))  # the format wants every node in a group
-            rng.shuffle(ids)
-            cut = rng.randint(1, len(ids) - 1)
-            groups = [sorted(ids[:cut]), sorted(ids[cut:])]
-            steps.append({"at": t, "partition": groups})
-            hold = round(rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
-            if rng.random() < 0.6:
-                t = round(t + hold, 3)
-                steps.append({"at": t, "heal": True})
+            t = _partition(rng, steps, t, total, config)
         elif kind == "loss":
             target = rng.choice(live) if rng.random() < 0.7 else "all"
             steps.append(
@@ -197,6 +187,23 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
             "steps": steps,
         }
     )
+
+
+def _partition(
+    rng: random.Random, steps: list[dict[str, Any]], t: float, total: int, config: SwimConfig
+) -> float:
+    """Rule 2: two groups of every node, healed after a while (or by the final heal); the
+    time of the last step."""
+    ids = list(range(total))  # the format wants every node in a group
+    rng.shuffle(ids)
+    cut = rng.randint(1, len(ids) - 1)
+    groups = [sorted(ids[:cut]), sorted(ids[cut:])]
+    steps.append({"at": t, "partition": groups})
+    hold = round(rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
+    if rng.random() < 0.6:
+        t = round(t + hold, 3)
+        steps.append({"at": t, "heal": True})
+    return t
 
 
 def _cut(

@@ -4,9 +4,9 @@ A candidate is the schedule with one change: a step dropped (the final heal stay
 fewer (when no step names the last one), a fault made shorter (a pause's ``for`` or the time
 from a partition or a cut to the next heal halved), a fault made weaker (loss and delay
 halved; a cut from or to one node fewer; a clock's jump halved, its rate halfway to 1), or a
-step moved later (halfway to the next one). The first candidate that still violates the same property is
-taken and the search starts over; when none does, no single change keeps the failure: the
-schedule is 1-minimal.
+step moved later (halfway to the next one). The first candidate that still violates the same
+property is taken and the search starts over; when none does, no single change keeps the
+failure: the schedule is 1-minimal.
 
 Rules:
 1. Every candidate is an ordinary scenario mapping (``draw.finish`` sets its duration), played
