@@ -162,3 +162,16 @@ def test_an_older_boot_ignored_is_found_by_clock_jumps(tmp_path: Path) -> None:
     data = _found("older_boot_ignored", ("clock",), tmp_path, 40)
     assert data["property"] == "convergence"
     assert any("clock" in s and s["clock"]["offset"] < 0 for s in data["steps"])
+
+
+def test_the_docs_example_of_a_search_of_cuts_and_clocks_passes(tmp_path: Path) -> None:
+    """docs/explore.md, "Cuts and clocks": the unmutated protocol passes 200 runs of them."""
+    code, out, err = run_main(
+        "explore", "--faults", "cut,clock", "--runs", "200", "--out", str(tmp_path)
+    )
+    assert code == 0, out + err
+    drawn = next(line for line in out.splitlines() if line.startswith("drawn: steps"))
+    assert "cut x" in drawn
+    assert "clock x" in drawn
+    assert "partition" not in drawn
+    assert "no property violated" in out
