@@ -264,7 +264,11 @@ def main(argv: list[str] | None = None) -> int:
             if p in REVEALED_BY:
                 rows.append(bench_plant(p, args.plant_s, args.jobs, work, (REVEALED_BY[p],)))
                 rows.append(bench_plant(p, args.plant_s, args.jobs, work, OLD_KINDS))
-        out["plants"] = rows
+        measured = {(r["plant"], r.get("faults", "all")) for r in rows}
+        kept = [
+            r for r in old.get("plants", []) if (r["plant"], r.get("faults", "all")) not in measured
+        ]
+        out["plants"] = kept + rows  # the plants not searched this time keep their rows
     if "clean" in only:
         low, _, high = args.clean_sizes.partition("-")
         sizes = (int(low), int(high or low))

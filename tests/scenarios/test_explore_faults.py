@@ -175,3 +175,23 @@ def test_the_docs_example_of_a_search_of_cuts_and_clocks_passes(tmp_path: Path) 
     assert "clock x" in drawn
     assert "partition" not in drawn
     assert "no property violated" in out
+
+
+async def test_a_cut_explains_the_suspicions_it_causes_and_no_others() -> None:
+    """A node that sends to no one is held dead, expected (``suspicions`` rule 2); a cut that
+    leaves every route open accuses no one."""
+    from scenarios.judge.checks import never_dead
+    from scenarios.play.chaos import open_cluster
+
+    async with open_cluster(4, mode="sim", seed=3) as c:
+        await c.wait_converged()
+        await c.cut(0, 1)
+        await c.sleep(30)
+        h = await c.history()
+        assert not h.accusations
+        await c.cut(0, [2, 3])
+        await c.sleep(30)
+        h = await c.history()
+        assert h.accusations
+        assert {a.reason for a in h.accusations} == {"cut"}
+        assert (await c.check(never_dead())).ok
