@@ -160,6 +160,12 @@ def _scenario(
     for s in steps:
         if s.at > duration:
             raise c.fail(s.label(), f"at {s.at:g}s is after the end (duration {duration:g})")
+        if s.kind == "disk" and sim_mode:
+            raise c.fail(
+                s.label(),
+                "disk faults need real node processes (real or netns mode): the simulator "
+                "runs no disks",
+            )
     return Scenario(
         name=str(d.get("name") or Path(c.source).stem),
         source=c.source,

@@ -189,3 +189,65 @@ def test_a_storage_section_is_read_and_ignored_in_sim() -> None:
     (row,) = results["expectations"]
     assert row["status"] == "not_applicable"
     assert results["verdict"] == "pass"
+
+
+CUT_CLOCK_DISK = "nodes: 4\nsteps:\n  - {at: 1, name: f, %s}\n"
+
+
+@pytest.mark.parametrize(
+    ("step", "needle"),
+    [
+        ("cut: {from: 0, to: 0}", r"step 1 \(cut\): a cut from a node to itself: node 0"),
+        ("cut: {from: '0,1', to: '1-3'}", "a cut from a node to itself: node 1"),
+        ("cut: {from: 0}", "missing 'to'"),
+        ("cut: {from: 0, to: 9}", "node 9 does not exist"),
+        ("cut: {from: 0, to: 1, via: 2}", "unknown key 'via'"),
+        ("cut: [0, 1]", r"expected \{from: IDS, to: IDS\}"),
+        ("clock: {node: 1, offset: 31622401}", "clock offset is at most 31622400 s"),
+        ("clock: {node: 1, offset: -31622401}", "clock offset is at most 31622400 s"),
+        ("clock: {node: 1, offset: .nan}", "clock offset must be a finite number"),
+        ("clock: {node: 1, rate: .inf}", "clock rate must be a finite number"),
+        ("clock: {node: 1, rate: 2.5}", r"clock rate is 0.5..2.0, not 2.5"),
+        ("clock: {node: 1, rate: 0.4}", r"clock rate is 0.5..2.0, not 0.4"),
+        ("clock: {node: 1, rate: fast}", "clock rate must be a number, not 'fast'"),
+        ("clock: {node: 1, rate: true}", "clock rate must be a number"),
+        ("clock: {node: 7}", "node 7 does not exist"),
+        ("clock: {offset: 5}", "missing 'node'"),
+        ("disk: {node: 1, pool: m1, latency_ms: -1}", "disk latency_ms is 0..600000, not -1"),
+        ("disk: {node: 1, pool: m1, latency_ms: 600001}", "disk latency_ms is 0..600000"),
+        ("disk: {node: 1, pool: m1, errors: 101}", r"disk errors is a percentage \(0..100\)"),
+        ("disk: {node: 1, pool: m1, errors: -0.5}", "disk errors is a percentage"),
+        ("disk: {node: 1, pool: m1, full: yes please}", "full: expected true or false"),
+        ("disk: {node: 1, pool: 'a b'}", "a disk pool is a name"),
+        ("disk: {node: 1, pool: 3}", "a disk pool is a name"),
+        ("disk: {node: 1}", "missing 'pool'"),
+        ("disk: {node: 4, pool: m1}", "node 4 does not exist"),
+    ],
+)
+def test_bad_cut_clock_and_disk_steps_are_one_clear_scenario_error(step: str, needle: str) -> None:
+    with pytest.raises(ScenarioError, match=needle) as got:
+        parse_scenario(CUT_CLOCK_DISK % step, "s.yaml")
+    assert "\n" not in str(got.value)
+    assert f"step 1 ({step.split(':')[0]})" in str(got.value)
+
+
+def test_good_cut_clock_and_disk_steps_parse() -> None:
+    text = (
+        "nodes: 5\nsteps:\n"
+        "  - {at: 1, cut: {from: '0,1', to: '3-4'}}\n"
+        "  - {at: 2, clock: {node: 2, offset: -3600, rate: 1.5}}\n"
+        "  - {at: 3, clock: {node: 3}}\n"
+        "  - {at: 4, disk: {node: 1, pool: m1, latency_ms: 200, errors: 10, full: true}}\n"
+    )
+    cut, clock, plain, disk = parse_scenario(text, "s.yaml").steps
+    assert cut.groups == ((0, 1), (3, 4))
+    assert (clock.target, clock.value, clock.rate) == (2, -3600.0, 1.5)
+    assert (plain.value, plain.rate) == (0.0, 1.0)
+    assert (disk.target, disk.pool, disk.value, disk.errors, disk.full) == (1, "m1", 200, 10, True)
+
+
+def test_a_disk_step_is_refused_in_sim_with_one_line() -> None:
+    text = "nodes: 3\nsteps:\n  - {at: 1, name: d, disk: {node: 1, pool: m1}}\n"
+    parse_scenario(text, "s.yaml")  # real processes run it
+    with pytest.raises(ScenarioError, match=r"step 1 \(d\): disk faults need real node"):
+        parse_scenario(text, "s.yaml", sim=True)
