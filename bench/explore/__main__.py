@@ -142,7 +142,8 @@ def bench_plant(
         )
         took = time.monotonic() - t
         files = sorted(out.glob("failure-*.yaml"))
-        row: dict[str, Any] = {"plant": name, "faults": shown}
+        row: dict[str, Any] = {"plant": name, "faults": shown, "when": time.strftime("%H:%M")}
+        row["swim"] = "compiled" if swim.native.IN_USE else "python"  # the file's may differ
         row["found"] = status == 1 and bool(files)
         if not row["found"]:
             row["searched"] = _searched(lines)[0]
