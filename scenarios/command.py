@@ -76,6 +76,13 @@ def _add_scenario(sub: Subcommands) -> None:
         help="play on the running cluster H names (host:port lines; node id = line offset)",
     )
     p.add_argument(
+        "--faults",
+        type=_fault_kinds,
+        metavar="KIND,...",
+        help="the fault kinds to draw, comma-separated (default: all: "
+        "kill,pause,restart,add,partition,loss,delay,rolling,cut,clock)",
+    )
+    p.add_argument(
         "--property",
         action="append",
         dest="properties",
@@ -145,6 +152,16 @@ def _swim_range(text: str) -> tuple[str, float, float]:
     return key, a, b
 
 
+def _fault_kinds(text: str) -> tuple[str, ...]:
+    """``--faults KIND,...`` of ``explore`` (argparse names the option)."""
+    from .explore.drawing import parse_faults  # rule 3: only the drawing, no runner
+
+    try:
+        return parse_faults(text[:400])
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--faults: ")) from None
+
+
 def _add_explore(sub: Subcommands) -> None:
     p = sub.add_parser(
         "explore",
@@ -187,6 +204,13 @@ def _add_explore(sub: Subcommands) -> None:
         help="KEY=LOW..HIGH to draw from (default: none: SWIM's defaults)",
     )
     p.add_argument(
+        "--faults",
+        type=_fault_kinds,
+        metavar="KIND,...",
+        help="the fault kinds to draw, comma-separated (default: all: "
+        "kill,pause,restart,add,partition,loss,delay,rolling,cut,clock)",
+    )
+    p.add_argument(
         "--property",
         action="append",
         dest="properties",
@@ -196,15 +220,16 @@ def _add_explore(sub: Subcommands) -> None:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from .explore import BUILT_IN, Options, Search, run_search  # rule 3
+    from .explore import BUILT_IN, FAULT_KINDS, Options, Search, run_search  # rule 3
 
     swim = {key: (low, high) for key, low, high in args.swim}
+    faults = args.faults or FAULT_KINDS
     try:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BadInput(f"--out {args.out}: {exc.strerror or exc}") from None
     search = Search(
-        options=Options(args.n[0], args.n[1], swim),
+        options=Options(args.n[0], args.n[1], swim, faults),
         budget_s=args.budget_s if args.budget_s is not None or args.runs else 60.0,
         runs=args.runs,
         seed=args.seed,

@@ -15,6 +15,16 @@ workers inherit it).
   (``no_exception``).
 - ``sticky_dead``: a member held dead ignores every alive of the same boot (no re-join after a
   false death or a heal: ``convergence``).
+- ``direct_answer``: a helper asked for an indirect probe has the target answer the original
+  prober directly (the helper's ping names the prober as its sender, under the prober's
+  sequence number) instead of through the helper. Invisible without faults and under
+  symmetric partitions (the ack takes a route that works whenever the helper's would); when
+  the target cannot send to the prober (a one-way cut), every indirect probe fails too and
+  the prober suspects a member that every other route reaches (``cut_accuracy``).
+- ``older_boot_ignored``: an alive of an older boot than the one held is ignored, even at a
+  newer incarnation (a restart is recognised only by a later boot). Harmless while boots only
+  grow; a node restarted after its clock jumped back boots "earlier" than its predecessor, and
+  once the others held that predecessor dead it is never taken back (``convergence``).
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ import swim
 from swim import membership as mem
 from swim.lifeguard import Suspicion
 from swim.membership import Membership
+from swim.messages import Ping
+from swim.relays import Relays
 
 __all__ = ["PLANTS", "planted"]
 
@@ -87,6 +99,26 @@ def _sticky_dead(original: Callable[..., Any]) -> Callable[..., Any]:
     return alive
 
 
+def _direct_answer(original: Callable[..., Any]) -> Callable[..., Any]:
+    def relay(self: Relays, m: Any, now: float) -> None:
+        # The defect: the target is pinged as if by the asker, so its ack skips the helper.
+        parts: list[Any] = [Ping(m.seq, m.target, m.src, m.src_host, m.src_port)]
+        parts += self._membership.accusation_of(m.target)
+        self._outbox.send_parts((m.target_host, m.target_port), m.target, "relay_ping", parts)
+
+    return relay
+
+
+def _older_boot_ignored(original: Callable[..., Any]) -> Callable[..., Any]:
+    def alive(self: Membership, m: Any, cause: str, now: float) -> None:
+        e = self.table.get(m.node)
+        if e is not None and m.boot < e.boot:
+            return  # the defect: only a later boot is news, whatever its incarnation
+        original(self, m, cause, now)
+
+    return alive
+
+
 Maker = Callable[[Callable[..., Any]], Callable[..., Any]]
 PLANTS: dict[str, tuple[type, str, Maker]] = {
     "no_expiry": (Suspicion, "deadline", _no_expiry),
@@ -95,6 +127,8 @@ PLANTS: dict[str, tuple[type, str, Maker]] = {
     "lower_alive": (Membership, "_alive", _lower_alive),
     "crash_on_confirm": (Membership, "_suspect", _crash_on_confirm),
     "sticky_dead": (Membership, "_alive", _sticky_dead),
+    "direct_answer": (Relays, "relay", _direct_answer),
+    "older_boot_ignored": (Membership, "_alive", _older_boot_ignored),
 }
 
 

@@ -8,12 +8,18 @@ Rules:
 1. A pure function of the run's seed and the search's options: ``draw(seed, options)`` twice
    gives the same mapping.
 2. Faults start at 2 s or later and follow one another by 1 to 12 s; a pause may outlast the
-   suspicion timeout (then it is resumed), a partition may outlast ``gossip_to_the_dead_time``
-   (then healed), loss and delay last until the final heal; at least two nodes stay running,
-   so a node added or restarted has a member to find (through its hostfile: ``swim.resync``,
-   whichever nodes are down).
+   suspicion timeout (then it is resumed), a partition or a one-way cut may outlast
+   ``gossip_to_the_dead_time`` (then healed, or left to the final heal), loss and delay last
+   until the final heal; at least two nodes stay running, so a node added or restarted has a
+   member to find (through its hostfile: ``swim.resync``, whichever nodes are down).
 3. Every schedule ends with every paused node resumed and a heal (``final``), then runs past
    the bounds derived after it plus ``QUIET`` seconds, so liveness can be judged.
+4. Only the kinds of ``Options.faults`` are drawn (``--faults``; all of ``FAULT_KINDS`` by
+   default). A one-way cut is from one or two running nodes to one or two others. A clock
+   fault jumps a node's wall clock either way by at most ``MAX_JUMP_S`` (under a day:
+   ``membership`` refuses a boot more than a day ahead of its clock, on purpose) and/or sets
+   its rate in 0.5..2.0; the node is often restarted after it (a killed node: brought back),
+   so its new boot is taken under the jumped clock.
 """
 
 from __future__ import annotations
@@ -29,21 +35,54 @@ from ..format.bounds import BoundError, derive
 from ..judge.checks import fallback_bound
 from ..judge.properties import DEGRADING, SURE
 
-__all__ = ["FAULT_KINDS", "SEED_STRIDE", "Options", "draw", "finish", "run_seed"]
+__all__ = [
+    "FAULT_KINDS",
+    "SEED_STRIDE",
+    "Options",
+    "draw",
+    "finish",
+    "parse_faults",
+    "run_seed",
+]
 
 SEED_STRIDE = 1_000_003  # run k of a search with seed S draws from S * SEED_STRIDE + k
-FAULT_KINDS = ("kill", "pause", "restart", "add", "partition", "loss", "delay", "rolling")
+FAULT_KINDS = (
+    "kill",
+    "pause",
+    "restart",
+    "add",
+    "partition",
+    "loss",
+    "delay",
+    "rolling",
+    "cut",
+    "clock",
+)
 MAX_FAULTS = 4
+MAX_JUMP_S = 86_000.0  # rule 4: a clock jump's largest size, under BOOT_AHEAD_S (a day)
+JUMPS_S = (1.0, 30.0, 600.0, 3600.0, MAX_JUMP_S)  # sizes a jump is drawn near (rule 4)
 QUIET = 10.0  # seconds of the quiet window after the bounds (rule 3)
 
 
 @dataclass(frozen=True)
 class Options:
-    """What the search may draw: sizes ``low..high``, swim settings ranges."""
+    """What the search may draw: sizes ``low..high``, swim settings ranges, fault kinds."""
 
     low: int = 3
     high: int = 5
     swim: dict[str, tuple[float, float]] = field(default_factory=dict)
+    faults: tuple[str, ...] = FAULT_KINDS  # rule 4
+
+
+def parse_faults(text: str) -> tuple[str, ...]:
+    """``--faults KIND,...``: the kinds named, in ``FAULT_KINDS``' order; ValueError names an
+    unknown kind (or an empty list)."""
+    names = [k.strip() for k in text.split(",")]
+    unknown = [k for k in names if k not in FAULT_KINDS]
+    if unknown or not names:
+        shown = unknown[0][:40] if unknown else ""
+        raise ValueError(f"--faults: unknown kind {shown!r} (kinds: {', '.join(FAULT_KINDS)})")
+    return tuple(k for k in FAULT_KINDS if k in names)
 
 
 def run_seed(search_seed: int, k: int) -> int:
@@ -79,7 +118,8 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
     n = rng.randint(options.low, options.high)
     swim = _swim(rng, options.swim)
     config = SwimConfig.from_mapping(swim)
-    kinds = [k for k in FAULT_KINDS if rng.random() < 0.5] or [rng.choice(FAULT_KINDS)]
+    allowed = options.faults
+    kinds = [k for k in allowed if rng.random() < 0.5] or [rng.choice(allowed)]
     weights = [rng.uniform(0.2, 1.0) for _ in kinds]
     suspicion = suspicion_bounds(
         config.suspicion_mult, config.suspicion_max_timeout_mult, n, config.probe_interval
@@ -114,15 +154,7 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
             running.append(total)
             total += 1
         elif kind == "partition":
-            ids = list(range(total))  # the format wants every node in a group
-            rng.shuffle(ids)
-            cut = rng.randint(1, len(ids) - 1)
-            groups = [sorted(ids[:cut]), sorted(ids[cut:])]
-            steps.append({"at": t, "partition": groups})
-            hold = round(rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
-            if rng.random() < 0.6:
-                t = round(t + hold, 3)
-                steps.append({"at": t, "heal": True})
+            t = _partition(rng, steps, t, total, config)
         elif kind == "loss":
             target = rng.choice(live) if rng.random() < 0.7 else "all"
             steps.append(
@@ -131,6 +163,11 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
         elif kind == "delay":
             target = rng.choice(live) if rng.random() < 0.7 else "all"
             steps.append({"at": t, "delay": {"node": target, "ms": rng.choice([50, 150, 400])}})
+        elif kind == "cut":
+            t = _cut(rng, steps, t, live, total, config)
+        elif kind == "clock":
+            crash_s = _bound("dead", "kill", total, config)
+            t = _clock(rng, steps, t, (running, down, paused), crash_s)
         else:  # rolling restart: every running node, one after another
             gap = round(rng.uniform(1.0, 4.0), 3)
             for i in sorted(live):
@@ -150,6 +187,84 @@ def draw(seed: int, options: Options) -> dict[str, Any]:
             "steps": steps,
         }
     )
+
+
+def _partition(
+    rng: random.Random, steps: list[dict[str, Any]], t: float, total: int, config: SwimConfig
+) -> float:
+    """Rule 2: two groups of every node, healed after a while (or by the final heal); the
+    time of the last step."""
+    ids = list(range(total))  # the format wants every node in a group
+    rng.shuffle(ids)
+    cut = rng.randint(1, len(ids) - 1)
+    groups = [sorted(ids[:cut]), sorted(ids[cut:])]
+    steps.append({"at": t, "partition": groups})
+    hold = round(rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
+    if rng.random() < 0.6:
+        t = round(t + hold, 3)
+        steps.append({"at": t, "heal": True})
+    return t
+
+
+def _cut(
+    rng: random.Random,
+    steps: list[dict[str, Any]],
+    t: float,
+    live: list[int],
+    total: int,
+    config: SwimConfig,
+) -> float:
+    """Rule 4: a one-way cut from one or two running nodes to one or two others, healed
+    after a while or left to the final heal; the time of the last step."""
+    src = sorted(rng.sample(live, min(len(live), rng.choice((1, 1, 2)))))
+    others = [i for i in range(total) if i not in src]
+    dst = sorted(rng.sample(others, min(len(others), rng.choice((1, 1, 2)))))
+    steps.append({"at": t, "cut": {"from": src, "to": dst}})
+    if rng.random() < 0.5:
+        hold = round(rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
+        t = round(t + hold, 3)
+        steps.append({"at": t, "heal": True})
+    return t
+
+
+def _clock(
+    rng: random.Random,
+    steps: list[dict[str, Any]],
+    t: float,
+    state: tuple[list[int], list[int], dict[int, float]],
+    crash_s: float,
+) -> float:
+    """Rule 4: a node's clock jumped (either way) and/or set to run fast or slow, then often
+    the node restarted under it: a killed node brought back, or a running one crashed (while
+    two others run) and brought back after up to twice ``crash_s`` (the bound of its death,
+    so the others often hold it dead by then); the time of the last step."""
+    running, down, paused = state
+    live = [i for i in running if i not in paused]
+    i = rng.choice(down) if down and rng.random() < 0.5 else rng.choice(running)
+    shape = rng.random()
+    offset = 0.0
+    rate = 1.0
+    if shape < 0.7:  # a jump, back more often than ahead: a restart after it is the case
+        size = min(MAX_JUMP_S, rng.choice(JUMPS_S) * rng.uniform(0.5, 1.0))
+        offset = round(size if rng.random() < 0.3 else -size, 3)
+    if shape > 0.5:
+        rate = round(rng.uniform(0.5, 2.0), 3)
+    steps.append({"at": t, "clock": {"node": i, "offset": offset, "rate": rate}})
+    if i in paused or rng.random() < 0.4:
+        return t
+    if i in live and len(live) > 2 and rng.random() < 0.6:  # a crash under the clock
+        t = round(t + rng.uniform(0.1, 2.0), 3)
+        steps.append({"at": t, "kill": i})
+        running.remove(i)
+        down.append(i)
+        t = round(t + rng.uniform(0.5, 2.0) * crash_s, 3)
+    else:
+        t = round(t + rng.uniform(0.5, 6.0), 3)
+    steps.append({"at": t, "restart": i})
+    if i in down:
+        down.remove(i)
+        running.append(i)
+    return t
 
 
 def finish(mapping: dict[str, Any]) -> dict[str, Any]:

@@ -2,10 +2,11 @@
 
 A candidate is the schedule with one change: a step dropped (the final heal stays), one node
 fewer (when no step names the last one), a fault made shorter (a pause's ``for`` or the time
-to the next heal halved), a fault made weaker (loss and delay halved), or a step moved later
-(halfway to the next one). The first candidate that still violates the same property is
-taken and the search starts over; when none does, no single change keeps the failure: the
-schedule is 1-minimal.
+from a partition or a cut to the next heal halved), a fault made weaker (loss and delay
+halved; a cut from or to one node fewer; a clock's jump halved, its rate halfway to 1), or a
+step moved later (halfway to the next one). The first candidate that still violates the same
+property is taken and the search starts over; when none does, no single change keeps the
+failure: the schedule is 1-minimal.
 
 Rules:
 1. Every candidate is an ordinary scenario mapping (``draw.finish`` sets its duration), played
@@ -46,10 +47,34 @@ def _named(step: dict[str, Any], node: int) -> bool:
             return True
     if "partition" in step:
         return any(node in g for g in step["partition"] if isinstance(g, list))
-    for key in ("loss", "delay"):
+    if isinstance(step.get("cut"), dict):
+        return any(node in _ids(step["cut"].get(end)) for end in ("from", "to"))
+    for key in ("loss", "delay", "clock"):
         if isinstance(step.get(key), dict) and step[key].get("node") == node:
             return True
     return False
+
+
+def _ids(value: Any) -> list[int]:
+    """A cut's end as drawn: an id or a list of ids."""
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _weaker(step: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A cut from or to one node fewer; a clock's jump halved or its rate halfway to 1."""
+    cut = step.get("cut")
+    if isinstance(cut, dict):
+        for end in ("from", "to"):
+            ids = _ids(cut[end])
+            for k in range(len(ids) if len(ids) > 1 else 0):
+                yield {**step, "cut": {**cut, end: ids[:k] + ids[k + 1 :]}}
+    clock = step.get("clock")
+    if isinstance(clock, dict):
+        offset, rate = float(clock.get("offset", 0.0)), float(clock.get("rate", 1.0))
+        if abs(offset) >= 1.0:
+            yield {**step, "clock": {**clock, "offset": round(offset / 2, 3)}}
+        if abs(rate - 1.0) >= 0.05:
+            yield {**step, "clock": {**clock, "rate": round((rate + 1.0) / 2, 3)}}
 
 
 def candidates(m: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -63,7 +88,9 @@ def candidates(m: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for k, s in enumerate(steps):  # shorter, weaker, later
         if "for" in s and s["for"] > 0.2:
             yield _with(m, k, {**s, "for": round(s["for"] / 2, 3)})
-        if "partition" in s:
+        for weaker in _weaker(s):
+            yield _with(m, k, weaker)
+        if "partition" in s or "cut" in s:
             heal = next((j for j in range(k + 1, len(steps)) if "heal" in steps[j]), None)
             if heal is not None and heal < len(steps) - 1:
                 gap = steps[heal]["at"] - s["at"]

@@ -62,7 +62,14 @@ EXPECT_KINDS = (
 # The properties ``rt_cluster explore`` checks (``explore.properties``), by name: what a scenario
 # file's ``property:`` key may say, besides a module:function this process was given
 # (``TRUSTED``: a file alone never makes rtsim import a module).
-PROPERTY_NAMES = ("completeness", "convergence", "quiet_accuracy", "no_exception", "incarnation")
+PROPERTY_NAMES = (
+    "completeness",
+    "convergence",
+    "quiet_accuracy",
+    "no_exception",
+    "incarnation",
+    "cut_accuracy",
+)
 TRUSTED: set[str] = set()
 TIMED_KINDS = ("dead", "alive", "leader_change", "converged")  # expectations with a bound
 NODE_STEPS = ("kill", "stop", "pause", "resume", "restart")

@@ -30,6 +30,7 @@ from swim import SwimConfig
 from ..format.bounds import CONFIDENCE, BoundError, derive
 from ..format.records import STEP_KINDS, Bound, Expectation
 from .analysis import describe, judge
+from .cuts import slowest_rate
 from .suspicions import Accusation, classify
 from .trace import Action, Trace, Views, view_name
 
@@ -55,7 +56,7 @@ __all__ = [
 DOWN_CAUSES = ("kill", "stop", "pause")
 UP_CAUSES = ("resume", "restart", "add", "heal")
 ANY_ACTION = tuple(kind for kind in STEP_KINDS if kind != "http")  # every fault a test makes
-_FAULTS = ("partition", "loss", "delay")
+_FAULTS = ("partition", "loss", "delay", "cut")
 Nodes = Iterable[int] | None
 
 
@@ -173,7 +174,7 @@ def _after_kind(trace: Trace, a: Action) -> str:
     if a.kind != "heal":
         return a.kind
     faults = [b.kind for b in trace.actions if b.t <= a.t and b.kind in _FAULTS and b is not a]
-    return "heal-" + ("partition" if faults[-1:] == ["partition"] else "loss")
+    return "heal-" + ("partition" if faults[-1:] in (["partition"], ["cut"]) else "loss")
 
 
 def fallback_bound(kind: str, n: int, config: SwimConfig, *, real: bool) -> Bound:
@@ -200,7 +201,8 @@ def bound_for(
     confidence: float = CONFIDENCE,
 ) -> Bound:
     """The bound (seconds after ``action``) of a ``kind`` expectation: derived for the action
-    (at ``confidence``), else ``fallback_bound``."""
+    (at ``confidence``), else ``fallback_bound``; divided by the slowest clock rate in force
+    from the action to the next heal (a node's timers run at its clock's rate)."""
     t = action.t if action is not None else trace.t0
     n, up = _size_at(trace, t)
     if action is None:
@@ -208,11 +210,24 @@ def bound_for(
     subject = action.nodes[0] if action.nodes else None
     down = len([i for i in range(n) if i not in up and i != subject])
     try:
-        return derive(
+        b = derive(
             kind, _after_kind(trace, action), n, config, real=real, confidence=confidence, down=down
         )
     except BoundError:
-        return fallback_bound(kind, n, config, real=real)
+        b = fallback_bound(kind, n, config, real=real)
+    return _slowed(b, slowest_rate(trace, t))
+
+
+def _slowed(b: Bound, rate: float) -> Bound:
+    """``b`` for timers that run at ``rate`` (at most 1) times true speed."""
+    if rate >= 1.0:
+        return b
+    return replace(
+        b,
+        seconds=round(b.seconds / rate, 2),
+        terms=(*b.terms, ("clock rate", round(b.seconds / rate - b.seconds, 3))),
+        formula=f"({b.formula}) / clock rate {rate:g}",
+    )
 
 
 def last_action(trace: Trace, kinds: Iterable[str], node: int | None = None) -> Action | None:

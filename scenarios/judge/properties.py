@@ -8,7 +8,8 @@ saw what when. The five built in (all on by default):
   later of its kill and the last heal to the end, at the bound derived for the death after a
   kill (``checks.bound_for``) counted from that later moment, and at the end. After loss,
   delay, a partition or a pause, bounds are derived for the probe interval stretched by
-  Lifeguard's local health (``awareness_max`` times); every bound is at 1 - 10^-6.
+  Lifeguard's local health (``awareness_max`` times); every bound is at 1 - 10^-6, and divided
+  by the slowest clock rate in force when it is counted from (``cuts`` rule 4).
 - ``convergence``: after the last action, within the bound derived for it (for a heal or a
   resume: the bound of a recovery; plus ``rejoin_interval`` when a node was cut off longer than
   ``gossip_to_the_dead_time``, as the others forgot it), every node up from that action to the
@@ -17,6 +18,9 @@ saw what when. The five built in (all on by default):
   suspect or dead anew until the end (the quiet window: no fault is in force).
 - ``no_exception``: no machine raised (the simulator stops on the first exception: the run's
   ``error``).
+- ``cut_accuracy``: while the only faults are one-way cuts and every pair of nodes keeps a
+  route (directly both ways, or through any helper an indirect probe may draw), no node holds
+  another suspect or dead (``cuts`` rule 3).
 - ``incarnation``: at every observer, the incarnation it records for a subject never goes
   down, except for a later boot of the subject (simulated events name the boot, and the trace
   lists each node's boots in the order made: a return to the same or an older boot is a
@@ -48,13 +52,14 @@ from swim import SwimConfig
 
 from ..format.records import PROPERTY_NAMES, TRUSTED, Scenario
 from .checks import Checker, History, bound_for, last_action
+from .cuts import cut_accuracy, slowest_rate
 from .trace import Action, Trace, Views
 
 __all__ = ["BUILT_IN", "Property", "Run", "check", "judged", "load_property"]
 
 DOWN_KINDS = ("kill", "stop")
 UP_KINDS = ("restart", "add")
-DEGRADING = ("loss", "delay", "partition", "pause")
+DEGRADING = ("loss", "delay", "partition", "pause", "cut")
 STATES_DOWN = ("suspected", "suspect", "dead", "left")
 # The bounds' confidence: a search plays thousands of runs, so a 99.9 % bound (the scenario
 # library's) would be exceeded by chance once a thousand; one in a million is not.
@@ -112,6 +117,7 @@ def completeness(run: Run) -> str | None:
         ref = heal if heal is not None and heal.t > kill.t else kill
         config = _as_degraded(run.config, trace, ref.t)
         bound = bound_for("dead", kill, trace, config, real=_real(trace), confidence=SURE).seconds
+        bound = round(bound * slowest_rate(trace, kill.t) / slowest_rate(trace, ref.t), 2)
         at = ref.t + bound
         if at > trace.end:
             return f"node {i} ({kill.step}): the run ends before its bound ({bound:g} s)"
@@ -129,16 +135,16 @@ def completeness(run: Run) -> str | None:
 
 def _outage(trace: Trace) -> float:
     """The longest a node was cut off from the others: a pause until its resume (or restart,
-    or kill), a partition until the heal after it."""
+    or kill), a partition or a one-way cut until the heal after it."""
     longest = 0.0
     for a in trace.actions:
-        if a.kind not in ("pause", "partition"):
+        if a.kind not in ("pause", "partition", "cut"):
             continue
         back = ("resume", "restart", "kill") if a.kind == "pause" else ("heal",)
         ends = [
             b.t
             for b in trace.actions
-            if b.t >= a.t and b.kind in back and (a.kind == "partition" or b.nodes == a.nodes)
+            if b.t >= a.t and b.kind in back and (a.kind != "pause" or b.nodes == a.nodes)
         ]
         longest = max(longest, min(ends, default=trace.end) - a.t)
     return longest
@@ -262,6 +268,7 @@ BUILT_IN: dict[str, Property] = {
     "quiet_accuracy": quiet_accuracy,
     "no_exception": no_exception,
     "incarnation": incarnation,
+    "cut_accuracy": cut_accuracy,
 }
 
 

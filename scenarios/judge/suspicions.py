@@ -7,7 +7,9 @@ Rules:
    paused or restarted, or cut off from the observer by an injected partition; or the
    observer itself was paused (its probes timed out while it was frozen); or, for a
    suspicion only, packet loss or delay was injected on the subject or the observer (a probe
-   can fail on a lossy path, but a death there is false unless the loss is total).
+   can fail on a lossy path, but a death there is false unless the loss is total), or a one-way
+   cut from or to the subject or the observer (a death too when a node of its ``from`` can
+   send to no other node: cut off as by total loss).
    A fault counts from its start to two protocol periods after its end (probes in flight).
 3. An accusation learned second-hand (gossip, push/pull, a timer started by gossip) belongs
    to the rumour it repeats: the subject at that incarnation. It is expected when an
@@ -31,7 +33,7 @@ __all__ = ["Accusation", "classify"]
 ACCUSING = ("suspected", "dead", "left")
 FIRST_HAND = ("indirect_failed", "probe_timeout")  # the observer's own failed probe
 _DOWN_REASON = {"kill": "killed", "stop": "stopped", "pause": "paused", "restart": "restarted"}
-_SUSPICION_ONLY = ("loss", "delay")  # reasons that explain a suspicion, not a death
+_SUSPICION_ONLY = ("loss", "delay", "cut")  # reasons that explain a suspicion, not a death
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +165,19 @@ def _faults(trace: Trace, ups: dict[int, list[tuple[float, float]]]) -> list[_Fa
     for a, b, groups in trace.partitions():
         if len(set(groups.values())) > 1:
             out.append(_Fault(a, b, "partition", frozenset(groups), groups))
+    everyone = set(trace.initial) | {i for a in acts if a.kind == "add" for i in a.nodes}
+    sends_cut: dict[int, set[int]] = {}  # the cuts in force: cuts add up until a heal
     for k, act in enumerate(acts):
-        if act.kind in _SUSPICION_ONLY and act.value > 0:
+        if act.kind == "heal":
+            sends_cut.clear()
+        if act.kind == "cut" and len(act.groups) == 2:
+            end = next((x.t for x in acts[k + 1 :] if x.kind == "heal"), INF)
+            src, dst = act.groups
+            for i in src:
+                sends_cut.setdefault(i, set()).update(dst)
+            total = any(everyone - {i} <= sends_cut[i] for i in src)  # sends to no one
+            out.append(_Fault(act.t, end, "cut", frozenset(src) | frozenset(dst), total=total))
+        elif act.kind in _SUSPICION_ONLY and act.value > 0:
             end = next((x.t for x in acts[k + 1 :] if x.kind == "heal" or x.kind == act.kind), INF)
             total = act.kind == "loss" and act.value >= 100.0
             out.append(_Fault(act.t, end, act.kind, frozenset(act.nodes), total=total))

@@ -47,6 +47,7 @@ def test_a_draw_is_a_pure_function_of_its_seed_and_always_a_scenario() -> None:
         assert sc.duration > m["steps"][-1]["at"] + 10
     kinds = {k for s in range(300) for st in draw(s, Options())["steps"] for k in st}
     assert {"kill", "pause", "restart", "add", "partition", "loss", "delay", "heal"} <= kinds
+    assert {"cut", "clock"} <= kinds
 
 
 FOUND = sorted((Path(__file__).parent / "found").glob("failure-*.yaml"))
@@ -219,7 +220,7 @@ def test_a_livelock_ends_the_run_as_a_failure_not_a_hang() -> None:
     from scenarios.explore import play
 
     with planted("busy_expiry"):  # a timer that re-arms itself for now, forever
-        got = play(draw(0, Options()), list(BUILT_IN))
+        got = play(draw(0, Options(faults=("kill",))), list(BUILT_IN))  # a suspicion expires
     assert got.failed is not None
     assert got.failed[0] == "no_exception"
     assert "SimStalled: 200000 events at virtual" in got.failed[1]
