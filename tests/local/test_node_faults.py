@@ -152,6 +152,7 @@ def test_a_clock_a_day_back_outlives_a_restart_and_a_fast_clock_probes_faster(
         )
         ratio = grown[1] / grown[0]
         assert 1.4 < ratio < 3.0, grown
+        print(f"\nprobes over one window: true clock {grown[0]:g}, rate 2: {grown[1]:g}")  # -s
         res = rt_cluster("heal", "--name", "clk")
         assert res.returncode == 0, res.stderr
         assert ask("clk", 1, "faults")["clock"] == {"offset": 0.0, "rate": 1.0}
