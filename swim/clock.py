@@ -15,7 +15,8 @@ Rules:
    ``time.monotonic()`` now; events keep their ``mono`` on the host's clock with it, so the
    traces of processes on one host still line up.
 4. ``wall_time()`` and ``process_clock()`` read the clock of the running trio: a ``ProcessClock``,
-   or trio's own (then the wall clock is the host's). Nothing else in ``swim`` reads a clock.
+   or trio's own (then the wall clock is the host's). The driver reads the wall clock only
+   through them.
 5. Offsets and rates are ranged as ``swim.Faults.set_clock`` ranges them (ValueError).
 """
 

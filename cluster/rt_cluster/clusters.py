@@ -80,7 +80,7 @@ def node_record(cluster: LocalCluster, node_id: int) -> NodeRecord:
         if a.index == node_id:
             raise UsageError(
                 f"member {node_id} of cluster {rec.name!r} is Serf agent {a.name}: only "
-                "rtsim nodes inject faults (loss, delay)"
+                "rtsim nodes inject faults (loss, delay, cuts, clocks, disks)"
             )
     if all(n.node_id != node_id for n in rec.nodes):
         agents = [a.index for a in rec.agents]

@@ -247,6 +247,20 @@ def _control_values() -> Iterator[tuple[str, bytes]]:
             f"faults block peer {peer}",
             frame({"k": c, "op": "faults", "action": "block", "peers": [peer]}),
         )
+        yield (
+            f"faults cut peer {peer}",
+            frame({"k": c, "op": "faults", "action": "cut", "peers": [peer]}),
+        )
+    for offset, rate in ((31_622_401.0, 1.0), (-1e308, 1.0), (0.0, 0.49), (0.0, 2.5), (0, -1)):
+        yield (
+            f"faults clock {offset} x{rate}",
+            frame({"k": c, "op": "faults", "action": "clock", "offset": offset, "rate": rate}),
+        )
+    for fields in ({"rate": "2"}, {"offset": None}, {"full": 1}, {"pool": 7}, {"errors": []}):
+        yield (
+            f"faults clock {fields}",
+            frame({"k": c, "op": "faults", "action": "clock", **fields}),
+        )
     for pool, fault in (
         ("nope", {"errors": 100}),  # no such pool: 400
         ("rt_admin", {"errors": 100}),  # a pool that is no rt_bdev device: 400

@@ -151,3 +151,28 @@ def test_a_failing_start_the_zygote_could_not_prepare_is_reported_by_the_node(
     argv = ["start", "--config", str(tmp_path / "missing.yaml")]
     assert cli.main(argv, cli.prepare(argv)) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--clock-rate", "3"], "argument --clock-rate: clock rate: 3 is out of range"),
+        (["--clock-rate", "x"], "argument --clock-rate: clock rate: expected a number"),
+        (["--clock-offset=-31622401"], "argument --clock-offset: clock offset: -3.16224e+07"),
+    ],
+)
+def test_a_clock_flag_out_of_range_is_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["start", *argv])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_clock_flags_reach_the_node_as_a_run_option() -> None:
+    args = cli.build_parser().parse_args(["start", "--clock-offset=-86400", "--clock-rate", "2"])
+    assert (args.clock_offset, args.clock_rate) == (-86400.0, 2.0)
+    assert "clock_offset" not in args.settings_flags  # not a setting (flags rule 2)

@@ -206,3 +206,16 @@ def test_taken_port_is_named_before_anything_starts(tmp_path: Path) -> None:
     assert Path(rec.hostfile).read_text().splitlines() == [
         f"127.0.0.1:{n.runtime_port}" for n in rec.nodes
     ]
+
+
+def test_a_serf_agent_cannot_cut_and_has_no_clock(
+    cluster_home: Path, fake_serf: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = cluster_dir("mix")
+    save_record(plan_cluster(d, "mix", 3, serf=2, base_port=0, runtime_base_port=0))
+    code, _, err = run(capsys, "cut", "3", "0", "--name", "mix")
+    assert code == 2, err
+    assert "serf-3 cannot cut: only rtsim nodes can drop what they send" in err
+    code, _, err = run(capsys, "clock", "4", "--offset", "5", "--name", "mix")
+    assert code == 2, err
+    assert "member 4 of cluster 'mix' is Serf agent serf-4" in err
