@@ -64,7 +64,8 @@ function toWhom(key) {
   return key === 'all' ? 'all peers' : `node ${key}`;
 }
 
-/** "blocks 2, 3 · loss 20 % to all peers · delay 150 ms to node 1 · disk m1: full", or '' when none. */
+/** "blocks 2, 3 · loss 20 % to all peers · delay 150 ms to node 1 · sends nothing to node 4 ·
+ * clock -3600 s, ×1 · disk m1: full", or '' when none. */
 export function faultsText(f) {
   if (!faultsActive(f)) return '';
   const parts = [];
@@ -72,9 +73,20 @@ export function faultsText(f) {
   if (blocked.length) parts.push(`blocks ${blocked.length === 1 ? 'node' : 'nodes'} ${blocked.join(', ')}`);
   for (const [k, v] of entries(f.loss)) parts.push(`loss ${v} % to ${toWhom(k)}`);
   for (const [k, v] of entries(f.delay)) parts.push(`delay ${v} ms to ${toWhom(k)}`);
+  const cut = Array.isArray(f.cut) ? f.cut.filter(isNum) : [];
+  if (cut.length) parts.push(`sends nothing to ${cut.length === 1 ? 'node' : 'nodes'} ${cut.join(', ')}`);
+  const clock = clockText(f.clock);
+  if (clock) parts.push(clock);
   const disks = f.disk && typeof f.disk === 'object' ? Object.entries(f.disk) : [];
   for (const [pool, d] of disks) parts.push(`disk ${pool}: ${diskText(d)}`);
   return parts.join(' · ');
+}
+
+/** "clock -3600 s, ×1.5": a clock set off true or off pace; '' for the host's own. */
+function clockText(c) {
+  if (!c || typeof c !== 'object' || !isNum(c.offset) || !isNum(c.rate)) return '';
+  if (c.offset === 0 && c.rate === 1) return '';
+  return `clock ${c.offset > 0 ? '+' : ''}${c.offset} s, ×${c.rate}`;
 }
 
 /** "200 ms, 10 % errors, full": what a device's disk fault does. */
