@@ -148,7 +148,7 @@ def _node_routes(bp: Blueprint, runtime: RuntimeView) -> None:
     @route("/api/faults", methods=["GET"])
     @declare(api.FAULTS)
     async def faults() -> JSON:
-        """the faults injected at this node: blocked peers, loss, delay"""
+        """the faults injected at this node: blocked and cut peers, loss, delay, clock, disks"""
         return await runtime.node_monitor("local", "faults", {})
 
     @route("/api/cluster/views", methods=["GET"])
