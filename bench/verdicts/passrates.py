@@ -5,7 +5,8 @@ Method:
 - Simulation: ``--sim-runs`` K runs per scenario on seeds ``s + 1000 .. s + 1000 + K - 1``,
   where ``s`` is the file's (``--sim``) seed: held out from the seeds the bounds were tuned
   on. The runs are split over ``--jobs`` worker processes, each doing
-  ``run_scenario(sc, sim=True, seed=...)`` and sending back a compact record.
+  ``run_scenario(sc, sim=True, seed=...)`` and sending back a compact record. A file that
+  plays on real processes only (Serf agents, disk faults) has no simulated runs.
 - Real processes: ``--real-runs`` runs per scenario at the file's size, each on a fresh
   cluster, while a 5-node neighbour cluster with its workload on runs beside them
   (``bench.verdicts.load``). After each run every process of its cluster is proved gone.
@@ -307,6 +308,9 @@ def _section(sc: Scenario, runs: list[Run], t0: float) -> dict[str, Any]:
 
 def _sim_phase(paths: list[Path], args: argparse.Namespace, out: Path) -> None:
     for path in paths:
+        if load_scenario(path).real_only:  # Serf agents or disks: the simulator refuses it
+            say(f"{path.stem}: real processes only (spec rule 7); no simulated runs")
+            continue
         sc = load_scenario(path, sim=True)
         seeds = held_out_seeds(sc, args.sim_runs)
         say(
