@@ -26,7 +26,7 @@ import time
 
 import trio
 
-from .faults import Faults
+from .faults import checked_clock
 
 __all__ = ["ProcessClock", "process_clock", "wall_time"]
 
@@ -45,12 +45,12 @@ class ProcessClock(trio.abc.Clock):
     def set(self, offset: float, rate: float) -> None:
         """Rules 1, 2 and 5: re-anchor where the clock stands, then run at ``rate`` with a
         wall clock reading true + ``offset`` from now."""
-        Faults().set_clock(offset, rate)  # the one range check (ValueError)
+        offset, rate = checked_clock(offset, rate)  # the one range check (ValueError)
         real = time.monotonic()
         self._time0 += (real - self._real0) * self.rate
         self._real0 = real
         self._wall0 = time.time() + offset
-        self.offset, self.rate = float(offset), float(rate)
+        self.offset, self.rate = offset, rate
 
     def start_clock(self) -> None:
         pass

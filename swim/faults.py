@@ -22,11 +22,26 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_CLOCK_OFFSET_S", "MAX_CLOCK_RATE", "MIN_CLOCK_RATE", "Faults"]
+__all__ = ["MAX_CLOCK_OFFSET_S", "MAX_CLOCK_RATE", "MIN_CLOCK_RATE", "Faults", "checked_clock"]
 
 MAX_CLOCK_OFFSET_S = 31_622_400.0  # rule 5: a year (366 days) either way
 MIN_CLOCK_RATE = 0.5  # rule 5: half real speed
 MAX_CLOCK_RATE = 2.0  # rule 5: twice real speed
+
+
+def checked_clock(offset: float, rate: float) -> tuple[float, float]:
+    """Rule 5: ``(offset, rate)`` as floats within range; ValueError otherwise."""
+    offset, rate = float(offset), float(rate)
+    if not (math.isfinite(offset) and abs(offset) <= MAX_CLOCK_OFFSET_S):
+        raise ValueError(
+            f"clock offset must be a finite number of seconds within "
+            f"+-{MAX_CLOCK_OFFSET_S:.0f} (a year), not {offset}"
+        )
+    if not (math.isfinite(rate) and MIN_CLOCK_RATE <= rate <= MAX_CLOCK_RATE):
+        raise ValueError(
+            f"clock rate must be a finite number in {MIN_CLOCK_RATE}..{MAX_CLOCK_RATE}, not {rate}"
+        )
+    return offset, rate
 
 
 @dataclass(slots=True)
@@ -76,18 +91,7 @@ class Faults:
 
     def set_clock(self, offset: float, rate: float) -> None:
         """Rule 5: the wall clock reads ``offset`` s from true and runs at ``rate``."""
-        offset, rate = float(offset), float(rate)
-        if not (math.isfinite(offset) and abs(offset) <= MAX_CLOCK_OFFSET_S):
-            raise ValueError(
-                f"clock offset must be a finite number of seconds within "
-                f"+-{MAX_CLOCK_OFFSET_S:.0f} (a year), not {offset}"
-            )
-        if not (math.isfinite(rate) and MIN_CLOCK_RATE <= rate <= MAX_CLOCK_RATE):
-            raise ValueError(
-                f"clock rate must be a finite number in {MIN_CLOCK_RATE}..{MAX_CLOCK_RATE}, "
-                f"not {rate}"
-            )
-        self.clock_offset, self.clock_rate = offset, rate
+        self.clock_offset, self.clock_rate = checked_clock(offset, rate)
 
     def heal(self) -> None:
         """Remove every fault, the cuts and the clock's skew included."""
