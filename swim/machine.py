@@ -335,10 +335,10 @@ class SwimMachine:
         for e in self.table.random_up(ANNOUNCE_MAX):
             self.outbox.send((e.host, e.port), e.node_id, "gossip", alive)
 
-    def _new_boot(self) -> int:
-        """A boot for a new epoch (``membership`` rule 5): later than ours and than any claimed
-        for us, so every member takes it as the later boot it is."""
-        floor = max(self.me.boot, self.membership.claimed) + 1
+    def _new_boot(self, floor: int) -> int:
+        """A boot for a new epoch (``membership`` rule 5): from our wall clock, at least
+        ``floor`` (past ours and any claimed for us, unless more than a day ahead of our clock),
+        so every member that could hold an earlier boot takes it as the later boot it is."""
         return max(ordered_boot(self._now + self._wall_offset, self._rng), floor)
 
     def _next_seq(self) -> int:

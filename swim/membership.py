@@ -33,7 +33,8 @@ No single message can make a live member unrefutable. Incarnations live in
    passes for a restart, whoever hears it. A boot more than ``BOOT_AHEAD_S`` ahead of our
    clock is refused and counted (``refused_incarnation``), and one we held and replaced is
    retired (never a restart again). An older boot still counts by plain precedence (a newer
-   incarnation), so a member whose boot a forged alive replaced is never shut out.
+   incarnation), so a member whose boot a forged alive replaced is never shut out, nor is one
+   whose own boot was refused as too far ahead once its clock is corrected (rule 5).
 5. Refutation is always possible. Accused at incarnation ``i`` at or above ours, we refute at
    ``i + 1`` when that is within ``MAX_JUMP`` of ours (so every member that held our last
    incarnation accepts it under rule 4) and within the range. Otherwise, and when a stale
@@ -42,7 +43,13 @@ No single message can make a live member unrefutable. Incarnations live in
    top of the range), later than ours and than any boot claimed for us. Members that believed
    the accusation hold us suspected or dead, so they take the new boot as a restart (rule 4);
    the others take our incarnation + 1 by plain precedence. Copies of the claim a new boot
-   answered get that boot, not another one.
+   answered get that boot, not another one. A boot of ours more than ``BOOT_AHEAD_S`` ahead
+   of our own clock (taken while that clock was far ahead, since corrected) was refused by
+   every member whose clock is true: then every accusation, stale or not, gets a new epoch,
+   its boot from our clock, past only the boots not that far ahead of it (ours and claimed),
+   at ``i + 1`` when that is in reach (else as above): members holding an earlier boot of us
+   down take it as a restart, the rest (even those whose clock took the far boot) by plain
+   precedence.
 6. Like a suspicion (``machine`` rule 6), a packet to a member we hold dead or left carries
    that verdict, so a live member we wrongly hold down hears it the first time it talks to us.
 7. A member we do not know enters the table only through ``newcomers``: within a budget a
@@ -99,7 +106,7 @@ class Membership:
         outbox: Outbox,
         awareness: Awareness,
         counters: Counters,
-        new_boot: Callable[[], int],
+        new_boot: Callable[[int], int],
         wall_offset: float = 0.0,
     ) -> None:
         self.config = config
@@ -108,7 +115,7 @@ class Membership:
         self.out = outbox
         self.awareness = awareness
         self.counters = counters
-        self._new_boot = new_boot
+        self._new_boot = new_boot  # a boot from our clock, at least the floor given (rule 5)
         self._wall_offset = wall_offset  # seconds from ``now`` to the wall clock (rule 4)
         self.claimed = 0  # the latest boot another instance of us was said to have (rule 5)
         self._epoch_for = -1  # the incarnation of the claim our last new boot answered
@@ -248,18 +255,20 @@ class Membership:
             if m.incarnation < inc or (m.boot == me.boot and m.incarnation <= inc):
                 return
         elif m.incarnation < inc:
-            if inc - m.incarnation <= MAX_JUMP:
+            if inc - m.incarnation <= MAX_JUMP and not self._stranded(now):
                 self.corrections.answer(m.src, Alive(inc, me.node_id, me.host, me.port, me.boot))
             else:  # rule 5: its author could not accept our alive; a new boot it can
                 self._refute(m, now, epoch=True)
             return
         target = m.incarnation + 1
-        self._refute(m, now, epoch=target - inc > MAX_JUMP or target > MAX_INCARNATION)
+        far = target - inc > MAX_JUMP or target > MAX_INCARNATION
+        self._refute(m, now, epoch=far or self._stranded(now))
 
     def _refute(self, m: Alive | Suspect | Dead, now: float, *, epoch: bool) -> None:
         """Rule 5: outbid ``m`` at its incarnation + 1, or start a new boot epoch."""
         me = self.me
-        if epoch and m.incarnation == self._epoch_for:
+        stranded = self._stranded(now)  # rule 5: a boot taken from a clock far ahead
+        if epoch and m.incarnation == self._epoch_for and not stranded:
             # A copy of the claim our last new boot answered: its holders take that boot as
             # a restart already, so answer the accuser; a new boot per copy would only churn.
             if not isinstance(m, Alive):
@@ -269,8 +278,13 @@ class Membership:
             return
         if epoch:
             self._epoch_for = m.incarnation
-            me.boot = self._new_boot()
-            me.incarnation = me.incarnation + 1 if me.incarnation < MAX_INCARNATION else 0
+            held = [b for b in (me.boot, self.claimed) if not self._ahead(b, now)]
+            me.boot = self._new_boot(max(held, default=0) + 1)
+            bid = m.incarnation + 1  # a stranded boot's epoch outbids a claim in reach too
+            if me.incarnation < bid <= min(me.incarnation + MAX_JUMP, MAX_INCARNATION):
+                me.incarnation = bid
+            else:
+                me.incarnation = me.incarnation + 1 if me.incarnation < MAX_INCARNATION else 0
             self.counters.epochs += 1
         else:
             me.incarnation = m.incarnation + 1
@@ -287,10 +301,18 @@ class Membership:
         for m, cause in self.newcomers.due(now):
             self._alive(m, cause, now)
 
+    def _ahead(self, boot: int, now: float) -> bool:
+        """Rule 4: is ``boot`` more than ``BOOT_AHEAD_S`` ahead of our clock?"""
+        return boot >> BOOT_RANDOM_BITS > int((now + self._wall_offset + BOOT_AHEAD_S) * 1000)
+
+    def _stranded(self, now: float) -> bool:
+        """Rule 5: is our boot ``_ahead`` of our clock, when one taken now would not be (a
+        clock read before 1970 takes boots at 0 ms, ``ordered_boot``: all of them ahead)?"""
+        return self._ahead(self.me.boot, now) and not self._ahead(0, now)
+
     def _too_far_ahead(self, boot: int, now: float) -> bool:
-        """Rule 4: is ``boot`` more than ``BOOT_AHEAD_S`` ahead of our clock? Counted if so."""
-        limit_ms = int((now + self._wall_offset + BOOT_AHEAD_S) * 1000)
-        if boot >> BOOT_RANDOM_BITS > limit_ms:
+        """Rule 4: ``_ahead``, counted (``refused_incarnation``) if so."""
+        if self._ahead(boot, now):
             self.counters.drop("refused_incarnation")
             return True
         return False

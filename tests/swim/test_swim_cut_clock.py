@@ -198,3 +198,60 @@ def test_a_clock_jumped_back_then_restarted_after_being_declared_dead_comes_back
     net.restart(2)
     assert net.boots[2][-1] < last
     assert net.until(lambda: all(net.state(i, 2) == "alive" for i in net.live_ids()), 10.0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_node_restarted_a_day_ahead_is_taken_back_once_its_clock_is_corrected(
+    seed: int,
+) -> None:
+    """Node 2 dies, is held dead, and restarts with its clock two days ahead: its boot, drawn
+    from that clock, is refused by every member (``membership`` rule 4), so it stays dead in
+    their views. Once its clock is corrected, the first ack it gets carries the death (rule 6)
+    and it starts a new epoch with a boot from its corrected clock (rule 5), which every member
+    takes as a restart: each is probed within two rounds of the probe order (2 * (n - 1)
+    periods) and answered at once; on main it stays shut out for days."""
+    n = 4
+    net = SimNetwork(n, seed=seed)
+    net.run_for(5.0)
+    net.set_clock(2, 2 * DAY, 1.0)
+    net.kill(2)
+    assert net.until(lambda: all(net.state(i, 2) == "dead" for i in net.live_ids()), 60.0)
+    net.restart(2)
+    far = net.machine(2).boot
+    net.run_for(60.0)
+    others = [i for i in net.live_ids() if i != 2]
+    assert all(net.state(i, 2) == "dead" for i in others)  # refused while its clock is wrong
+    assert all(_boot_held(net, i, 2) != far for i in others)
+    net.heal()
+    bound = 2 * (n - 1) * net.config.probe_interval + 1.0
+    assert net.until(lambda: all(net.state(i, 2) == "alive" for i in others), bound)
+    boot = net.machine(2).boot
+    assert boot < far  # taken from the corrected clock, not floored at the far boot
+    assert all(_boot_held(net, i, 2) == boot for i in others)
+    assert net.machine(2).counters.epochs == 1
+    net.run_for(60.0)
+    assert all(net.state(i, j) == "alive" for i in net.live_ids() for j in net.live_ids())
+    assert net.machine(2).boot == boot
+
+
+def test_a_node_whose_clock_falls_days_behind_its_boot_is_still_taken_back() -> None:
+    """The other side of the rule: node 2's clock falls three days behind the boot it took,
+    so its boot reads as far ahead of its own clock; held dead across a partition, it comes
+    back by one new epoch whose earlier boot every member takes at ``i + 1`` by plain
+    precedence (``membership`` rules 4 and 5), and stays."""
+    net = SimNetwork(4, seed=1)
+    for i in range(4):
+        net.set_clock(i, 10 * DAY, 1.0)
+        net.restart(i)
+    net.run_for(10.0)
+    net.set_clock(2, 7 * DAY, 1.0)
+    last = net.machine(2).boot
+    net.partition([[0, 1, 3], [2]])
+    assert net.until(lambda: all(net.state(i, 2) == "dead" for i in (0, 1, 3)), 60.0)
+    net.partition([[0, 1, 2, 3]])
+    assert net.until(lambda: all(net.state(i, 2) == "alive" for i in (0, 1, 3)), 10.0)
+    net.run_for(60.0)
+    assert all(net.state(i, j) == "alive" for i in range(4) for j in range(4))
+    assert net.machine(2).boot < last
+    assert all(_boot_held(net, i, 2) == net.machine(2).boot for i in (0, 1, 3))
+    assert net.machine(2).counters.epochs == 1
