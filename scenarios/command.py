@@ -76,13 +76,6 @@ def _add_scenario(sub: Subcommands) -> None:
         help="play on the running cluster H names (host:port lines; node id = line offset)",
     )
     p.add_argument(
-        "--faults",
-        type=_fault_kinds,
-        metavar="KIND,...",
-        help="the fault kinds to draw, comma-separated (default: all: "
-        "kill,pause,restart,add,partition,loss,delay,rolling,cut,clock)",
-    )
-    p.add_argument(
         "--property",
         action="append",
         dest="properties",
