@@ -54,7 +54,7 @@ def test_matrix_events_and_process_figures_after_a_kill(
         "() => import('/viz/common/membership.js').then((m) => m.faultsText({blocked: [],"
         " loss: {}, delay: {}, cut: [3, 4], clock: {offset: -3600, rate: 1.5}, active: true}))"
     )
-    assert said == "sends nothing to nodes 3, 4 · clock -3600 s, ×1.5"  # a cut and a clock too
+    assert said == "sends nothing to nodes 3, 4 · clock -3600 s x1.5"  # a cut and a clock too
     expect(page.locator("#matrix th[scope='row']")).to_have_count(4)
 
     # a kill: every live observer's row shows the dead subject; the dead node's row is marked

@@ -65,7 +65,7 @@ function toWhom(key) {
 }
 
 /** "blocks 2, 3 · loss 20 % to all peers · delay 150 ms to node 1 · sends nothing to node 4 ·
- * clock -3600 s, ×1 · disk m1: full", or '' when none. */
+ * clock -3600 s x1 · disk m1: full", or '' when none. */
 export function faultsText(f) {
   if (!faultsActive(f)) return '';
   const parts = [];
@@ -82,11 +82,11 @@ export function faultsText(f) {
   return parts.join(' · ');
 }
 
-/** "clock -3600 s, ×1.5": a clock set off true or off pace; '' for the host's own. */
+/** "clock -3600 s x1.5": a clock set off true or off pace; '' for the host's own. */
 function clockText(c) {
   if (!c || typeof c !== 'object' || !isNum(c.offset) || !isNum(c.rate)) return '';
   if (c.offset === 0 && c.rate === 1) return '';
-  return `clock ${c.offset > 0 ? '+' : ''}${c.offset} s, ×${c.rate}`;
+  return `clock ${c.offset > 0 ? '+' : ''}${c.offset} s x${c.rate}`;
 }
 
 /** "200 ms, 10 % errors, full": what a device's disk fault does. */
