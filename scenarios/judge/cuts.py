@@ -21,12 +21,8 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from .trace import Action, Trace
-
-if TYPE_CHECKING:
-    from .properties import Run
 
 __all__ = ["cut_accuracy", "cut_edges", "has_route", "slowest_rate"]
 
@@ -60,13 +56,9 @@ def _all_routes(nodes: list[int], cut: set[tuple[int, int]], k: int) -> bool:
     return all(has_route(p, s, nodes, cut, k) for p in nodes for s in nodes if p < s)
 
 
-def cut_accuracy(run: Run) -> str | None:
-    """Rule 3."""
-    trace = run.trace
-    if trace is None:
-        return None
+def cut_accuracy(trace: Trace, k: int) -> str | None:
+    """Rule 3, for a protocol whose probes draw ``k`` helpers (``indirect_checks``)."""
     nodes = sorted(trace.initial)
-    k = run.config.indirect_checks
     cut: set[tuple[int, int]] = set()
     start, end = None, trace.end
     for a in sorted(trace.actions, key=lambda a: a.t):

@@ -51,8 +51,9 @@ from functools import cached_property
 from swim import SwimConfig
 
 from ..format.records import PROPERTY_NAMES, TRUSTED, Scenario
+from . import cuts
 from .checks import Checker, History, bound_for, last_action
-from .cuts import cut_accuracy, slowest_rate
+from .cuts import slowest_rate
 from .trace import Action, Trace, Views
 
 __all__ = ["BUILT_IN", "Property", "Run", "check", "judged", "load_property"]
@@ -260,6 +261,13 @@ def _later_boot(trace: Trace, node: int, new: int | None, old: int | None) -> bo
     if new not in made:
         return True
     return old in made and made.index(new) > made.index(old)
+
+
+def cut_accuracy(run: Run) -> str | None:
+    """``cuts`` rule 3 with the run's ``indirect_checks``."""
+    if run.trace is None:
+        return None
+    return cuts.cut_accuracy(run.trace, run.config.indirect_checks)
 
 
 BUILT_IN: dict[str, Property] = {
