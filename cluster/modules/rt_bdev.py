@@ -32,7 +32,7 @@ import logging
 import random
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -321,8 +321,16 @@ class BdevContainer(ExtentDevice):
             self.allocator.load_free_runs((_offset(o), _offset(s)) for o, s in runs)
         chunks = state.get("chunks")
         if self.store is not None and isinstance(chunks, list):
+            import_chunks(self.store, self._imported(chunks))
+
+    def _imported(self, chunks: list[Any]) -> Iterator[tuple[int, bytes]]:
+        """An imported state's chunks (the exported 64 KiB runs that hold data), each counted
+        written: the moved device's present use, for ``full``."""
+        for o, c in chunks:
             # memoryview: a chunk given as a number n is refused, not read as bytes(n) of zeros
-            import_chunks(self.store, ((_offset(o), bytes(memoryview(c))) for o, c in chunks))
+            offset, data = _offset(o), bytes(memoryview(c))
+            yield offset, data
+            self.faults.footprint.add(offset, len(data))
 
 
 class BdevModule(HttpModule):

@@ -131,6 +131,22 @@ async def test_a_full_device_refuses_allocations_and_writes_past_its_present_use
     await dev.free(await dev.allocate(4096))
 
 
+async def test_a_moved_device_holds_its_imported_bytes_as_its_present_use(
+    runtime: Runtime,
+) -> None:
+    dev = await device(runtime)
+    held = await dev.allocate(64 * 1024)
+    await dev.write(held.offset, b"a" * 10_000)  # blocks 0..2
+    spare = await dev.allocate(64 * 1024)  # allocated, never written: not in the state
+    moved = await device(runtime, "moved", "901.0")
+    await moved.import_state(dev.export_state())  # as a migration adopts it
+    moved.set_disk_fault(DiskFault(full=True))
+    await moved.write(held.offset + 100, b"b" * 8000)  # its imported blocks: a rewrite
+    assert await moved.read(held.offset, 4) == b"aaaa"
+    with pytest.raises(NoSpace, match=r"past its present"):
+        await moved.write(spare.offset, b"c" * 4096)
+
+
 async def test_a_peers_write_is_judged_against_its_fence_after_the_delay(
     runtime: Runtime, autojump_clock: trio.testing.MockClock
 ) -> None:
