@@ -323,6 +323,36 @@ def test_a_one_way_cut_is_a_route_in_the_senders_namespace_only(cluster: Netns) 
 
 @needs_root
 @pytest.mark.slow
+def test_a_clock_kept_across_a_restart_and_a_disk_fault_on_netns_nodes(cluster: Netns) -> None:
+    """The clock and disk faults reach nodes inside their namespaces, over the same RPC as on
+    one host: a clock a day back survives a restart, a disk fault names its device, and heal
+    removes both."""
+    nodes = cluster.status()["nodes"]
+    create = {"pool_name": "nx_m", "pool_id": "931.0", "bdev_type": "ram", "capacity": "1M"}
+    answer = httpx.post(f"{nodes[2]['dashboard']}/api/mod/rt_bdev/create", data=create, timeout=10)
+    assert answer.status_code == 200, answer.text
+    for argv in (("clock", "1", "--offset", "-86400", "--rate", "1.5"),
+                 ("disk", "2", "nx_m", "--errors", "100"), ("restart", "1")):  # fmt: skip
+        res = cluster.rt(*argv)
+        assert res.returncode == 0, (*argv, res.stderr)
+
+    def faults_shown() -> list[Any] | None:
+        faults = [n["faults"] for n in cluster.status()["nodes"]]
+        return faults if all(f is not None for f in faults) else None  # each answered
+
+    faults = wait_for("every node's faults answer", faults_shown, timeout=30)
+    assert faults[1]["clock"] == {"offset": -86400.0, "rate": 1.5}  # kept by the restart
+    assert faults[2]["disk"] == {"nx_m": {"latency_ms": 0.0, "errors": 100.0, "full": False}}
+    assert [f["active"] for f in faults] == [False, True, True]
+    res = cluster.rt("heal")
+    assert res.returncode == 0, res.stderr
+    faults = wait_for("every node's faults answer", faults_shown, timeout=30)
+    assert [f["active"] for f in faults] == [False, False, False]
+    assert faults[1]["clock"] == {"offset": 0.0, "rate": 1.0}
+
+
+@needs_root
+@pytest.mark.slow
 def test_without_the_bridge_nothing_is_sent_and_down_removes_the_rest(cluster: Netns) -> None:
     body = cluster.status()
     bridge = body["network"]["bridge"]
@@ -434,33 +464,3 @@ def test_privileges_are_read_from_the_effective_capabilities() -> None:
     assert not privileged(f"CapEff:\t{1 << 12:016x}\n")
     assert not privileged("CapEff:\t0000000000000000\n")
     assert not privileged("")
-
-
-@needs_root
-@pytest.mark.slow
-def test_a_clock_kept_across_a_restart_and_a_disk_fault_on_netns_nodes(cluster: Netns) -> None:
-    """The clock and disk faults reach nodes inside their namespaces, over the same RPC as on
-    one host: a clock a day back survives a restart, a disk fault names its device, and heal
-    removes both."""
-    nodes = cluster.status()["nodes"]
-    create = {"pool_name": "nx_m", "pool_id": "931.0", "bdev_type": "ram", "capacity": "1M"}
-    answer = httpx.post(f"{nodes[2]['dashboard']}/api/mod/rt_bdev/create", data=create, timeout=10)
-    assert answer.status_code == 200, answer.text
-    for argv in (("clock", "1", "--offset", "-86400", "--rate", "1.5"),
-                 ("disk", "2", "nx_m", "--errors", "100"), ("restart", "1")):  # fmt: skip
-        res = cluster.rt(*argv)
-        assert res.returncode == 0, (*argv, res.stderr)
-
-    def faults_shown() -> list[Any] | None:
-        faults = [n["faults"] for n in cluster.status()["nodes"]]
-        return faults if all(f is not None for f in faults) else None  # each answered
-
-    faults = wait_for("every node's faults answer", faults_shown, timeout=30)
-    assert faults[1]["clock"] == {"offset": -86400.0, "rate": 1.5}  # kept by the restart
-    assert faults[2]["disk"] == {"nx_m": {"latency_ms": 0.0, "errors": 100.0, "full": False}}
-    assert [f["active"] for f in faults] == [False, True, True]
-    res = cluster.rt("heal")
-    assert res.returncode == 0, res.stderr
-    faults = wait_for("every node's faults answer", faults_shown, timeout=30)
-    assert [f["active"] for f in faults] == [False, False, False]
-    assert faults[1]["clock"] == {"offset": 0.0, "rate": 1.0}
