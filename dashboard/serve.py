@@ -20,12 +20,16 @@ Rules:
 7. The ASGI lifespan is answered here, not by the app, which is built on first use
    (``dashboard.app`` rule 7): its nursery is the app's once built, and an app built and
    started is shut down (``QuartTrio.shutdown``) when serving ends.
+8. ``in_memory`` is the same app with no server and no socket: the whole-node simulator
+   (``cluster.sim``) sends its requests to the ASGI callable it yields.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -41,7 +45,7 @@ from . import connection
 from .app import Dashboard
 from .intake import MAX_HEADERS
 
-__all__ = ["bind_socket", "hypercorn_config", "serve_dashboard"]
+__all__ = ["bind_socket", "hypercorn_config", "in_memory", "serve_dashboard"]
 
 log = logging.getLogger(__name__)
 # hypercorn's own lines ("Running on ...") repeat the node's start line; keep its warnings.
@@ -127,3 +131,18 @@ class _Served:
                     await send({"type": "lifespan.shutdown.complete"})
                     nursery.cancel_scope.cancel()
                     return
+
+
+@asynccontextmanager
+async def in_memory(runtime: RuntimeView, viz_settings: VizSettings) -> AsyncIterator[Any]:
+    """Rule 8: the dashboard's ASGI callable, served by nothing but its caller, until exit."""
+    dashboard = Dashboard(runtime, viz_settings)
+    async with trio.open_nursery() as nursery:
+        dashboard.nursery = nursery
+        try:
+            yield dashboard.asgi
+        finally:
+            if dashboard.started:
+                with trio.CancelScope(shield=True):
+                    await dashboard.app.shutdown()
+            nursery.cancel_scope.cancel()

@@ -39,7 +39,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "hosts": frozenset({"ground"}),
     "node": frozenset({"ground", "runtime", "api", "swim", "rpc", "hosts"}),
     "local": frozenset({"ground", "rpc", "hosts"}),
-    "scenarios": frozenset({"ground", "local", "swim", "rt_cluster"}),
+    "sim": frozenset({"ground", "runtime", "swim", "node"}),
+    "scenarios": frozenset({"ground", "local", "swim", "rt_cluster", "sim"}),
     "rt_cluster": frozenset({"ground", "local"}),
     "facade": frozenset({"ground", "runtime", "node"}),
 }
@@ -52,6 +53,7 @@ CLUSTER_ROOMS = (
     "rpc",
     "hosts",
     "node",
+    "sim",
     "local",
     "rt_cluster",
 )

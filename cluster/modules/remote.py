@@ -32,11 +32,11 @@ Rules:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from cluster.ground.elapsed import perf_ns, wall_ns
 from cluster.ground.errors import ApiError, BadRequest, Conflict, PeerUnreachable
 from cluster.ground.ids import PoolId, parse_node_id
 from cluster.runtime import BLOCK_IO, BLOCK_OPS, MAX_WRITER, BlockCall, ModuleContext
@@ -154,7 +154,7 @@ class RemoteStore(BlockStore):
         self, peer: ModuleContext, node_id: int, info: dict[str, Any], writer: str = ""
     ) -> None:
         self.peer, self.node_id, self.writer = peer, node_id, writer
-        self.epoch = time.time_ns()  # rule 2: raised by ``refence``
+        self.epoch = wall_ns()  # rule 2: raised by ``refence``
         try:
             self.pool_id = PoolId.parse(str(info["pool_id"]))
             self.pool_name = str(info["pool_name"])
@@ -197,7 +197,7 @@ class RemoteStore(BlockStore):
         and does it read again within the bound (a disk that failed or was slow)? If so, our
         writes go on at a new epoch, set on the device first (rule 2): a write of ours that
         lay in its socket while it was paused is refused from now on."""
-        self.epoch = max(time.time_ns(), self.epoch + 1)
+        self.epoch = max(wall_ns(), self.epoch + 1)
         try:
             info = await self._call("info")
             if not isinstance(info, dict) or info.get("instance") != self.instance:
@@ -234,9 +234,9 @@ class RemoteStore(BlockStore):
         )
 
     async def _metered(self, kind: str, size: int, call: Callable[[], Awaitable[Any]]) -> Any:
-        t0 = time.perf_counter()
+        t0 = perf_ns() / 1e9
         got = await call()
-        self.meter.record(kind, size, time.perf_counter() - t0)
+        self.meter.record(kind, size, perf_ns() / 1e9 - t0)
         if kind == "read" and (not isinstance(got, bytes) or len(got) != size):
             raise PeerUnreachable(f"node {self.node_id} answered a read of {size} bytes badly")
         return got

@@ -31,7 +31,6 @@ import errno
 import logging
 import random
 import secrets
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,6 +45,7 @@ from cluster.api import (
     pool_id_field,
     pool_name_field,
 )
+from cluster.ground.elapsed import perf_ns
 from cluster.ground.errors import BadRequest, Conflict, ValidationFailed
 from cluster.ground.parse import int_value
 from cluster.runtime import BlockCall, DiskFault
@@ -253,9 +253,9 @@ class BdevContainer(ExtentDevice):
         if size > INLINE_BYTES:
 
             def task() -> T:
-                t0 = time.perf_counter_ns()
+                t0 = perf_ns()
                 result = op(*args)
-                self.meter.record(method, size, (time.perf_counter_ns() - t0) / 1e9)
+                self.meter.record(method, size, (perf_ns() - t0) / 1e9)
                 return result
 
             return await self.runtime.workers.run(self.info.pool_id, method, size / 1024, task)
@@ -267,9 +267,9 @@ class BdevContainer(ExtentDevice):
 
     def _inline(self, method: str, size: int, op: Callable[..., T], *args: Any) -> T:
         """``op(*args)`` run here, measured and counted (``_run_io``'s inline path)."""
-        t0 = time.perf_counter_ns()
+        t0 = perf_ns()
         result = op(*args)
-        t1 = self._done_ns = time.perf_counter_ns()
+        t1 = self._done_ns = perf_ns()
         self.meter.record(method, size, (t1 - t0) / 1e9)
         self.runtime.workers.count_inline(
             self.info.pool_id, method, size / 1024, (t1 - t0) / 1e3, self.cost

@@ -143,7 +143,7 @@ async def open_node(
             await startup_compose(runtime)
             await start_dashboard(runtime, settings.viz, nursery, dashboard)
             if settings.workload.enabled:
-                nursery.start_soon(serve_workload, runtime)
+                nursery.start_soon(serve_workload, runtime, seed)
             try:
                 yield node
             finally:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
+from cluster.ground.elapsed import cpu_ns, perf_ns
 from cluster.ground.errors import PoolGone
 from cluster.ground.ids import PoolId
 from cluster.ground.parse import float_value
@@ -153,7 +153,7 @@ class WorkerPool:
         """Execute ``fn`` as a task of ``pool_id``'s ``method`` on a worker; return its result."""
         task = self._submit(pool_id, method, size, fn, is_async=_is_async(fn))
         parent = _current.get()
-        started = time.perf_counter()
+        started = perf_ns() / 1e9
         if parent is not None and parent.worker is not None:
             parent.worker.blocked += 1
         try:
@@ -161,7 +161,7 @@ class WorkerPool:
         finally:
             if parent is not None and parent.worker is not None:
                 parent.worker.blocked -= 1
-                parent.blocked_s += time.perf_counter() - started
+                parent.blocked_s += perf_ns() / 1e9 - started
         assert task.result is not None
         return task.result.unwrap()  # type: ignore[no-any-return]
 
@@ -238,25 +238,25 @@ class WorkerPool:
 
     def _execute_sync(self, w: _Worker, task: _Task) -> None:
         w.running_sync = True
-        cpu0, wall0 = time.thread_time_ns(), time.perf_counter_ns()
+        cpu0, wall0 = cpu_ns(), perf_ns()
         token = _current.set(task)
         try:
             task.result = outcome.capture(task.fn)
         finally:
             _current.reset(token)
             w.running_sync = False
-        cpu_us = (time.thread_time_ns() - cpu0) / 1000
-        wall_us = (time.perf_counter_ns() - wall0) / 1000
+        cpu_us = (cpu_ns() - cpu0) / 1000
+        wall_us = (perf_ns() - wall0) / 1000
         self._finish(w, task, cpu_us, wall_us)
 
     async def _execute_async(self, w: _Worker, task: _Task) -> None:
-        wall0 = time.perf_counter()
+        wall0 = perf_ns() / 1e9
         token = _current.set(task)
         try:
             task.result = await outcome.acapture(task.fn)
         finally:
             _current.reset(token)
-        wall_us = (time.perf_counter() - wall0) * 1e6
+        wall_us = (perf_ns() / 1e9 - wall0) * 1e6
         self._finish(w, task, max(0.0, wall_us - task.blocked_s * 1e6), wall_us)
 
     def _finish(self, w: _Worker, task: _Task, cpu_us: float, wall_us: float) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import random
 import secrets
-import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
@@ -31,6 +30,7 @@ from typing import Any
 
 import trio
 
+from cluster.ground.elapsed import perf_ns
 from cluster.ground.errors import ApiError, Conflict
 from cluster.ground.ids import PoolId, parse_node_id
 from cluster.runtime import parse_period
@@ -231,9 +231,9 @@ class SafeBdevContainer(ExtentDevice):
         self.check_range(offset, size)
 
         async def io() -> bytes:
-            t0 = time.perf_counter()
+            t0 = perf_ns() / 1e9
             data = await self.require_array().read(offset, size)
-            self.meter.record("read", size, time.perf_counter() - t0)
+            self.meter.record("read", size, perf_ns() / 1e9 - t0)
             return data
 
         return await self._run_op("read", size / 1024, io)  # type: ignore[no-any-return]
@@ -242,9 +242,9 @@ class SafeBdevContainer(ExtentDevice):
         self.check_range(offset, len(data))
 
         async def io() -> None:
-            t0 = time.perf_counter()
+            t0 = perf_ns() / 1e9
             await self.require_array().write(offset, data)
-            self.meter.record("write", len(data), time.perf_counter() - t0)
+            self.meter.record("write", len(data), perf_ns() / 1e9 - t0)
 
         await self._run_op("write", len(data) / 1024, io)
 
