@@ -1,0 +1,1 @@
+"""Benchmarks of the whole-node simulator (``python -m bench.wholesim``)."""
