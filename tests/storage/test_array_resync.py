@@ -8,67 +8,12 @@ resync did not rebuild it, and the member served stale bytes for it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import trio
 
-from cluster.ground.ids import PoolId
-from cluster.storage import ArrayMember, BlockStore, Buffer, DeviceState, Extent, IoSnapshot
-from cluster.storage.array import StripeArray, Unreadable, Unwritable
-
-CHUNK, SLOTS = 512, 16
-
-
-class Memory(BlockStore):
-    """A device in memory whose writes can be held at a gate."""
-
-    def __init__(self) -> None:
-        self.data = bytearray(CHUNK * SLOTS)
-        self.gate: trio.Event | None = None
-        self.held = trio.Event()
-
-    @property
-    def capacity(self) -> int:
-        return len(self.data)
-
-    @property
-    def remaining_capacity(self) -> int:
-        return 0
-
-    @property
-    def largest_free(self) -> int:
-        return 0
-
-    def io_snapshot(self) -> IoSnapshot:
-        return IoSnapshot(0, 0, 0, 0, 0, 0, 0, 0, 0)
-
-    async def allocate(self, size: int) -> Extent:
-        raise NotImplementedError
-
-    async def free(self, extent: Extent) -> None:
-        raise NotImplementedError
-
-    async def read(self, offset: int, size: int) -> bytes:
-        await trio.lowlevel.checkpoint()
-        return bytes(self.data[offset : offset + size])
-
-    async def write(self, offset: int, data: Buffer) -> None:
-        if self.gate is not None:
-            self.held.set()
-            await self.gate.wait()
-        self.data[offset : offset + len(data)] = bytes(data)
-
-
-def array_of(stores: list[Memory]) -> StripeArray:
-    ids = [PoolId(900 + i, 0) for i in range(len(stores))]
-    by_id = dict(zip(ids, stores, strict=True))
-    members = [ArrayMember(f"m{i}", pid, 0) for i, pid in enumerate(ids)]
-
-    async def run_op(_method: str, _kib: float, fn: Any) -> Any:
-        return await fn()
-
-    return StripeArray("a", CHUNK, SLOTS, members[:2], members[2:], by_id.get, run_op)
+from cluster.storage import DeviceState
+from cluster.storage.array import Unreadable, Unwritable
+from tests.support.memstore import CHUNK, Memory, array_of
 
 
 async def test_a_write_under_way_when_the_member_comes_back_is_rebuilt_onto_it() -> None:

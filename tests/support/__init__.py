@@ -11,7 +11,8 @@ foreground, proof that nothing of a cluster runs), ``runtime`` (a network-less r
 ``memudp`` (an in-memory UDP network for trio, with a ``MockClock``), ``strategies``
 (hypothesis: what a msgpack peer can send), ``traces`` (hand-written membership events),
 ``memberlist_packets`` (memberlist's packets made by hand), ``yamlbombs`` (YAML that attacks
-its reader), ``pinned`` (values a move of code must leave unchanged).
+its reader), ``pinned`` (values a move of code must leave unchanged), ``memstore`` (a block
+device in memory whose writes can be held, and a small array over such devices).
 """
 
 from .harness import HOST, NODE, Child, Harness, open_harness, running
