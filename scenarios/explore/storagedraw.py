@@ -1,0 +1,113 @@
+"""What one exploring run with storage plays (``explore --storage``): an array and its writes
+while the nodes that hold its members die, pause, restart and are cut off.
+
+Rules:
+1. A pure function of the run's seed and the search's options, as ``drawing.draw``.
+2. The cluster is 4 to ``max(4, high)`` whole nodes (the whole-node simulator: runtime,
+   modules, node RPC, SWIM). The array's owner is one node; two data members and one parity
+   member sit on three others (a 2+1 array that survives one member away); the owner writes
+   ``records`` records every ``every`` seconds from the start to the end of the run.
+3. One to ``MAX_FAULTS`` faults, three in four of them on a member's node (the array's own
+   failures), the rest anywhere: kill, pause (0.5 to 3 times the longest suspicion, so it
+   often outlasts a death), restart (a killed node brought back, or a running one crashed and
+   started again), a partition, a one-way cut, loss or delay, each from 2 s on and 1 to 12 s
+   apart; at least two nodes keep running.
+4. The schedule ends with every node back: the final heal, then every killed node restarted;
+   the run goes on ``RECOVER_S`` after it, so the restarted nodes have joined and an array
+   whose members all came back has had time to be healthy again (``array_recovers``). The
+   membership properties' bounds (``drawing.finish``, which stretch the probe interval by
+   Lifeguard's worst case after a fault) would make a run ten times as long: a storage search
+   judges the storage properties by default.
+5. Clock faults and added nodes are not drawn: the whole-node simulator runs one clock, and
+   an added node holds no member.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from swim import SwimConfig
+from swim.lifeguard import suspicion_bounds
+
+from .drawing import MAX_FAULTS, Options
+
+__all__ = ["RECOVER_S", "STORAGE_KINDS", "draw_storage"]
+
+STORAGE_KINDS = ("kill", "pause", "restart", "partition", "cut", "loss", "delay")
+RECOVER_S = 30.0  # rule 4: seconds from the final heal to the end: a re-join, then a resync
+
+
+def draw_storage(seed: int, options: Options) -> dict[str, Any]:
+    """The scenario mapping of storage run ``seed`` (rules 1-4)."""
+    rng = random.Random(seed)
+    n = rng.randint(4, max(4, options.high))
+    nodes = list(range(n))
+    rng.shuffle(nodes)
+    owner, members, parity = nodes[0], sorted(nodes[1:3]), [nodes[3]]
+    holders = [*members, *parity]
+    config = SwimConfig()
+    suspicion = suspicion_bounds(
+        config.suspicion_mult, config.suspicion_max_timeout_mult, n, config.probe_interval
+    )[1]
+    kinds = [k for k in STORAGE_KINDS if k in options.faults and rng.random() < 0.6]
+    kinds = kinds or [rng.choice([k for k in STORAGE_KINDS if k in options.faults] or ["kill"])]
+    steps: list[dict[str, Any]] = []
+    down: list[int] = []
+    paused: dict[int, float] = {}
+    t = round(rng.uniform(2.0, 6.0), 3)
+    for _ in range(rng.randint(1, MAX_FAULTS)):
+        live = [i for i in range(n) if i not in down and i not in paused]
+        targets = [i for i in holders if i in live] if rng.random() < 0.75 else live
+        target = rng.choice(targets or live)
+        kind = rng.choice(kinds)
+        if kind in ("kill", "pause") and len(live) <= 2:
+            kind = "delay"
+        if kind == "kill":
+            steps.append({"at": t, "kill": target})
+            down.append(target)
+        elif kind == "pause":
+            dur = round(rng.uniform(0.5, 3.0) * suspicion, 3)
+            steps.append({"at": t, "pause": target, "for": dur})
+            paused[target] = t + dur
+        elif kind == "restart":
+            i = rng.choice(down) if down and rng.random() < 0.6 else target
+            steps.append({"at": t, "restart": i})
+            if i in down:
+                down.remove(i)
+        elif kind == "partition":
+            ids = list(range(n))
+            rng.shuffle(ids)
+            cut = rng.randint(1, n - 1)
+            steps.append({"at": t, "partition": [sorted(ids[:cut]), sorted(ids[cut:])]})
+            if rng.random() < 0.6:
+                t = round(t + rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
+                steps.append({"at": t, "heal": True})
+        elif kind == "cut":
+            others = [i for i in range(n) if i != target]
+            steps.append({"at": t, "cut": {"from": [target], "to": [rng.choice(others)]}})
+        elif kind == "loss":
+            steps.append({"at": t, "loss": {"node": target, "percent": rng.choice([10, 30, 60])}})
+        else:
+            steps.append({"at": t, "delay": {"node": target, "ms": rng.choice([50, 200, 800])}})
+        t = round(t + rng.uniform(1.0, 12.0), 3)
+    for until in paused.values():
+        t = max(t, round(until + 0.5, 3))
+    steps.append({"at": t, "heal": True, "name": "final"})
+    steps.extend({"at": t, "restart": i} for i in sorted(down))
+    every = rng.choice([0.2, 0.3, 0.5])
+    return {
+        "name": f"explore storage run {seed}",
+        "nodes": n,
+        "seed": seed,
+        "workload": "off",
+        "storage": {
+            "array": owner,
+            "members": members,
+            "parity": parity,
+            "capacity": "16M",
+            "writes": {"every": every, "records": rng.randint(1, 4), "size": 4096},
+        },
+        "steps": steps,
+        "duration": round(t + RECOVER_S, 3),
+    }
