@@ -80,6 +80,7 @@ class SimNet(trio.abc.SocketFactory):
         self._sockets: dict[int | None, list[SimSocket]] = {}
         self._next_port = FIRST_PORT
         self._order = itertools.count()  # ties of equal arrival times keep their send order
+        self._thawed = trio.Event()  # set at every change of the faults
 
     # ---- the run's sockets -----------------------------------------------------------------
 
@@ -146,6 +147,11 @@ class SimNet(trio.abc.SocketFactory):
     def thaw(self, host: int) -> None:
         self.frozen.discard(host)
         self._wake()
+
+    async def wait_thawed(self, host: int) -> None:
+        """Until ``host`` is not paused (at once when it is not)."""
+        while host in self.frozen:
+            await self._thawed.wait()
 
     def heal(self) -> None:
         """Every fault between hosts gone (a pause is not a network fault: ``thaw`` ends it)."""
@@ -220,6 +226,8 @@ class SimNet(trio.abc.SocketFactory):
 
     def _wake(self) -> None:
         """A fault changed: every waiting socket looks again (in the order they were made)."""
+        self._thawed.set()
+        self._thawed = trio.Event()
         for held in list(self._sockets.values()):
             for sock in held:
                 sock.poke()

@@ -182,7 +182,9 @@ class WholeCluster:
         timeout: float = 10.0,
     ) -> tuple[int, Any]:
         """One HTTP request to node ``i``'s dashboard (its app, in memory: rule 1): the status
-        and the JSON body (or the text when it is not JSON)."""
+        and the JSON body (or the text when it is not JSON). A paused node answers once resumed
+        (its server reads nothing before); ``TimeoutError`` when no answer came in ``timeout``
+        seconds, ``LookupError`` when the node is down."""
         import httpx
 
         asgi = self.nodes[i].asgi
@@ -190,10 +192,13 @@ class WholeCluster:
             raise LookupError(f"node {i} serves no dashboard now")
         transport = httpx.ASGITransport(app=asgi)  # type: ignore[arg-type]
         base = f"http://127.0.0.1:{VIZ_BASE_PORT + i}"
-        client = httpx.AsyncClient(transport=transport, base_url=base, timeout=timeout)
-        with on_host(i):  # the app answers in this task: what it sends is node i's
-            async with client:
+        client = httpx.AsyncClient(transport=transport, base_url=base)
+        with trio.move_on_after(timeout) as waited, on_host(i):
+            await self.net.wait_thawed(i)
+            async with client:  # the app answers in this task: what it sends is node i's
                 answer = await client.request(method, path, data=data)
+        if waited.cancelled_caught:
+            raise TimeoutError(f"node {i} did not answer {method} {path} in {timeout:g} s")
         try:
             return answer.status_code, answer.json()
         except ValueError:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from cluster.sim import VirtualClock, WholeCluster, open_whole_cluster
@@ -101,3 +102,26 @@ def test_a_clock_fault_is_refused_with_one_line() -> None:
         raise AssertionError("a clock was set")
 
     assert "one clock" in in_sim(body, n=2)
+
+
+def test_a_paused_nodes_dashboard_answers_once_it_is_resumed_or_the_request_times_out() -> None:
+    async def body(c: WholeCluster) -> None:
+        await trio.sleep(2)
+        c.pause(1)
+        t0 = trio.current_time()
+        with pytest.raises(TimeoutError, match="did not answer"):
+            await c.request(1, "GET", "/api/health", timeout=3)
+        assert trio.current_time() - t0 == 3
+
+        async def resume_at(t: float) -> None:
+            await trio.sleep_until(t)
+            c.resume(1)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(resume_at, trio.current_time() + 2)
+            t0 = trio.current_time()
+            status, _ = await c.request(1, "GET", "/api/health", timeout=10)
+        assert status == 200
+        assert trio.current_time() - t0 == 2
+
+    in_sim(body, n=2)
