@@ -1,7 +1,7 @@
 """``python -m bench.summary [--readme]``: the scale-and-cost table from the saved figures.
 
 Reads what the benchmarks saved under bench/results/ (``idle``, ``cluster``, ``sim``,
-``storage``, ``api``, ``chaos``, ``explore``, ``memberlist``), one row per goal: the figure,
+``wholesim``, ``storage``, ``api``, ``chaos``, ``explore``, ``memberlist``), one row per goal: the figure,
 the peer or limit it is held against, the goal and whether the saved run met it. Prints the
 table as Markdown; ``--readme`` also writes it into README.md between the ``bench:start``
 and ``bench:end`` markers. ``make bench`` runs it last, so the README shows the latest
@@ -181,6 +181,20 @@ def _sim(d: Any) -> Iterator[Row]:
             )
 
 
+def _wholesim(d: Any) -> Iterator[Row]:
+    rows = {r["case"]: r for r in d["rows"]}
+    for case, what in (("writes", "writes"), ("kill", "writes, a member's node killed")):
+        r = rows[case]
+        yield (
+            f"whole-node sim, 4 nodes, an array, {d['virtual']:.0f} virtual s of {what}",
+            f"{r['virtual_per_wall_s']:.1f}x",
+            f"{r['acknowledged']}/{r['sent']} writes, {r['check']['lost_count']} lost; "
+            f"idle {rows['idle']['virtual_per_wall_s']:.0f}x",
+            ">= 5x real time",
+            r["virtual_per_wall_s"] >= 5.0,
+        )
+
+
 def _storage(d: Any) -> Iterator[Row]:
     for r in d["results"]:
         if "goal" not in r:
@@ -323,6 +337,7 @@ SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("cluster", _cluster),
     ("thousand", _thousand),
     ("sim", _sim),
+    ("wholesim", _wholesim),
     ("storage", _storage),
     ("api", _api),
     ("chaos", _chaos),

@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.no_save:
         RESULTS.mkdir(exist_ok=True)
         doc = {
+            "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "machine": platform.machine(),
             "python": platform.python_version(),
             "goal": "4 nodes, an array, 60 virtual s of writes: >= 5x real time",
