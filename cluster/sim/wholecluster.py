@@ -37,6 +37,7 @@ from cluster.ground.settings import Settings, VizSettings, load_settings
 from cluster.node import Node, open_node
 from cluster.runtime import RuntimeView
 
+from .inmemoryhttp import InMemoryHttp
 from .net import SimNet, on_host
 from .virtualtime import VirtualClock, repeatable
 
@@ -172,6 +173,19 @@ class WholeCluster:
         found.sort(key=lambda e: (e["mono"], e["observer"]))
         return found
 
+    def transport(self) -> InMemoryHttp:
+        """An httpx transport to every node's dashboard (``dashboard_url``), in memory."""
+        return InMemoryHttp(self._app_of, self.net.wait_thawed)
+
+    def dashboard_url(self, i: int) -> str:
+        return f"http://127.0.0.1:{VIZ_BASE_PORT + i}"
+
+    def _app_of(self, port: int) -> tuple[int, Any]:
+        i = port - VIZ_BASE_PORT
+        if not 0 <= i < len(self.nodes):
+            return i, None
+        return i, self.nodes[i].asgi
+
     async def request(
         self,
         i: int,
@@ -187,18 +201,16 @@ class WholeCluster:
         seconds, ``LookupError`` when the node is down."""
         import httpx
 
-        asgi = self.nodes[i].asgi
-        if asgi is None:
-            raise LookupError(f"node {i} serves no dashboard now")
-        transport = httpx.ASGITransport(app=asgi)  # type: ignore[arg-type]
-        base = f"http://127.0.0.1:{VIZ_BASE_PORT + i}"
-        client = httpx.AsyncClient(transport=transport, base_url=base)
-        with trio.move_on_after(timeout) as waited, on_host(i):
-            await self.net.wait_thawed(i)
-            async with client:  # the app answers in this task: what it sends is node i's
-                answer = await client.request(method, path, data=data)
-        if waited.cancelled_caught:
-            raise TimeoutError(f"node {i} did not answer {method} {path} in {timeout:g} s")
+        client = httpx.AsyncClient(transport=self.transport(), timeout=timeout)
+        try:
+            async with client:
+                answer = await client.request(method, self.dashboard_url(i) + path, data=data)
+        except httpx.ConnectError as exc:
+            raise LookupError(str(exc)) from None
+        except httpx.TimeoutException:
+            raise TimeoutError(
+                f"node {i} did not answer {method} {path} in {timeout:g} s"
+            ) from None
         try:
             return answer.status_code, answer.json()
         except ValueError:
