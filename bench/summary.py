@@ -1,11 +1,11 @@
 """``python -m bench.summary [--readme]``: the scale-and-cost table from the saved figures.
 
 Reads what the benchmarks saved under bench/results/ (``idle``, ``cluster``, ``sim``,
-``wholesim``, ``storage``, ``api``, ``chaos``, ``explore``, ``memberlist``), one row per goal: the figure,
-the peer or limit it is held against, the goal and whether the saved run met it. Prints the
-table as Markdown; ``--readme`` also writes it into README.md between the ``bench:start``
-and ``bench:end`` markers. ``make bench`` runs it last, so the README shows the latest
-figures. A benchmark not run yet shows as "not measured". Nothing is measured here.
+``wholesim``, ``storage``, ``api``, ``chaos``, ``explore``, ``memberlist``), one row per goal:
+the figure, the peer or limit it is held against, the goal and whether the saved run met it.
+Prints the table as Markdown; ``--readme`` also writes it into README.md between the
+``bench:start`` and ``bench:end`` markers. ``make bench`` runs it last, so the README shows
+the latest figures. A benchmark not run yet shows as "not measured". Nothing is measured here.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from .judge.checks import Checker, CheckResult, History, Verdict
     from .judge.trace import Action, HttpResult, Trace, Views
     from .play.arrays import Array, Durability, LostWrite
-    from .play.chaos import Cluster, WaitTimeout, open_cluster, start_cluster
+    from .play.chaos import Cluster, WaitTimeout
+    from .play.opening import open_cluster, start_cluster
     from .reporting.report import render_report
     from .reporting.results import write_outputs
     from .runner import (
@@ -57,7 +58,8 @@ _WHERE = {
     "Analysis": "judge.analysis",
     **dict.fromkeys(("Array", "Durability", "LostWrite"), "play.arrays"),
     "analyse": "judge.analysis",
-    **dict.fromkeys(("Cluster", "WaitTimeout", "open_cluster", "start_cluster"), "play.chaos"),
+    **dict.fromkeys(("Cluster", "WaitTimeout"), "play.chaos"),
+    **dict.fromkeys(("open_cluster", "start_cluster"), "play.opening"),
     **dict.fromkeys(("Checker", "CheckResult", "History", "Verdict"), "judge.checks"),
     "render_report": "reporting.report",
     **dict.fromkeys(

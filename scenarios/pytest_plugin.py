@@ -40,6 +40,9 @@ Rules:
 8. A test that asked for the fixture or opened a cluster and failed with an exception group
    of one exception (a trio nursery's, pytest-trio's) fails with that exception itself, so
    pytest shows the user's own assertion.
+9. ``sim_clock`` is a ``cluster.sim.VirtualClock``: pytest-trio runs a test under any clock
+   fixture it takes, so ``rt_cluster(4, whole=True)`` (whole nodes in the simulator) runs in
+   virtual time in a test that takes ``sim_clock`` too.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class OpenCluster(Protocol):
         *,
         seed: int | None = None,
         swim: SwimConfig | Mapping[str, Any] | None = None,
+        whole: bool = False,
     ) -> Cluster: ...
 
 
@@ -145,8 +149,9 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
         *,
         seed: int | None = None,
         swim: SwimConfig | Mapping[str, Any] | None = None,
+        whole: bool = False,
     ) -> Cluster:
-        from .play.chaos import start_cluster  # rule 7: loaded by the first test that opens one
+        from .play.opening import start_cluster  # rule 7: loaded by the first test that opens one
 
         name = _name(request, len(opened))
         mode = mode or config.getoption("rt_mode")
@@ -159,6 +164,7 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
             swim=swim,
             directory=tmp / name,
             name=name,
+            whole=whole,
         )
         opened.append(c)
         return c
@@ -171,6 +177,14 @@ async def opening(request: pytest.FixtureRequest, tmp: Path) -> AsyncIterator[Op
         with trio.CancelScope(shield=True):
             for c in reversed(opened):
                 await c.aclose()
+
+
+@pytest.fixture
+def sim_clock() -> Any:
+    """Rule 9: a ``cluster.sim.VirtualClock``; the test that takes it runs in virtual time."""
+    from cluster.sim import VirtualClock
+
+    return VirtualClock()
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "hosts": frozenset({"ground"}),
     "node": frozenset({"ground", "runtime", "api", "swim", "rpc", "hosts"}),
     "local": frozenset({"ground", "rpc", "hosts"}),
-    "sim": frozenset({"ground", "runtime", "swim", "node"}),
+    "sim": frozenset({"ground", "runtime", "swim", "rpc", "node"}),
     "scenarios": frozenset({"ground", "local", "swim", "rt_cluster", "sim"}),
     "rt_cluster": frozenset({"ground", "local"}),
     "facade": frozenset({"ground", "runtime", "node"}),
@@ -531,6 +531,7 @@ BACKENDS = frozenset(
         "scenarios.play.attach",
         "scenarios.play.leftovers",
         "scenarios.play.agents",
+        "scenarios.play.wholesim",
     }
 )
 LOCAL_ERRORS = frozenset({"ClusterError", "BadInput"})  # what any module may catch or raise

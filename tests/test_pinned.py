@@ -22,7 +22,7 @@ from scenarios.explore.playing import play
 from scenarios.format.spec import load_scenario
 from scenarios.judge.properties import BUILT_IN
 from scenarios.judge.trace import events_digest
-from scenarios.play.chaos import open_cluster
+from scenarios.play.opening import open_cluster
 from scenarios.play.sim import run_sim
 from scenarios.runner import library
 from tests.support.pinned import check_pinned

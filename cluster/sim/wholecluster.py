@@ -35,6 +35,7 @@ import trio
 
 from cluster.ground.settings import Settings, VizSettings, load_settings
 from cluster.node import Node, open_node
+from cluster.rpc import Faults, rpc_call
 from cluster.runtime import RuntimeView
 
 from .inmemoryhttp import InMemoryHttp
@@ -45,6 +46,7 @@ __all__ = ["BASE_PORT", "NodeSlot", "WholeCluster", "open_whole_cluster"]
 
 BASE_PORT = 9413
 VIZ_BASE_PORT = 8080
+RPC_TIMEOUT = 10.0  # seconds for a fault request to a node's RPC
 IN_MEMORY_DASHBOARD = "dashboard.serve:in_memory"  # by name: the node room imports no HTTP
 Asgi = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -172,6 +174,14 @@ class WholeCluster:
                 found.extend(_history(slot.node))
         found.sort(key=lambda e: (e["mono"], e["observer"]))
         return found
+
+    async def faults(self, i: int, action: str, **values: Any) -> Any:
+        """A fault request to node ``i``'s own RPC (``cluster.rpc.Faults``: ``disk``, ``heal``
+        ...), as ``rt_cluster`` sends it, from outside every node: its answer's body, or the
+        RPC's errors (the node's refusal, ``PeerUnreachable`` when it is down)."""
+        frame = Faults(action, **values)
+        with on_host(None):
+            return await rpc_call("127.0.0.1", BASE_PORT + i, frame, RPC_TIMEOUT)
 
     def transport(self) -> InMemoryHttp:
         """An httpx transport to every node's dashboard (``dashboard_url``), in memory."""

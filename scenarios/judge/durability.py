@@ -3,7 +3,8 @@
 Rules:
 1. It passes when at least one record was acknowledged and none reads back different or
    unreadable; when the owner did not answer, nothing can be checked and it fails, saying so.
-2. On the simulated network there are no arrays: ``not_applicable``.
+2. The membership simulator has no arrays (a simulated trace without a storage result):
+   ``not_applicable``. Whole simulated nodes have them, judged as real ones.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ __all__ = ["judge_storage"]
 
 def judge_storage(trace: Trace) -> dict[str, Any]:
     """``no_lost_writes`` over a trace (rules 1 and 2)."""
-    if trace.mode == "sim":
+    if trace.mode == "sim" and trace.storage is None:
         return {
             "status": "not_applicable",
             "measured": None,

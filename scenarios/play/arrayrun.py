@@ -9,12 +9,13 @@ Rules:
    the writes it acknowledged; a request that fails or times out is counted, never retried.
 3. After the run, the owner reads every acknowledged record back (judged by
    ``judge.durability``).
-4. On the simulated network there are no arrays: the section is ignored.
+4. Over ``transport`` (an httpx transport; None: the network): whole nodes in the simulator
+   take the same requests in memory (``cluster.sim.inmemoryhttp``). The membership simulator
+   has no arrays: the section is ignored there.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,13 +36,14 @@ class StorageRun:
     """Rules 1-3 against live dashboards (``url(i)``: node i's base URL, or None)."""
 
     spec: StorageSpec
+    transport: Any = None  # rule 4
     sent: int = 0
     failed: int = 0
 
     async def set_up(self, url: Any) -> None:
         """Rule 1: the member pools, then the array; ``RuntimeError`` naming a refusal."""
         s = self.spec
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with httpx.AsyncClient(timeout=30, transport=self.transport) as client:
             names = []
             for k, node in enumerate((*s.members, *s.parity)):
                 form = {
@@ -68,9 +70,9 @@ class StorageRun:
     async def serve_writes(self, url: Any) -> None:
         """Rule 2, until cancelled."""
         s, seed = self.spec, 0
-        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=TIMEOUT, transport=self.transport) as client:
             while True:
-                t = time.monotonic()
+                t = trio.current_time()
                 seed += 1
                 form = {
                     "op": "write",
@@ -86,7 +88,7 @@ class StorageRun:
                     await post_form(client, base, _durability(), form)
                 except (RuntimeError, httpx.HTTPError):
                     self.failed += 1
-                await trio.sleep(max(0.0, t + s.every - time.monotonic()))
+                await trio.sleep_until(t + s.every)
 
     async def check(self, url: Any) -> dict[str, Any]:
         """Rule 3: the owner's read-back of every acknowledged record."""
@@ -95,7 +97,7 @@ class StorageRun:
         try:
             if base is None:
                 raise RuntimeError(f"node {self.spec.array} serves no dashboard")
-            async with httpx.AsyncClient(timeout=60) as client:
+            async with httpx.AsyncClient(timeout=60, transport=self.transport) as client:
                 body = await post_form(client, base, _durability(), {"op": "check"})
         except (RuntimeError, httpx.HTTPError) as exc:
             return {**out, "error": f"the array's owner did not answer: {exc}"}

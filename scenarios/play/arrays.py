@@ -12,7 +12,8 @@ Rules:
 1. The same array and ledger as a scenario's ``storage:`` section (``play.storage``):
    one RAM ``rt_bdev`` pool per member node, the array ``rt_array`` on the owner; one array
    a cluster (a second ``make_array`` is refused: the names are taken).
-2. Real processes only (``real`` or ``netns``): on the simulated network there are no
+2. Real processes (``real`` or ``netns``) or whole simulated nodes (``open_cluster(...,
+   mode="sim", whole=True)``, over their ``transport``): the membership simulator has no
    arrays, and ``make_array`` says so at once.
 3. Waits poll the owner's ``stats`` and end with ``WaitTimeout`` naming what was awaited and
    what the array said last.
@@ -71,11 +72,11 @@ class Durability:
 class Array:
     """The array ``rt_array`` on node ``owner`` (build one with ``Cluster.make_array``)."""
 
-    def __init__(self, spec: StorageSpec, url: Callable[[int], str | None]) -> None:
+    def __init__(self, spec: StorageSpec, url: Callable[[int], str | None], transport: Any) -> None:
         self.spec = spec
         self.owner = spec.array
         self._url = url
-        self._run = StorageRun(spec)
+        self._run = StorageRun(spec, transport)
         self._seed = 0
 
     def _base(self) -> str:
@@ -86,7 +87,7 @@ class Array:
 
     async def _post(self, route: str, form: dict[str, str], timeout: float = 60) -> Any:
         path = f"/api/mod/rt_safe_bdev/{ARRAY_POOL}/{route}"
-        async with httpx.AsyncClient(timeout=timeout) as client:
+        async with httpx.AsyncClient(timeout=timeout, transport=self._run.transport) as client:
             return await post_form(client, self._base(), path, form)
 
     async def write(self, records: int = 16, size: int = 8192) -> int:
@@ -107,7 +108,7 @@ class Array:
     async def stats(self) -> dict[str, Any]:
         """The owner's ``stats`` of the array: members (with their ``node_id``), states,
         recovery figures."""
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with httpx.AsyncClient(timeout=30, transport=self._run.transport) as client:
             r = await client.get(
                 f"{self._base()}/api/pools/{ARRAY_POOL}/monitor", params={"query": "stats"}
             )
@@ -149,6 +150,7 @@ def _recovered(s: dict[str, Any]) -> bool:
 
 async def make_array(
     url: Callable[[int], str | None],
+    transport: Any,
     mode: str,
     *,
     owner: int = 0,
@@ -156,15 +158,17 @@ async def make_array(
     parity: Sequence[int] = (3,),
     capacity: str = "4M",
 ) -> Array:
-    """The array of rule 1 on a cluster whose node ``i`` serves its dashboard at ``url(i)``."""
-    if mode == "sim":
+    """The array of rule 1 on a cluster whose node ``i`` serves its dashboard at ``url(i)``
+    (reached over ``transport``, or the network when None)."""
+    if mode == "sim" and transport is None:
         raise RuntimeError(
-            "arrays need real processes: open the cluster with mode='real' or 'netns'"
+            "arrays need whole nodes: open the cluster with mode='real' or 'netns', or "
+            "mode='sim' with whole=True"
         )
     nodes = [owner, *members, *parity]
     if len(set(nodes[1:])) != len(nodes) - 1:
         raise ValueError("each member on a node of its own")
     spec = StorageSpec(owner, tuple(members), tuple(parity), capacity, 1.0, 1, 1)
-    array = Array(spec, url)
+    array = Array(spec, url, transport)
     await array._run.set_up(url)
     return array

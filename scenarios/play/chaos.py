@@ -1,4 +1,4 @@
-"""Chaos tests in Python: ``open_cluster`` and the ``Cluster`` every mode shares.
+"""Chaos tests in Python: the ``Cluster`` every mode shares (``opening.open_cluster`` makes one).
 
 Usage::
 
@@ -12,9 +12,9 @@ Rules:
    lists every node alive (the start, ``t = 0``) and ends every process and namespace (real,
    netns) when it is left, however (shielded from cancellation).
 2. The same calls in every mode; the mode only chooses the ``Backend`` (``simcluster``,
-   ``realcluster``, ``attach``). In sim, time is virtual: ``sleep`` and the waits move it, so
-   a 60 s wait costs milliseconds, and one seed replays the same events, one for one. A
-   scenario file and explore play through these same calls (``engine``).
+   ``wholesim``, ``realcluster``, ``attach``). In sim, time is virtual: ``sleep`` and the
+   waits move it, so a 60 s wait costs milliseconds, and one seed replays the same events,
+   one for one. A scenario file and explore play through these same calls (``engine``).
 3. Every fault is recorded as an ``Action`` (named ``<kind><n>``, ``kill1``, ``heal4``, or the
    ``name`` given; what a call brings about on its own is ``<name>:<kind>``), stamped just
    before it takes effect and told to ``on_action``;
@@ -28,8 +28,9 @@ Rules:
    scenario file is played as written (``engine``), as the network would take it.
 6. The history, the checks and the close: ``history`` (a closed cluster still answers for
    its history).
-7. ``start_cluster`` tells ``opened`` of every cluster it starts (``open_cluster`` and the
-   pytest fixture start theirs through it), so a failed test names each one it opened.
+7. ``opening.start_cluster`` tells ``opened`` of every cluster it starts (``open_cluster``
+   and the pytest fixture start theirs through it), so a failed test names each one it
+   opened.
 8. Who is there (``nodes``, ``running``) follows from the actions alone: each is stamped
    when it is made, so none lies ahead of the clock, and the answer holds until the next one
    (worked out once per action, however often a wait looks).
@@ -37,9 +38,7 @@ Rules:
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,14 +46,11 @@ import trio
 
 from swim import SwimConfig
 
-from ..format.records import MAX_AGENTS
 from ..judge.checks import Verdict
 from ..judge.trace import Action, HttpResult
 from .backend import MODES, Backend
 from .faultcalls import FaultCalls
 from .history import Recorded
-from .opened import seen
-from .simcluster import SimBackend
 from .waits import Wait, Waits, WaitTimeout
 
 if TYPE_CHECKING:
@@ -62,7 +58,7 @@ if TYPE_CHECKING:
 
 HTTP_TIMEOUT = 15.0  # seconds an ``http`` request may take at least
 
-__all__ = ["MODES", "Cluster", "Wait", "WaitTimeout", "open_cluster", "start_cluster"]
+__all__ = ["HTTP_TIMEOUT", "MODES", "Cluster", "Wait", "WaitTimeout"]
 
 
 class Cluster(Recorded, Waits, FaultCalls):
@@ -124,9 +120,15 @@ class Cluster(Recorded, Waits, FaultCalls):
         return self.backend.directory
 
     def dashboard_url(self, i: int) -> str | None:
-        """Node ``i``'s dashboard (None in sim)."""
+        """Node ``i``'s dashboard (None in the membership simulator)."""
         self._known(i)
         return self.backend.dashboard_url(i)
+
+    @property
+    def transport(self) -> Any:
+        """How HTTP reaches the dashboards: an httpx transport (whole nodes in the simulator:
+        their apps in memory), or None (the network)."""
+        return getattr(self.backend, "transport", None)
 
     def state(self, i: int) -> str:
         """Node ``i``'s process as this cluster left it: ``running``, ``paused`` or ``down``
@@ -183,11 +185,12 @@ class Cluster(Recorded, Waits, FaultCalls):
     ) -> Array:
         """An erasure-coded array on node ``owner`` over one device on each node of
         ``members`` (data) and ``parity``: its writes, waits and durability check
-        (``arrays``). Real processes only."""
+        (``arrays``). Real processes, or whole nodes in the simulator (``whole=True``)."""
         from .arrays import make_array
 
         return await make_array(
             self.dashboard_url,
+            self.transport,
             self.mode,
             owner=owner,
             members=tuple(members),
@@ -310,7 +313,7 @@ class Cluster(Recorded, Waits, FaultCalls):
         None in sim, which has no dashboards (the action says "not applicable"). Started
         with ``nursery.start``, it is under way, its action recorded, once that returns."""
         self._known(i)
-        if self.mode == "sim":
+        if self.mode == "sim" and self.transport is None:  # the membership simulator
             self._record("http", name=name, note="not applicable in sim")
             task_status.started()
             return None
@@ -344,69 +347,3 @@ class Cluster(Recorded, Waits, FaultCalls):
         ``suspect``, ``dead``, ``left``); an observer that did not answer is left out."""
         got = await self.backend.views(self.running)
         return {o: row for o, row in got.items() if row is not None}
-
-
-async def start_cluster(
-    n: int,
-    mode: str = "sim",
-    *,
-    seed: int | None = None,
-    swim: SwimConfig | Mapping[str, Any] | None = None,
-    directory: Path | None = None,
-    name: str | None = None,
-    serf: int = 0,
-) -> Cluster:
-    """Start ``n`` nodes and return once they have converged; the caller owns it and must
-    ``aclose`` it (``open_cluster`` does). ``directory``/``name``: real mode's cluster
-    directory and name (default a fresh temporary one); ``serf``: see ``open_cluster``."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if not 1 <= n <= 1024:
-        raise ValueError(f"a cluster has 1..1024 nodes, not {n}")
-    if serf and (mode != "real" or not 0 < serf <= MAX_AGENTS):
-        raise ValueError(
-            f"Serf agents (1..{MAX_AGENTS}) run in mode 'real' only, not {serf} in {mode!r}"
-        )
-    config = swim if isinstance(swim, SwimConfig) else SwimConfig.from_mapping(dict(swim or {}))
-    seed = secrets.randbelow(2**31) if seed is None else seed
-    backend: Backend
-    agents: dict[int, str] = {}
-    if mode == "sim":
-        backend = await SimBackend.start(n, config, seed)
-    else:
-        from .realcluster import RealBackend  # processes only when asked for
-
-        real = await RealBackend.start(
-            n, config, directory=directory, name=name, namespaces=mode == "netns", serf=serf
-        )
-        backend, agents = real, real.agent_names()
-    c = Cluster(backend, n + serf, seed, config, agents=agents)
-    seen(c)  # the pytest plugin's record of the test's clusters (``opened``)
-    return c
-
-
-@asynccontextmanager
-async def open_cluster(
-    n: int,
-    mode: str = "sim",
-    *,
-    seed: int | None = None,
-    swim: SwimConfig | Mapping[str, Any] | None = None,
-    directory: Path | None = None,
-    name: str | None = None,
-    serf: int = 0,
-) -> AsyncIterator[Cluster]:
-    """``n`` nodes (``mode``: ``"sim"``, ``"real"`` or ``"netns"``), converged, ended on exit
-    (rule 1).
-
-    ``seed``: the simulation's seed (default a random one; ``c.seed`` says which);
-    ``swim``: ``SwimConfig`` or its fields as a mapping (seconds); ``serf``: that many real
-    Serf agents beside the nodes (mode ``"real"``; the nodes then speak memberlist), members
-    ``n`` and up, whose views come from ``serf members``."""
-    c = await start_cluster(
-        n, mode, seed=seed, swim=swim, directory=directory, name=name, serf=serf
-    )
-    try:
-        yield c
-    finally:
-        await c.aclose()

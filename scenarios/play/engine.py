@@ -73,7 +73,7 @@ async def _storage(c: Cluster, scenario: Scenario) -> StorageRun | None:
 
     from .arrayrun import StorageRun
 
-    storage = StorageRun(scenario.storage)
+    storage = StorageRun(scenario.storage, c.transport)
     try:
         await storage.set_up(c.dashboard_url)
     except (RuntimeError, httpx.HTTPError) as exc:

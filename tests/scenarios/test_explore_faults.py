@@ -181,7 +181,7 @@ async def test_a_cut_explains_the_suspicions_it_causes_and_no_others() -> None:
     """A node that sends to no one is held dead, expected (``suspicions`` rule 2); a cut that
     leaves every route open accuses no one."""
     from scenarios.judge.checks import never_dead
-    from scenarios.play.chaos import open_cluster
+    from scenarios.play.opening import open_cluster
 
     async with open_cluster(4, mode="sim", seed=3) as c:
         await c.wait_converged()
