@@ -161,11 +161,11 @@ def _scenario(
     for s in steps:
         if s.at > duration:
             raise c.fail(s.label(), f"at {s.at:g}s is after the end (duration {duration:g})")
-        if s.kind == "disk" and sim_mode:
+        if s.kind == "disk" and sim_mode and d.get("storage") is None:
             raise c.fail(
                 s.label(),
-                "disk faults need real node processes (real or netns mode): the simulator "
-                "runs no disks",
+                "disk faults need node processes or whole simulated nodes: the membership "
+                "simulator runs no disks (a file with a storage: section runs whole nodes)",
             )
     return Scenario(
         name=str(d.get("name") or Path(c.source).stem),
