@@ -213,10 +213,12 @@ class Scenario:
     @property
     def real_only(self) -> bool:
         """Whether the file plays on real processes only: it has Serf agents and no ``sim:``
-        section setting ``serf: 0`` (``spec`` rule 7), or a ``disk`` step (the simulator
-        runs no devices)."""
+        section setting ``serf: 0`` (``spec`` rule 7), or a ``disk`` step without a
+        ``storage:`` section (the membership simulator runs no devices; whole simulated
+        nodes, which a storage section brings, do)."""
         agents = bool(self.serf) and self.sim_overrides.get("serf", self.serf) != 0
-        return agents or any(s.kind == "disk" for s in self.steps)
+        disks = self.storage is None and any(s.kind == "disk" for s in self.steps)
+        return agents or disks
 
     @property
     def agents(self) -> tuple[int, ...]:

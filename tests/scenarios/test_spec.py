@@ -38,7 +38,7 @@ def test_library_parses_in_both_modes() -> None:
         assert sc.nodes <= 5, f"{path.name}: real runs stay small"
         assert sc.expectations, path.name
         if sc.real_only:  # Serf agents or a disk step, no simulated variant: refused in sim
-            refused = "run on real processes only|disk faults need real node processes"
+            refused = "run on real processes only|disk faults need node processes"
             with pytest.raises(ScenarioError, match=refused):
                 parse_scenario(path.read_text(), str(path), sim=True)
             continue
