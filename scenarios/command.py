@@ -76,6 +76,12 @@ def _add_scenario(sub: Subcommands) -> None:
         help="play on the running cluster H names (host:port lines; node id = line offset)",
     )
     p.add_argument(
+        "--storage",
+        action="store_true",
+        help="search schedules with an array on whole simulated nodes: writes while the "
+        "members' nodes die, pause, restart and are cut off (default: membership only)",
+    )
+    p.add_argument(
         "--property",
         action="append",
         dest="properties",
@@ -204,16 +210,24 @@ def _add_explore(sub: Subcommands) -> None:
         "kill,pause,restart,add,partition,loss,delay,rolling,cut,clock)",
     )
     p.add_argument(
+        "--storage",
+        action="store_true",
+        help="search schedules with an array on whole simulated nodes: writes while the "
+        "members' nodes die, pause, restart and are cut off (default: membership only)",
+    )
+    p.add_argument(
         "--property",
         action="append",
         dest="properties",
         help="check only these (repeat; built-in names, or module:function, a checker; "
-        "default: every built-in property)",
+        "default: every built-in property; with --storage: no_lost_writes, array_recovers, "
+        "forward_bounded, no_exception)",
     )
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from .explore import BUILT_IN, FAULT_KINDS, Options, Search, run_search  # rule 3
+    from .judge.properties import STORAGE_PROPERTIES
 
     swim = {key: (low, high) for key, low, high in args.swim}
     faults = args.faults or FAULT_KINDS
@@ -222,13 +236,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise BadInput(f"--out {args.out}: {exc.strerror or exc}") from None
     search = Search(
-        options=Options(args.n[0], args.n[1], swim, faults),
+        options=Options(args.n[0], args.n[1], swim, faults, storage=args.storage),
         budget_s=args.budget_s if args.budget_s is not None or args.runs else 60.0,
         runs=args.runs,
         seed=args.seed,
         jobs=args.jobs,
         out=Path(args.out),
-        properties=args.properties or list(BUILT_IN),
+        properties=args.properties or list(STORAGE_PROPERTIES if args.storage else BUILT_IN),
         overwrite=args.overwrite,
     )
     try:

@@ -10,22 +10,42 @@ Rules:
    out its timeout and then fails as a silent peer's would. ``observe`` (the views matrix's
    channel) is not cut off. A request from a peer that cuts this node is still answered on
    one host (only the peer knows its cut; in namespaces its route drops the answer).
+3. Every call is recorded (``forwards()``): its start and end on trio's clock, the peer, what
+   it was and how it ended (``ok``, ``timeout``, ``unreachable``, ``refused``: the peer's own
+   error, ``cancelled``: the caller gave up first); the last ``FORWARDS_KEPT`` that ended,
+   and those still open (end None). The whole-node simulator's ``forward_bounded`` judges
+   them; on a real node they cost one small record per call.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import trio
 
 import swim
-from cluster.ground.errors import PeerUnreachable
+from cluster.ground.errors import ApiError, PeerUnreachable
 from cluster.rpc import Block, Call, Compose, Monitor, PeerTimeout, PoolMonitor, rpc_call
 from cluster.runtime import FORWARD_TIMEOUT, BlockCall, MemberLike, timed_out, unreachable
 
-__all__ = ["RpcPeers"]
+__all__ = ["FORWARDS_KEPT", "Forward", "RpcPeers"]
+
+FORWARDS_KEPT = 4096  # rule 3: ended calls kept
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """One call to a peer (rule 3); ``end`` None while it is open."""
+
+    start: float
+    end: float | None
+    peer: int
+    what: str
+    outcome: str
 
 
 class RpcPeers:
@@ -34,13 +54,40 @@ class RpcPeers:
     def __init__(self, faults: swim.Faults | None = None, timeout: float = FORWARD_TIMEOUT) -> None:
         self.faults = faults
         self.timeout = timeout  # seconds: the bound on every call (rule 1)
+        self._ended: deque[Forward] = deque(maxlen=FORWARDS_KEPT)  # rule 3
+        self._open: dict[int, Forward] = {}
+        self._numbers = itertools.count()
+
+    def forwards(self) -> list[Forward]:
+        """Rule 3: the calls kept that ended, then those still open."""
+        return [*self._ended, *self._open.values()]
 
     async def call(
         self, member: MemberLike, request: Call, what: str, *, through_faults: bool = False
     ) -> Any:
         """Send ``request`` (``what`` names it in errors) to ``member``; the body of its
         reply, within ``timeout`` seconds. A peer this node's injected faults block gets
-        nothing (rule 2) unless ``through_faults``."""
+        nothing (rule 2) unless ``through_faults``. Recorded (rule 3)."""
+        number = next(self._numbers)
+        started = Forward(trio.current_time(), None, member.node_id, what, "open")
+        self._open[number] = started
+        outcome = "cancelled"
+        try:
+            body = await self._call(member, request, what, through_faults)
+            outcome = "ok"
+            return body
+        except ApiError as exc:
+            outcome = _outcome(exc)
+            raise
+        finally:
+            del self._open[number]
+            self._ended.append(
+                Forward(started.start, trio.current_time(), member.node_id, what, outcome)
+            )
+
+    async def _call(
+        self, member: MemberLike, request: Call, what: str, through_faults: bool
+    ) -> Any:
         if (
             not through_faults
             and self.faults is not None
@@ -92,3 +139,10 @@ class RpcPeers:
         """Compose pools on ``member``."""
         request = Compose(tuple(dict(e) for e in entries))
         return await self.call(member, request, f"compose on node {member.node_id}")
+
+
+def _outcome(exc: ApiError) -> str:
+    """Rule 3: how a failed call ended, from the error ``call`` raised."""
+    if isinstance(exc, PeerUnreachable):
+        return "unreachable"
+    return "timeout" if exc.status == 503 and "timed out" in exc.message else "refused"

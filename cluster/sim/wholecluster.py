@@ -18,12 +18,16 @@ Rules:
    ends, and read from the running ones on ``events()``: one list ordered by time, then
    observer, then the member's own order, the same in every run of a seed.
 4. Nothing here runs a thread or touches a real socket: settings come from the arguments and
-   the cluster's hostfile (no environment, no settings file), logs go nowhere.
+   the cluster's hostfile (no environment, no settings file). The nodes log through
+   ``logging`` as any code of the process does: where the process sends its logs (pytest's
+   capture, a configured handler), or, with none configured, nowhere (not Python's
+   last-resort stderr: a search plays thousands of runs).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -46,6 +50,7 @@ __all__ = ["BASE_PORT", "NodeSlot", "WholeCluster", "open_whole_cluster"]
 
 BASE_PORT = 9413
 VIZ_BASE_PORT = 8080
+QUIET_LOGGERS = ("cluster", "swim", "dashboard")  # rule 4
 RPC_TIMEOUT = 10.0  # seconds for a fault request to a node's RPC
 IN_MEMORY_DASHBOARD = "dashboard.serve:in_memory"  # by name: the node room imports no HTTP
 Asgi = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
@@ -62,6 +67,7 @@ class NodeSlot:
     scope: trio.CancelScope | None = None
     ended: trio.Event = field(default_factory=trio.Event)
     events: list[dict[str, Any]] = field(default_factory=list)  # of instances that ended
+    forwards: list[dict[str, Any]] = field(default_factory=list)  # of instances that ended
     starts: int = 0
 
 
@@ -110,6 +116,7 @@ class WholeCluster:
                     await node.stop_requested.wait()
             if instance is not None and not scope.cancelled_caught:
                 slot.events.extend(_history(instance))  # a graceful stop: its leave is heard
+                slot.forwards.extend(_forwards(instance, "stopped"))
         finally:
             if slot.scope is scope:  # a restart may already have the slot's next instance
                 slot.node, slot.asgi, slot.scope = None, None, None
@@ -122,6 +129,7 @@ class WholeCluster:
         self.net.kill(i)
         if slot.node is not None:
             slot.events.extend(_history(slot.node))
+            slot.forwards.extend(_forwards(slot.node, "killed"))
         if slot.scope is not None:
             slot.scope.cancel()
         slot.node, slot.asgi, slot.scope = None, None, None
@@ -196,6 +204,18 @@ class WholeCluster:
             return i, None
         return i, self.nodes[i].asgi
 
+    def forwards(self) -> list[dict[str, Any]]:
+        """Rule 3 for the node RPC: every call a node made to a peer (``cluster.node.peers``
+        rule 3), ended instances' too, each with its ``node``, by start; a call still open at a
+        kill or a stop ends there, its outcome ``killed`` or ``stopped``."""
+        found: list[dict[str, Any]] = []
+        for slot in self.nodes:
+            found.extend(slot.forwards)
+            if slot.node is not None:
+                found.extend(_forwards(slot.node, "open"))
+        found.sort(key=lambda f: (f["start"], f["node"]))
+        return found
+
     async def request(
         self,
         i: int,
@@ -257,6 +277,28 @@ def _history(node: Node) -> list[dict[str, Any]]:
         after = page.next
 
 
+def _forwards(node: Node, open_as: str) -> list[dict[str, Any]]:
+    """The node's calls to peers as records; one still open ends now as ``open_as`` (kept
+    open, end None, when ``open_as`` is ``open``)."""
+    now = trio.current_time()
+    out = []
+    for f in node.peers.forwards():
+        end, outcome = f.end, f.outcome
+        if end is None and open_as != "open":
+            end, outcome = now, open_as
+        out.append(
+            {
+                "node": node.node_id,
+                "start": f.start,
+                "end": end,
+                "peer": f.peer,
+                "what": f.what,
+                "outcome": outcome,
+            }
+        )
+    return out
+
+
 def _in_memory_dashboard(slot: NodeSlot) -> Any:
     module, _, name = IN_MEMORY_DASHBOARD.partition(":")
     in_memory: Callable[[RuntimeView, VizSettings], AbstractAsyncContextManager[Asgi]]
@@ -281,6 +323,9 @@ async def open_whole_cluster(
     Runs inside a trio run whose clock is a ``VirtualClock``."""
     import random
 
+    for name in QUIET_LOGGERS:  # rule 4: no last-resort stderr for the nodes' warnings
+        if not any(isinstance(h, logging.NullHandler) for h in logging.getLogger(name).handlers):
+            logging.getLogger(name).addHandler(logging.NullHandler())
     clock = trio.lowlevel.current_clock()
     if not isinstance(clock, VirtualClock):
         raise RuntimeError("open_whole_cluster runs inside trio.run(..., clock=VirtualClock())")

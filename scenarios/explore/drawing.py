@@ -62,6 +62,7 @@ MAX_FAULTS = 4
 MAX_JUMP_S = 86_000.0  # rule 4: a clock jump's largest size, under BOOT_AHEAD_S (a day)
 JUMPS_S = (1.0, 30.0, 600.0, 3600.0, MAX_JUMP_S)  # sizes a jump is drawn near (rule 4)
 QUIET = 10.0  # seconds of the quiet window after the bounds (rule 3)
+STORAGE_SETTLE_S = 30.0  # a schedule with storage: seconds from its last step to its end
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class Options:
     high: int = 5
     swim: dict[str, tuple[float, float]] = field(default_factory=dict)
     faults: tuple[str, ...] = FAULT_KINDS  # rule 4
+    storage: bool = False  # whole nodes and an array (``storagedraw``)
 
 
 def parse_faults(text: str) -> tuple[str, ...]:
@@ -269,7 +271,11 @@ def _clock(
 
 def finish(mapping: dict[str, Any]) -> dict[str, Any]:
     """``mapping`` with the duration rule 3 gives it: past the bounds after its last step (and
-    a re-join), plus the quiet window."""
+    a re-join), plus the quiet window; with storage, ``STORAGE_SETTLE_S`` past its last step
+    (``storagedraw`` rule 4)."""
+    if "storage" in mapping:
+        last = max((float(s["at"]) + float(s.get("for", 0.0)) for s in mapping["steps"]), default=0)
+        return {**mapping, "duration": round(last + STORAGE_SETTLE_S, 3)}
     config = SwimConfig.from_mapping(mapping.get("swim") or {})
     if any(k in s for s in mapping["steps"] for k in DEGRADING):  # as ``properties`` judges it
         config = replace(config, probe_interval=config.probe_interval * config.awareness_max)

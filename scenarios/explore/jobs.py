@@ -25,8 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .drawing import Options, draw, run_seed
+from .drawing import Options, run_seed
 from .playing import play_batch
+from .storagedraw import draw_any
 
 __all__ = ["BATCH", "Batch", "Played", "batches", "kinds", "open_jobs", "play_runs"]
 
@@ -89,7 +90,7 @@ def kinds(mapping: dict[str, Any]) -> tuple[str, ...]:
 
 def play_runs(batch: Batch) -> list[Played]:
     """One batch, played and judged in one trio loop (rules 2 and 4)."""
-    mappings = [draw(run_seed(batch.seed, k), batch.options) for k in batch.runs]
+    mappings = [draw_any(run_seed(batch.seed, k), batch.options) for k in batch.runs]
     outcomes = play_batch(mappings, list(batch.properties), until=batch.stop_at)
     return [
         Played(k, int(m["nodes"]), kinds(m), got.failed, got.virtual_s)

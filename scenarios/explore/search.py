@@ -46,6 +46,7 @@ from .drawing import FAULT_KINDS, Options, draw, run_seed
 from .jobs import batches, open_jobs
 from .playing import Outcome, digest, play, scenario_of
 from .shrinking import Shrunk, shrink
+from .storagedraw import draw_any
 
 __all__ = [
     "BUILT_IN",
@@ -123,7 +124,7 @@ def run_search(search: Search, say: Any = print) -> int:
                 if failed is not None and (
                     failed[0] not in failures or run.k < failures[failed[0]][0]
                 ):
-                    mapping = draw(search.run_seed(run.k), search.options)  # jobs rule 2
+                    mapping = draw_any(search.run_seed(run.k), search.options)  # jobs rule 2
                     failures[failed[0]] = (run.k, mapping, failed)
                     say(f"run {run.k}: {failed[0]} violated (+{now - started:.1f} s): {failed[1]}")
             if now - last_line >= 1.0:
@@ -139,7 +140,8 @@ def run_search(search: Search, say: Any = print) -> int:
     rate = f"{done / wall:.1f}/s, {virtual / wall:.0f}x real time"
     say(f"searched {done} runs in {wall:.1f} s ({rate})")
     say("drawn: sizes " + ", ".join(f"{n} nodes x{c}" for n, c in sorted(sizes.items())))
-    say("drawn: steps " + ", ".join(f"{k} x{c}" for k, c in kinds.most_common()))
+    by_count = sorted(kinds.items(), key=lambda kc: (-kc[1], kc[0]))  # ties: by name, not by
+    say("drawn: steps " + ", ".join(f"{k} x{c}" for k, c in by_count))  # which job ended first
     status = 0
     for name, (k, mapping, _) in sorted(failures.items(), key=lambda x: x[1][0]):
         status = 1

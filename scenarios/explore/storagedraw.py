@@ -13,13 +13,17 @@ Rules:
    started again), a partition, a one-way cut, loss or delay, each from 2 s on and 1 to 12 s
    apart; at least two nodes keep running.
 4. The schedule ends with every node back: the final heal, then every killed node restarted;
-   the run goes on ``RECOVER_S`` after it, so the restarted nodes have joined and an array
-   whose members all came back has had time to be healthy again (``array_recovers``). The
-   membership properties' bounds (``drawing.finish``, which stretch the probe interval by
-   Lifeguard's worst case after a fault) would make a run ten times as long: a storage search
-   judges the storage properties by default.
+   the run goes on ``drawing.STORAGE_SETTLE_S`` after it (``drawing.finish``), so the
+   restarted nodes have joined and an array whose members all came back has had time to be
+   healthy again (``array_recovers``). The membership properties' bounds (which stretch the
+   probe interval by Lifeguard's worst case after a fault) would make a run ten times as
+   long: a storage search judges the storage properties by default.
 5. Clock faults and added nodes are not drawn: the whole-node simulator runs one clock, and
    an added node holds no member.
+6. A member's node killed or restarted loses its RAM device with its process, and the array
+   draws no spare: at most as many member nodes as the array has parity members are killed
+   or restarted in a run (one), or the loss a search finds is the schedule's, not a bug; a
+   further kill or restart of another member's node is drawn as a pause.
 """
 
 from __future__ import annotations
@@ -30,12 +34,17 @@ from typing import Any
 from swim import SwimConfig
 from swim.lifeguard import suspicion_bounds
 
-from .drawing import MAX_FAULTS, Options
+from .drawing import MAX_FAULTS, Options, draw, finish
 
-__all__ = ["RECOVER_S", "STORAGE_KINDS", "draw_storage"]
+__all__ = ["STORAGE_KINDS", "draw_any", "draw_storage"]
 
 STORAGE_KINDS = ("kill", "pause", "restart", "partition", "cut", "loss", "delay")
-RECOVER_S = 30.0  # rule 4: seconds from the final heal to the end: a re-join, then a resync
+
+
+def draw_any(seed: int, options: Options) -> dict[str, Any]:
+    """The mapping run ``seed`` plays: a storage schedule with ``options.storage``, else
+    ``drawing.draw``'s."""
+    return draw_storage(seed, options) if options.storage else draw(seed, options)
 
 
 def draw_storage(seed: int, options: Options) -> dict[str, Any]:
@@ -55,6 +64,7 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     down: list[int] = []
     paused: dict[int, float] = {}
+    lost: set[int] = set()  # member nodes killed or restarted: their RAM devices are gone
     t = round(rng.uniform(2.0, 6.0), 3)
     for _ in range(rng.randint(1, MAX_FAULTS)):
         live = [i for i in range(n) if i not in down and i not in paused]
@@ -63,6 +73,11 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
         kind = rng.choice(kinds)
         if kind in ("kill", "pause") and len(live) <= 2:
             kind = "delay"
+        if kind in ("kill", "restart") and target in holders and target not in lost:
+            if len(lost) >= len(parity):  # rule 6: no more devices lost than parity covers
+                kind = "pause"
+            else:
+                lost.add(target)
         if kind == "kill":
             steps.append({"at": t, "kill": target})
             down.append(target)
@@ -71,7 +86,7 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
             steps.append({"at": t, "pause": target, "for": dur})
             paused[target] = t + dur
         elif kind == "restart":
-            i = rng.choice(down) if down and rng.random() < 0.6 else target
+            i = rng.choice(down) if down and rng.random() < 0.6 else target  # down: lost already
             steps.append({"at": t, "restart": i})
             if i in down:
                 down.remove(i)
@@ -96,18 +111,19 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
     steps.append({"at": t, "heal": True, "name": "final"})
     steps.extend({"at": t, "restart": i} for i in sorted(down))
     every = rng.choice([0.2, 0.3, 0.5])
-    return {
-        "name": f"explore storage run {seed}",
-        "nodes": n,
-        "seed": seed,
-        "workload": "off",
-        "storage": {
-            "array": owner,
-            "members": members,
-            "parity": parity,
-            "capacity": "16M",
-            "writes": {"every": every, "records": rng.randint(1, 4), "size": 4096},
-        },
-        "steps": steps,
-        "duration": round(t + RECOVER_S, 3),
-    }
+    return finish(
+        {
+            "name": f"explore storage run {seed}",
+            "nodes": n,
+            "seed": seed,
+            "workload": "off",
+            "storage": {
+                "array": owner,
+                "members": members,
+                "parity": parity,
+                "capacity": "16M",
+                "writes": {"every": every, "records": rng.randint(1, 4), "size": 4096},
+            },
+            "steps": steps,
+        }
+    )

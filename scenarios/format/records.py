@@ -69,6 +69,9 @@ PROPERTY_NAMES = (
     "no_exception",
     "incarnation",
     "cut_accuracy",
+    "no_lost_writes",
+    "array_recovers",
+    "forward_bounded",
 )
 TRUSTED: set[str] = set()
 TIMED_KINDS = ("dead", "alive", "leader_change", "converged")  # expectations with a bound

@@ -27,6 +27,10 @@ saw what when. The five built in (all on by default):
   violation, whatever arrived late), or across a restart of the observer; without boots (real
   runs), across a restart of either since the higher one was first recorded.
 
+With whole simulated nodes and an array (``explore --storage``, ``STORAGE_PROPERTIES`` by
+default), also ``no_lost_writes``, ``array_recovers`` and ``forward_bounded``
+(``storageprops``; each holds where there is nothing to judge).
+
 A user's property is a checker of the Python API (``scenarios.judge.checks``: a function of a
 ``History`` returning a ``Verdict``), named ``module:function`` on the command line.
 
@@ -51,12 +55,20 @@ from functools import cached_property
 from swim import SwimConfig
 
 from ..format.records import PROPERTY_NAMES, TRUSTED, Scenario
-from . import cuts
+from . import cuts, storageprops
 from .checks import Checker, History, bound_for, last_action
 from .cuts import slowest_rate
 from .trace import Action, Trace, Views
 
-__all__ = ["BUILT_IN", "Property", "Run", "check", "judged", "load_property"]
+__all__ = [
+    "BUILT_IN",
+    "STORAGE_PROPERTIES",
+    "Property",
+    "Run",
+    "check",
+    "judged",
+    "load_property",
+]
 
 DOWN_KINDS = ("kill", "stop")
 UP_KINDS = ("restart", "add")
@@ -270,6 +282,15 @@ def cut_accuracy(run: Run) -> str | None:
     return cuts.cut_accuracy(run.trace, run.config.indirect_checks)
 
 
+def _of_trace(judge: Callable[[Trace], str | None]) -> Property:
+    """A property of the trace alone (``storageprops``); a run that raised has none."""
+
+    def prop(run: Run) -> str | None:
+        return None if run.trace is None else judge(run.trace)
+
+    return prop
+
+
 BUILT_IN: dict[str, Property] = {
     "completeness": completeness,
     "convergence": convergence,
@@ -277,7 +298,11 @@ BUILT_IN: dict[str, Property] = {
     "no_exception": no_exception,
     "incarnation": incarnation,
     "cut_accuracy": cut_accuracy,
+    "no_lost_writes": _of_trace(storageprops.no_lost_writes),
+    "array_recovers": _of_trace(storageprops.array_recovers),
+    "forward_bounded": _of_trace(storageprops.forward_bounded),
 }
+STORAGE_PROPERTIES = ("no_lost_writes", "array_recovers", "forward_bounded", "no_exception")
 
 
 assert tuple(BUILT_IN) == PROPERTY_NAMES  # the names a scenario file may give

@@ -94,7 +94,8 @@ class Trace:
     launched: float = 0.0  # when the first node was started
     probe_interval: float = 1.0
     collection: dict[str, Any] | None = None  # real runs: how the events were read (collect)
-    storage: dict[str, Any] | None = None  # real runs with an array: its durability check
+    storage: dict[str, Any] | None = None  # runs with an array: its check and its last stats
+    forwards: list[dict[str, Any]] | None = None  # whole simulated nodes: every call to a peer
     boots: dict[int, list[int]] | None = None  # sim: each node's boots in the order made
     agents: dict[int, str] = field(default_factory=dict)  # Serf agents: member number -> name
     _up: tuple[Any, dict[int, list[tuple[float, float]]]] | None = field(

@@ -8,7 +8,8 @@ Rules:
    of ``size`` bytes (``rt_safe_bdev``'s ``durability`` route). The owner keeps the ledger of
    the writes it acknowledged; a request that fails or times out is counted, never retried.
 3. After the run, the owner reads every acknowledged record back (judged by
-   ``judge.durability``).
+   ``judge.durability``) and says how the array stands (its ``stats``, under ``array``:
+   ``array_recovers``).
 4. Over ``transport`` (an httpx transport; None: the network): whole nodes in the simulator
    take the same requests in memory (``cluster.sim.inmemoryhttp``). The membership simulator
    has no arrays: the section is ignored there.
@@ -29,6 +30,14 @@ __all__ = ["ARRAY_NAME", "ARRAY_POOL", "StorageRun", "post_form"]
 ARRAY_NAME, ARRAY_POOL = "rt_array", "950.0"
 MEMBER_BASE = 951  # pool ids of the members: 951.0, 952.0, ... (distinct in the array)
 TIMEOUT = 10.0  # seconds for one request to the owner
+ARRAY_STATE = (
+    "recovery_state",
+    "active_members",
+    "faulty_members",
+    "recovering_members",
+    "removed_members",
+    "members",
+)  # rule 3: what the check keeps of the stats
 
 
 @dataclass
@@ -98,7 +107,13 @@ class StorageRun:
             if base is None:
                 raise RuntimeError(f"node {self.spec.array} serves no dashboard")
             async with httpx.AsyncClient(timeout=60, transport=self.transport) as client:
+                stats = await client.get(
+                    f"{base}/api/pools/{ARRAY_POOL}/monitor", params={"query": "stats"}
+                )
                 body = await post_form(client, base, _durability(), {"op": "check"})
+            if stats.status_code == 200:
+                (answer,) = stats.json()["results"].values()
+                out["array"] = {k: answer.get(k) for k in ARRAY_STATE}
         except (RuntimeError, httpx.HTTPError) as exc:
             return {**out, "error": f"the array's owner did not answer: {exc}"}
         return {**out, **body}

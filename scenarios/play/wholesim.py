@@ -118,6 +118,10 @@ class WholeSimBackend:
                 return self.cluster.node(i).swim.leader_id()
         return None
 
+    def forwards(self) -> list[dict[str, Any]]:
+        """Every call a node made to a peer (``WholeCluster.forwards``): ``forward_bounded``."""
+        return self.cluster.forwards()
+
     async def events(self) -> list[dict[str, Any]]:
         await trio.lowlevel.checkpoint()
         return self.cluster.events()

@@ -125,3 +125,24 @@ def test_a_paused_nodes_dashboard_answers_once_it_is_resumed_or_the_request_time
         assert trio.current_time() - t0 == 2
 
     in_sim(body, n=2)
+
+
+def test_every_call_to_a_peer_is_recorded_with_how_it_ended() -> None:
+    async def body(c: WholeCluster) -> list[dict[str, Any]]:
+        await trio.sleep(3)
+        await c.request(0, "GET", "/api/nodes/1/workers")  # ok
+        c.pause(1)
+        await c.request(0, "GET", "/api/nodes/1/workers")  # timeout at 5 s
+        c.resume(1)
+        c.kill(2)
+        await c.request(0, "GET", "/api/nodes/2/workers")  # refused: unreachable
+        return [f for f in c.forwards() if f["node"] == 0]
+
+    calls = in_sim(body, n=3)
+    assert [(f["peer"], f["outcome"]) for f in calls] == [
+        (1, "ok"),
+        (1, "timeout"),
+        (2, "unreachable"),
+    ]
+    assert calls[1]["end"] - calls[1]["start"] == 5.0
+    assert all(f["what"] == "monitor 'workers'" for f in calls)
