@@ -125,3 +125,15 @@ def test_a_forward_past_the_bound_fails_forward_bounded(monkeypatch: pytest.Monk
     why = trio.run(body, True, clock=VirtualClock())
     assert why is not None
     assert "took 9.00 s" in why
+
+
+def test_the_storage_example_of_docs_explore_runs(tmp_path: Path) -> None:
+    """docs/explore.md, "Storage": its command line, as written (its --out under tmp_path)."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "explore.md").read_text()
+    line = next(x for x in doc.splitlines() if x.startswith("$ rt_cluster explore --storage"))
+    argv = line.removeprefix("$ rt_cluster ").split()
+    argv[argv.index("--out") + 1] = str(tmp_path / "storage-out")
+    from scenarios.command import main
+
+    assert main(argv) in (0, 1)  # 1: a violation found (and written), 0: none
+    assert (tmp_path / "storage-out").is_dir()

@@ -26,7 +26,7 @@ def _blocks() -> list[str]:
 def test_the_doc_has_its_worked_examples() -> None:
     text = "\n".join(_blocks())
     assert len(_blocks()) >= 4
-    for name in ("kill", "partition", "1000_seeds", "replays", "acknowledged_write"):
+    for name in ("kill", "partition", "1000_seeds", "replays", "acknowledged_write", "whole_sim"):
         assert re.search(rf"async def test_\w*{name}", text), name
 
 
