@@ -13,6 +13,9 @@ Rules:
 4. Over ``transport`` (an httpx transport; None: the network): whole nodes in the simulator
    take the same requests in memory (``cluster.sim.inmemoryhttp``). The membership simulator
    has no arrays: the section is ignored there.
+5. ``auto_replace_after_s`` (``Cluster.make_array``'s; None: off, as a scenario's array) goes
+   into the array's configuration as it stands: ``rt_safe_bdev`` checks it (1 s to a day)
+   and a refusal is the ``RuntimeError`` of rule 1.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class StorageRun:
 
     spec: StorageSpec
     transport: Any = None  # rule 4
+    auto_replace_after_s: float | None = None  # rule 5
     sent: int = 0
     failed: int = 0
 
@@ -68,6 +72,8 @@ class StorageRun:
                 f"members: {','.join(data)}\nparity_members: {','.join(parity) or '[]'}\n"
                 f"max_failures: {len(parity)}\nrecover_pace_s: 0\n"
             )
+            if self.auto_replace_after_s is not None:  # rule 5
+                config += f"auto_replace_after_s: {self.auto_replace_after_s!r}\n"
             form = {
                 "mod_name": "rt_safe_bdev",
                 "pool_name": ARRAY_NAME,

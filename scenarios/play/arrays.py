@@ -1,5 +1,6 @@
-"""Arrays in a chaos test: an erasure-coded array on one node of a real cluster, its members on
-others, the writes it acknowledged and the check that none was lost (docs/testing.md).
+"""Arrays in a chaos test: an erasure-coded array on one node of a cluster (real processes or
+whole simulated nodes), its members on others, the writes it acknowledged and the check that
+none was lost (docs/testing.md).
 
     async with open_cluster(4, mode="real") as c:
         arr = await c.make_array(owner=0, members=[1, 2], parity=[3])
@@ -17,6 +18,9 @@ Rules:
    arrays, and ``make_array`` says so at once.
 3. Waits poll the owner's ``stats`` and end with ``WaitTimeout`` naming what was awaited and
    what the array said last.
+4. A member whose node was killed comes back only onto a spare: its RAM device is gone with
+   the process (docs/storage.md). ``auto_replace_after_s`` (1 s to a day; off when None) is
+   the array's own setting of that name (``arrayrun`` rule 5).
 """
 
 from __future__ import annotations
@@ -72,11 +76,17 @@ class Durability:
 class Array:
     """The array ``rt_array`` on node ``owner`` (build one with ``Cluster.make_array``)."""
 
-    def __init__(self, spec: StorageSpec, url: Callable[[int], str | None], transport: Any) -> None:
+    def __init__(
+        self,
+        spec: StorageSpec,
+        url: Callable[[int], str | None],
+        transport: Any,
+        auto_replace_after_s: float | None = None,
+    ) -> None:
         self.spec = spec
         self.owner = spec.array
         self._url = url
-        self._run = StorageRun(spec, transport)
+        self._run = StorageRun(spec, transport, auto_replace_after_s=auto_replace_after_s)
         self._seed = 0
 
     def _base(self) -> str:
@@ -157,9 +167,11 @@ async def make_array(
     members: Sequence[int] = (1, 2),
     parity: Sequence[int] = (3,),
     capacity: str = "4M",
+    auto_replace_after_s: float | None = None,
 ) -> Array:
     """The array of rule 1 on a cluster whose node ``i`` serves its dashboard at ``url(i)``
-    (reached over ``transport``, or the network when None)."""
+    (reached over ``transport``, or the network when None); with ``auto_replace_after_s``, a
+    member away that long is replaced onto a spare (rule 4)."""
     if mode == "sim" and transport is None:
         raise RuntimeError(
             "arrays need whole nodes: open the cluster with mode='real' or 'netns', or "
@@ -169,6 +181,6 @@ async def make_array(
     if len(set(nodes[1:])) != len(nodes) - 1:
         raise ValueError("each member on a node of its own")
     spec = StorageSpec(owner, tuple(members), tuple(parity), capacity, 1.0, 1, 1)
-    array = Array(spec, url, transport)
+    array = Array(spec, url, transport, auto_replace_after_s)
     await array._run.set_up(url)
     return array

@@ -182,10 +182,12 @@ class Cluster(Recorded, Waits, FaultCalls):
         members: Iterable[int] = (1, 2),
         parity: Iterable[int] = (3,),
         capacity: str = "4M",
+        auto_replace_after_s: float | None = None,
     ) -> Array:
         """An erasure-coded array on node ``owner`` over one device on each node of
         ``members`` (data) and ``parity``: its writes, waits and durability check
-        (``arrays``). Real processes, or whole nodes in the simulator (``whole=True``)."""
+        (``arrays``). Real processes, or whole nodes in the simulator (``whole=True``). With
+        ``auto_replace_after_s``, a member away that long is replaced onto a spare."""
         from .arrays import make_array
 
         return await make_array(
@@ -196,6 +198,7 @@ class Cluster(Recorded, Waits, FaultCalls):
             members=tuple(members),
             parity=tuple(parity),
             capacity=capacity,
+            auto_replace_after_s=auto_replace_after_s,
         )
 
     async def kill(self, i: int, *, name: str | None = None) -> None:
