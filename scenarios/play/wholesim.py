@@ -156,7 +156,7 @@ class WholeSimBackend:
 
     async def add(self, induct: bool = False) -> int:
         await trio.lowlevel.checkpoint()
-        raise ClusterError("add: whole simulated nodes are the cluster's at the start (rule 4)")
+        raise ClusterError("add: whole simulated nodes are the cluster's at the start")
 
     async def partition(self, groups: Sequence[Sequence[int]]) -> None:
         self.cluster.net.partition(groups)
