@@ -178,16 +178,18 @@ def test_a_bad_storage_section_is_one_scenario_error(section: str, problem: str)
         parse_scenario(text, "s.yaml")
 
 
-def test_a_storage_section_is_read_and_ignored_in_sim() -> None:
+def test_a_storage_section_plays_on_whole_simulated_nodes_in_sim() -> None:
     text = "nodes: 3\n" + STORE + "expect:\n  - {no_lost_writes: true}\n"
     sc = parse_scenario(text, "s.yaml")
     assert sc.storage is not None
     assert (sc.storage.array, sc.storage.members, sc.storage.parity) == (0, (1,), (2,))
     assert sc.expectations[0].kind == "no_lost_writes"
-    results, trace = run_scenario(parse_scenario(text, "s.yaml", sim=True), sim=True)
-    assert trace is not None
+    whole = "nodes: 4\nstorage: {array: 0, members: [1, 2], parity: [3]}\n" + text.split("\n", 2)[2]
+    results, trace = run_scenario(parse_scenario(whole, "s.yaml", sim=True), sim=True)
+    assert trace is not None, results.get("error")
+    assert trace.storage is not None  # the array was made, written and checked
     (row,) = results["expectations"]
-    assert row["status"] == "not_applicable"
+    assert row["status"] == "pass", row
     assert results["verdict"] == "pass"
 
 
@@ -246,8 +248,9 @@ def test_good_cut_clock_and_disk_steps_parse() -> None:
     assert (disk.target, disk.pool, disk.value, disk.errors, disk.full) == (1, "m1", 200, 10, True)
 
 
-def test_a_disk_step_is_refused_in_sim_with_one_line() -> None:
+def test_a_disk_step_without_storage_is_refused_in_sim_with_one_line() -> None:
     text = "nodes: 3\nsteps:\n  - {at: 1, name: d, disk: {node: 1, pool: m1}}\n"
     parse_scenario(text, "s.yaml")  # real processes run it
-    with pytest.raises(ScenarioError, match=r"step 1 \(d\): disk faults need real node"):
+    with pytest.raises(ScenarioError, match=r"step 1 \(d\): disk faults need node processes"):
         parse_scenario(text, "s.yaml", sim=True)
+    parse_scenario(STORE + text, "s.yaml", sim=True)  # whole simulated nodes run devices
