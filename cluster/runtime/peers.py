@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cluster.ground.bounds import FORWARD_TIMEOUT
 from cluster.ground.errors import BadRequest, PeerUnavailable, PeerUnreachable
 from cluster.ground.parse import MAX_NODE_ID, ParseError, parse_int, shown
 
@@ -48,7 +49,6 @@ __all__ = [
     "unreachable",
 ]
 
-FORWARD_TIMEOUT = 5.0  # seconds: the bound on every forward
 BLOCK_IO = 1 << 20  # bytes one block read or write between nodes moves (an array's run)
 BLOCK_OPS = ("info", "allocate", "free", "read", "write", "destroy")  # a peer's device serves
 MAX_WRITER = 128  # characters of an array's writer name (a device's ``made_for`` too)

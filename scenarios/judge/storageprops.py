@@ -22,7 +22,7 @@ Rules:
 
 from __future__ import annotations
 
-from cluster.sim import FORWARD_TIMEOUT
+from cluster.ground.bounds import FORWARD_TIMEOUT
 
 from .durability import judge_storage
 from .trace import Trace

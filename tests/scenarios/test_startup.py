@@ -52,13 +52,25 @@ def _loaded(*argv: str) -> tuple[int, set[str]]:
     return last["status"], set(last["modules"])
 
 
-@pytest.mark.parametrize("file", ["kill_one", "array_partition"])
-def test_a_simulated_scenario_loads_nothing_of_real_mode(file: str, tmp_path: Path) -> None:
-    status, modules = _loaded("scenario", file, "--sim", "-n", "5", "--out", str(tmp_path))
+def test_a_simulated_scenario_loads_nothing_of_real_mode(tmp_path: Path) -> None:
+    status, modules = _loaded("scenario", "kill_one", "--sim", "-n", "5", "--out", str(tmp_path))
     assert status == 0
     assert (tmp_path / "results.json").is_file()
     assert {"scenarios.play.sim", "swim", "trio"} <= modules  # the run was played
     assert sorted(modules & set(NOT_FOR_SIM)) == []
+    assert "cluster.sim" not in modules  # whole nodes only for a file with storage
+
+
+def test_a_simulated_scenario_with_storage_loads_whole_nodes_not_the_launcher(
+    tmp_path: Path,
+) -> None:
+    status, modules = _loaded(
+        "scenario", "array_partition", "--sim", "-n", "5", "--out", str(tmp_path)
+    )
+    assert status == 0
+    assert {"cluster.sim", "scenarios.play.wholesim", "scenarios.play.arrayrun"} <= modules
+    launcher = {m for m in NOT_FOR_SIM if m.startswith(("cluster.local", "scenarios.explore"))}
+    assert sorted(modules & (launcher | {"scenarios.play.realcluster"})) == []
 
 
 def test_the_cluster_commands_still_load_their_handlers(tmp_path: Path) -> None:
