@@ -35,7 +35,7 @@ def run_seed(seed: int, hash_seed: str) -> dict[str, Any]:
 def test_the_same_seed_gives_the_same_history_in_two_processes_and_another_seed_another() -> None:
     """Events, forwards' answers, workers' counters and pools, after forwards, a pause, a kill
     and a restart: equal for one seed under two hash seeds; another seed's events differ."""
-    for seed in (1, 2, 3):
+    for seed in (1, 2):
         first, second = run_seed(seed, "1"), run_seed(seed, "2")
         assert first == second, f"seed {seed} ran two histories"
     assert run_seed(4, "1")["events"] != first["events"]
