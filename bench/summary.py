@@ -309,6 +309,30 @@ def _explore(d: Any) -> Iterator[Row]:
         "0 in 120 min, sizes 3-7",
         not c["violations"] and c["seconds"] >= 7200 and c.get("sizes") == "3-7",
     )
+    yield from _explore_storage(d)
+
+
+def _explore_storage(d: Any) -> Iterator[Row]:
+    """Issue 47's rows: the storage plants' find times, and main searched with storage."""
+    plants = d.get("storage") or []
+    if plants:
+        met = [p for p in plants if p.get("met")]
+        yield (
+            "explore --storage: planted storage bugs found within 10 min, --jobs 2",
+            f"{len(met)} of {len(plants)}",
+            ", ".join(f"{p['plant']} {p.get('found_after_s', '-')} s" for p in plants),
+            "all 3, within 10 min",
+            len(met) == len(plants) == 3,
+        )
+    c = d.get("storage_clean")
+    if c:
+        yield (
+            f"explore --storage: violations on main in {c['seconds'] / 60:.0f} min",
+            str(len(c["violations"])),
+            f"{c['runs']} runs, {len(c.get('seeds', []))} seeds of the clock",
+            "0 in 60 min",
+            not c["violations"] and c["seconds"] >= 3600,
+        )
 
 
 def _memberlist(d: Any) -> Iterator[Row]:

@@ -18,7 +18,13 @@ Figures, printed and saved to ``bench/results/explore.json``:
   their kind alone, and with the kinds before it only (``old_kinds``: goal, not found);
 - ``clean``: runs and violations of the unmutated code (goal: 0), searched for ``--clean-s``
   (two hours) at sizes 3-7, a fresh seed every ``--clean-segment-s`` (the wall clock's day,
-  hour and minute), so each long search covers schedules no earlier one chose.
+  hour and minute), so each long search covers schedules no earlier one chose;
+- ``storage`` (issue 47): the same for searches with storage (``explore --storage``: whole
+  simulated nodes and an array, its properties): per storage plant
+  (``storageplants.STORAGE_PLANTS``) found or not within ``--plant-s`` (goal: each within 10
+  minutes with ``--jobs 2``), its property, steps and replays (goal: the same digest, 3 of 3:
+  a replay costs seconds here); then ``storage_clean``, main searched with storage for
+  ``--storage-clean-s`` (goal: an hour, no violation).
 """
 
 from __future__ import annotations
@@ -39,11 +45,14 @@ import yaml
 
 import swim
 from bench.explore.plants import PLANTS, planted
+from bench.explore.storageplants import STORAGE_PLANTS
 from scenarios.explore import FAULT_KINDS, SEARCH_SHARE, Options, Search, play, run_search
+from scenarios.judge.properties import STORAGE_PROPERTIES
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "explore.json"
 BIN = Path(sys.executable).parent
 GOAL_RUNS_PER_S = 100.0  # whole command, 5 nodes, --jobs 2 (issue 45)
+GOAL_STORAGE_FIND_S = 600.0  # each storage plant found within this, --jobs 2 (issue 47)
 REVEALED_BY = {"direct_answer": "cut", "older_boot_ignored": "clock"}  # issue 46
 OLD_KINDS = tuple(k for k in FAULT_KINDS if k not in ("cut", "clock"))
 
@@ -169,11 +178,63 @@ def bench_plant(
     return row
 
 
+def bench_storage_plant(name: str, seconds: float, jobs: int, work: Path) -> dict[str, Any]:
+    """A search with storage while storage plant ``name`` is in: found or not, when, and its
+    shrunk file's replays (on whole nodes, in virtual time)."""
+    out = work / f"storage-{name}"
+    lines: list[str] = []
+    t = time.monotonic()
+    with STORAGE_PLANTS[name]():
+        search = Search(
+            Options(storage=True),
+            budget_s=seconds,
+            seed=1,
+            jobs=jobs,
+            out=out,
+            properties=list(STORAGE_PROPERTIES),
+        )
+        status = run_search(search, say=_quiet(lines))
+        took = time.monotonic() - t
+        files = sorted(out.glob("failure-*.yaml"))
+        row: dict[str, Any] = {"plant": name, "when": time.strftime("%H:%M")}
+        row["found"] = status == 1 and bool(files)
+        if not row["found"]:
+            row["searched"] = _searched(lines)[0]
+        else:
+            first = next(line for line in lines if " violated (+" in line)
+            data = yaml.safe_load(files[0].read_text())
+            replay = {k: v for k, v in data.items() if k != "property"}
+            digests = set()
+            for _ in range(3):
+                got = play(replay, [data["property"]])
+                digests.add(got.digest if got.failed else "passed")
+            shrink = next(line for line in lines if line.startswith("failure-"))
+            row.update(
+                first_failure=first,
+                found_after_s=float(first.split("(+")[1].split(" s)")[0]),
+                property=data["property"],
+                steps=len(data["steps"]),
+                nodes=data["nodes"],
+                shrink_s=float(shrink.split(" in ")[1].split(" s")[0]),
+                search_and_shrink_s=round(took, 1),
+                replays_same_digest=3 if len(digests) == 1 and "passed" not in digests else 0,
+            )
+    row["met"] = row["found"] and row["found_after_s"] <= GOAL_STORAGE_FIND_S
+    print(f"  storage {name}: {row}")
+    return row
+
+
 def bench_clean(
-    seconds: float, jobs: int, work: Path, sizes: tuple[int, int], segment_s: float
+    seconds: float,
+    jobs: int,
+    work: Path,
+    sizes: tuple[int, int],
+    segment_s: float,
+    storage: bool = False,
 ) -> dict[str, Any]:
-    """The unmutated protocol, searched in segments of ``segment_s`` seconds, each from a seed
-    nobody chose: the wall clock's day, hour and minute when the segment starts (DDHHMM)."""
+    """The unmutated code, searched in segments of ``segment_s`` seconds, each from a seed
+    nobody chose: the wall clock's day, hour and minute when the segment starts (DDHHMM);
+    with ``storage``, runs with an array on whole nodes, judged by the storage properties."""
     segments: list[dict[str, Any]] = []
     violations: list[str] = []
     left = seconds
@@ -186,11 +247,12 @@ def bench_clean(
         t = time.monotonic()
         run_search(
             Search(
-                Options(*sizes),
+                Options(*sizes, storage=storage),
                 budget_s=span / SEARCH_SHARE,
                 seed=seed,
                 jobs=jobs,
-                out=work / f"clean-{seed}",
+                out=work / f"{'storage-' if storage else ''}clean-{seed}",
+                properties=list(STORAGE_PROPERTIES) if storage else Search().properties,
             ),
             say=_quiet(lines),
         )
@@ -209,7 +271,8 @@ def bench_clean(
             }
         )
         violations += [f"seed {seed}: {line}" for line in found]
-        print(f"  clean, seed {seed}: {done}; violations {len(found)}")
+        what = "storage clean" if storage else "clean"
+        print(f"  {what}, seed {seed}: {done}; violations {len(found)}")
     return {
         "runs": sum(s["runs"] for s in segments),
         "seconds": seconds,
@@ -235,12 +298,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--clean-segment-s", type=float, default=600.0, help="seconds a seed of the clean search"
     )
-    ap.add_argument("--plant", action="append", choices=sorted(PLANTS), help="only these")
     ap.add_argument(
-        "--only", action="append", choices=("speed", "plants", "clean"), help="some figures"
+        "--storage-clean-s", type=float, default=3600.0, help="seconds on main with storage"
+    )
+    ap.add_argument(
+        "--plant", action="append", choices=sorted([*PLANTS, *STORAGE_PLANTS]), help="only these"
+    )
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=("speed", "plants", "clean", "storage", "storage_clean"),
+        help="some figures",
     )
     args = ap.parse_args(argv)
-    only = set(args.only or ("speed", "plants", "clean"))
+    only = set(args.only or ("speed", "plants", "clean", "storage", "storage_clean"))
     work = Path(tempfile.mkdtemp(prefix="rtsim-bench-explore-"))
     try:
         old = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
@@ -260,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         out["command"] = [bench_command(args.command_runs, j, work) for j in jobs]
     if "plants" in only:
         rows = []
-        for p in args.plant or PLANTS:
+        for p in [p for p in args.plant or PLANTS if p in PLANTS]:
             rows.append(bench_plant(p, args.plant_s, args.jobs, work))
             if p in REVEALED_BY:
                 rows.append(bench_plant(p, args.plant_s, args.jobs, work, (REVEALED_BY[p],)))
@@ -274,6 +345,15 @@ def main(argv: list[str] | None = None) -> int:
         low, _, high = args.clean_sizes.partition("-")
         sizes = (int(low), int(high or low))
         out["clean"] = bench_clean(args.clean_s, args.jobs, work, sizes, args.clean_segment_s)
+    if "storage" in only:
+        picked = [p for p in args.plant or STORAGE_PLANTS if p in STORAGE_PLANTS]
+        rows = [bench_storage_plant(p, args.plant_s, args.jobs, work) for p in picked]
+        kept = [r for r in old.get("storage", []) if r["plant"] not in picked]
+        out["storage"] = kept + rows
+    if "storage_clean" in only:
+        out["storage_clean"] = bench_clean(
+            args.storage_clean_s, args.jobs, work, (4, 5), args.clean_segment_s, storage=True
+        )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(f"saved {RESULTS}")

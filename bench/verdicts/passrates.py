@@ -6,7 +6,9 @@ Method:
   where ``s`` is the file's (``--sim``) seed: held out from the seeds the bounds were tuned
   on. The runs are split over ``--jobs`` worker processes, each doing
   ``run_scenario(sc, sim=True, seed=...)`` and sending back a compact record. A file that
-  plays on real processes only (Serf agents, disk faults) has no simulated runs.
+  plays on real processes only (Serf agents, disk faults without an array) has no simulated
+  runs. A file with a ``storage:`` section plays on whole simulated nodes (seconds a run, not
+  milliseconds): it gets ``--storage-sim-runs`` runs instead.
 - Real processes: ``--real-runs`` runs per scenario at the file's size, each on a fresh
   cluster, while a 5-node neighbour cluster with its workload on runs beside them
   (``bench.verdicts.load``). After each run every process of its cluster is proved gone.
@@ -312,9 +314,10 @@ def _sim_phase(paths: list[Path], args: argparse.Namespace, out: Path) -> None:
             say(f"{path.stem}: real processes only (spec rule 7); no simulated runs")
             continue
         sc = load_scenario(path, sim=True)
-        seeds = held_out_seeds(sc, args.sim_runs)
+        count = args.sim_runs if sc.storage is None else args.storage_sim_runs
+        seeds = held_out_seeds(sc, count)
         say(
-            f"{path.stem}: {args.sim_runs} simulated runs at N={sc.nodes}, seeds "
+            f"{path.stem}: {count} simulated runs at N={sc.nodes}, seeds "
             f"{seeds[0]}..{seeds[-1]}, {args.jobs} jobs"
         )
         t0 = time.monotonic()
@@ -392,6 +395,12 @@ def _passed(section: dict[str, Any] | None) -> str:
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sim-runs", type=int, default=1000, help="simulated runs per scenario")
+    ap.add_argument(
+        "--storage-sim-runs",
+        type=int,
+        default=100,
+        help="simulated runs per scenario with an array (whole nodes: seconds each)",
+    )
     ap.add_argument("--real-runs", type=int, default=10, help="real runs per scenario")
     ap.add_argument("--only", default=None, help="comma-separated scenario names")
     ap.add_argument("--no-sim", action="store_true", help="skip the simulated runs")

@@ -3,9 +3,10 @@ reconstruct around unusable members, recovery onto fresh members, parity checks.
 
 Rules:
 1. Geometry (``layout``): ``k`` data and ``m`` parity positions, a slot is one stripe.
-2. A position is readable when its member is ``active``; it is written when ``active`` or
-   ``recovering``; ``faulty`` and ``removed`` positions are skipped. A member whose device
-   fails an I/O is marked ``faulty`` on the spot.
+2. A position is read where it holds the current block (``layout`` rule 3: ``active``, or
+   ``recovering`` and current for the slot); it is written when ``active`` or ``recovering``;
+   ``faulty`` and ``removed`` positions are skipped. A member whose device fails an I/O is
+   marked ``faulty`` on the spot (``memberio``: one member's I/O).
 3. Slots never written read as zeros without I/O; the first write of a slot writes every
    position, so stale bytes on a member never leak into the array.
 4. One slot is changed by one task at a time (a per-slot lock), so a read-modify-write, a
@@ -13,39 +14,44 @@ Rules:
 5. ``dirty`` slots are those whose redundancy is not current: written while a position was out
    of service, or found inconsistent by a check. A finished recovery leaves none. Per
    position, ``missed`` holds the slots written without it (skipped, or its write failed),
-   noted by the write itself: a resync rebuilds exactly those, and a recovery marks its
+   noted by the write itself, until a whole block of the slot is written there again (by a
+   later write or a rebuild): a resync rebuilds exactly those, and a recovery marks its
    targets active only once every slot they missed, also by a write that was already under
    way when they came back, has been rebuilt onto them.
-7. A write is acknowledged only when at least ``k`` positions took it (enough to read it back
-   whatever else is lost meanwhile); else it fails (``Unwritable``, 409) and its slots are
-   dirty. With more members out than the parity level, every write fails so.
 6. Whole stripes move in runs of up to ``layout.RUN_BYTES`` per member: one coding pass and
    one I/O per member for the run (the data chunks straight from the caller's buffer,
-   ``write_rows``; recovery reads into and codes in reused matrices, ``ScratchPool``). Member
-   I/O up to ``SMALL_IO`` is done in turn: the member devices do it in the caller's task anyway.
+   ``write_rows``; recovery reads into and codes in reused matrices, ``ScratchPool``).
+7. A write is acknowledged only when at least ``k`` positions took it (enough to read it back
+   whatever else is lost meanwhile); else it fails (``Unwritable``, 409) and its slots are
+   dirty. With more members out than the parity level, every write fails so, before it
+   writes anything: a write that only some members took would leave the slot's blocks of two
+   versions, fewer than ``k`` of either, and lose what the slot held.
+8. A slot whose current blocks are fewer than ``k`` (a write that failed part-way took only
+   some members, and the rest missed it) is ``lost``: a rebuild skips it, a read or a partial
+   write of it is ``Unreadable``, and only a write of its whole stripe makes it whole again.
+   Its bytes are never made up from blocks of two versions.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from cluster.ground.errors import ApiError, Conflict, PoolGone
+from cluster.ground.errors import Conflict
 from cluster.ground.ids import PoolId
 
 from .blockdev import BlockStore
 from .erasure import Buffer, Codec, load_numpy
-from .layout import StripeLayout
+from .memberio import MemberIO, Unwritable
 
 if TYPE_CHECKING:
     from .erasure import Bytes as Rows
 from .recovery import PARALLEL_RUNS, Recovery
-from .roster import ArrayMember, DeviceState, RecoveryProgress
+from .roster import ArrayMember, RecoveryProgress
 from .scratch import ScratchPool
 from .slots import SlotLocks
 
@@ -53,24 +59,14 @@ __all__ = ["StripeArray", "Unreadable", "Unwritable"]
 
 log = logging.getLogger(__name__)
 RunOp = Callable[[str, float, Callable[[], Awaitable[Any]]], Awaitable[Any]]
-MEMBER_ERRORS = (ApiError, PoolGone, OSError)
 PARALLEL_SLOTS = 8
-SMALL_IO = 1 << 20  # bytes: member I/O up to this size is done in turn (see _read_positions)
-
-
-def _nbytes(block: Buffer | Rows) -> int:
-    return len(block) if isinstance(block, bytes | bytearray | memoryview) else block.nbytes
 
 
 class Unreadable(Conflict):
     """A slot with fewer readable blocks than data members."""
 
 
-class Unwritable(Conflict):
-    """A write that reached fewer members than it takes to read it back (rule 7)."""
-
-
-class StripeArray(StripeLayout):
+class StripeArray(MemberIO):
     """Stripes over members; ``open_member`` finds a member's device, ``run_op`` runs a task."""
 
     def __init__(
@@ -83,13 +79,11 @@ class StripeArray(StripeLayout):
         open_member: Callable[[PoolId], BlockStore | None],
         run_op: RunOp,
     ) -> None:
-        super().__init__(name, chunk, slots, data, parity)
+        super().__init__(name, chunk, slots, data, parity, open_member)
         self.codec = Codec(len(self.data), len(self.parity))
-        self._open_member, self._run_op = open_member, run_op
+        self._run_op = run_op
         self.written: set[int] = set()
-        self.dirty: set[int] = set()
-        self.missed: dict[int, set[int]] = {}  # position -> slots written without it (rule 5)
-        self.failures: dict[int, BaseException] = {}  # position -> why its last I/O failed
+        self.lost: set[int] = set()  # written slots with fewer than k current blocks (rule 8)
         self.recovery = RecoveryProgress()
         self._locks = SlotLocks()
         self._zero = bytes(chunk)
@@ -99,7 +93,8 @@ class StripeArray(StripeLayout):
 
     def add_parity(self, member: ArrayMember) -> None:
         """Raise the parity level; the new member recovers (existing parity stays valid)."""
-        self.parity.append(replace(member, state=DeviceState.RECOVERING))
+        self.parity.append(member)
+        self.join_fresh(self.k + self.m - 1, member)
         self.codec = Codec(self.k, self.m)
         self.recovery.generation += 1
 
@@ -110,108 +105,12 @@ class StripeArray(StripeLayout):
         self.data.append(member)
         self.codec = Codec(self.k, self.m)
 
-    # -- member I/O -------------------------------------------------------------------------
-
-    def _fail(self, position: int, exc: BaseException) -> None:
-        member = self.member(position)
-        self.failures[position] = exc
-        if member.state in (DeviceState.ACTIVE, DeviceState.RECOVERING):
-            log.warning(
-                "array %s: member %s failed (%s); marked faulty", self.name, member.pool_name, exc
-            )
-            self.set_state(position, DeviceState.FAULTY)
-
-    async def _read_one(
-        self, slot: int, position: int, out: dict[int, Buffer | None], n: int, into: Rows | None
-    ) -> None:
-        member = self.member(position)
-        store = self._open_member(member.pool_id)
-        offset = member.base + slot * self.chunk
-        try:
-            if store is None:
-                raise PoolGone(str(member.pool_id))
-            if into is None:
-                out[position] = await store.read(offset, n * self.chunk)
-            else:
-                await store.read_into(offset, into[position].data)
-                out[position] = into[position].data
-        except MEMBER_ERRORS as exc:
-            self._fail(position, exc)
-            out[position] = None
-
-    def _miss(self, position: int, slot: int, block: Buffer | Rows) -> None:
-        """Rule 5: ``block`` (one chunk a slot from ``slot`` on) was not written to
-        ``position``."""
-        slots = range(slot, slot + max(1, _nbytes(block) // self.chunk))
-        self.missed.setdefault(position, set()).update(slots)
-        self.dirty.update(slots)
-
-    async def _write_one(self, slot: int, position: int, block: Buffer | Rows) -> bool:
-        """Write ``block`` to ``position``; whether it took it."""
-        member = self.member(position)
-        if member.state not in (DeviceState.ACTIVE, DeviceState.RECOVERING):
-            self._miss(position, slot, block)
-            return False
-        store = self._open_member(member.pool_id)
-        try:
-            if store is None:
-                raise PoolGone(str(member.pool_id))
-            if isinstance(block, bytes | bytearray | memoryview):
-                await store.write(member.base + slot * self.chunk, block)
-            else:
-                await store.write_rows(member.base + slot * self.chunk, block)
-        except MEMBER_ERRORS as exc:
-            self._fail(position, exc)
-            self._miss(position, slot, block)
-            return False
-        return True
-
-    async def _read_positions(
-        self, slot: int, positions: Sequence[int], n: int = 1, into: Rows | None = None
-    ) -> dict[int, Buffer | None]:
-        """Chunks of ``n`` consecutive slots from each position (one read per member; into
-        row ``p`` of ``into`` when given). Small reads go one after the other: a member device
-        does them in the caller's task, and a task each would cost more than the copy."""
-        out: dict[int, Buffer | None] = {}
-        if n * self.chunk <= SMALL_IO:
-            for p in positions:
-                await self._read_one(slot, p, out, n, into)
-            return out
-        async with trio.open_nursery() as nursery:
-            for p in positions:
-                nursery.start_soon(self._read_one, slot, p, out, n, into)
-        return out
-
-    async def _write_positions(
-        self, slot: int, blocks: Sequence[tuple[int, Buffer | Rows]], *, need: int = 0
-    ) -> None:
-        """Each block to its position; ``Unwritable`` when fewer than ``need`` took theirs."""
-        took = 0
-        if all(_nbytes(b) <= SMALL_IO for _, b in blocks):
-            for p, block in blocks:
-                took += await self._write_one(slot, p, block)
-        else:
-
-            async def one(p: int, block: Buffer | Rows) -> None:
-                nonlocal took
-                took += await self._write_one(slot, p, block)
-
-            async with trio.open_nursery() as nursery:
-                for p, block in blocks:
-                    nursery.start_soon(one, p, block)
-        if took < need:
-            raise Unwritable(
-                f"array {self.name} could write slot {slot} to {took} members only; it takes "
-                f"{self.k} to read it back ({self.out_of_service()} of {self.k + self.m} "
-                f"members out of service, {self.m} tolerated)"
-            )
-
     async def _gather(
         self, slot: int, want: int, n: int = 1, into: Rows | None = None
     ) -> list[Buffer | None]:
         """At least ``want`` readable blocks of ``n`` consecutive slots (data first)."""
         blocks: list[Buffer | None] = [None] * (self.k + self.m)
-        candidates = [p for p in self.positions() if self.member(p).state == DeviceState.ACTIVE]
+        candidates = [p for p in self.positions() if self.current(p, slot, n)]
         have = 0
         while have < want and candidates:
             batch, candidates = candidates[: want - have], candidates[want - have :]
@@ -221,11 +120,21 @@ class StripeArray(StripeLayout):
                     have += 1
         return blocks
 
+    def _refuse_lost(self, first: int, n: int) -> None:
+        """Rule 8: Unreadable when one of slots ``first..first+n-1`` is lost."""
+        if self.lost and not self.lost.isdisjoint(range(first, first + n)):
+            raise Unreadable(
+                f"slot {min(self.lost & set(range(first, first + n)))} of array {self.name} is "
+                "lost: a write that failed part-way left fewer than "
+                f"{self.k} blocks of any one version; write its whole stripe again"
+            )
+
     async def _stripe_data(self, slot: int, indices: Sequence[int]) -> dict[int, Buffer]:
         """Data chunks ``indices`` of a slot, reconstructed when a member is unusable."""
         if slot not in self.written:
             return dict.fromkeys(indices, self._zero)
-        direct = [i for i in indices if self.member(i).state == DeviceState.ACTIVE]
+        self._refuse_lost(slot, 1)
+        direct = [i for i in indices if self.current(i, slot)]
         if len(direct) == len(indices):
             got = await self._read_positions(slot, direct)
             if all(b is not None for b in got.values()):
@@ -248,7 +157,14 @@ class StripeArray(StripeLayout):
             for first in range(first_full, end_full, self.run_slots):
                 n = min(self.run_slots, end_full - first)
                 at = first * sb - offset
-                await self._read_full(first, n, view[at : at + n * sb])
+                try:
+                    await self._read_full(first, n, view[at : at + n * sb])
+                except Unreadable:  # the run as a whole: its slots may be readable one by one
+                    if n == 1:
+                        raise
+                    for s in range(first, first + n):
+                        at = s * sb - offset
+                        await self._read_full(s, 1, view[at : at + sb])
             partial = self._split(offset, first_full * sb - offset)
             partial.update(self._split(end_full * sb, end - end_full * sb, offset))
         else:
@@ -274,6 +190,7 @@ class StripeArray(StripeLayout):
                 if not written:
                     dst[:] = bytes(len(dst))
                     return
+                self._refuse_lost(first, n)
                 blocks = await self._gather(first, k, n, buf)
                 try:
                     data = self.codec.rebuild(blocks, range(k))
@@ -319,10 +236,23 @@ class StripeArray(StripeLayout):
             blocks: list[tuple[int, Buffer | Rows]] = [*enumerate(columns)]
             blocks += [(self.k + j, row.data) for j, row in enumerate(parity)]
             async with self._locks.hold_run(first, n):
-                await self._write_positions(first, blocks, need=self.k)
+                unwritten = [s for s in range(first, first + n) if s not in self.written]
+                try:
+                    await self._write_positions(first, blocks, need=self.k)
+                except Unwritable:
+                    self._unmiss(unwritten)
+                    raise
             self.written.update(range(first, first + n))
+            self.lost.difference_update(range(first, first + n))
             if self._degraded():
                 self.dirty.update(range(first, first + n))
+
+    def _unmiss(self, slots: Sequence[int]) -> None:
+        """Rule 3: a slot never written holds nothing to miss; the members a failed first
+        write of it skipped did not miss it (its next write is a first one again)."""
+        for missed in self.missed.values():
+            missed.difference_update(slots)
+        self.dirty.difference_update(slots)
 
     async def _per_slot(self, split: dict[int, list[tuple[int, int, int, int]]], fn: Any) -> None:
         limiter = trio.CapacityLimiter(PARALLEL_SLOTS)
@@ -357,13 +287,15 @@ class StripeArray(StripeLayout):
         changed = range(self.k) if first else sorted(touched)
         blocks = [(i, data[i]) for i in changed]
         blocks += [(self.k + j, p) for j, p in enumerate(self.codec.encode(data))]
-        kept = sum(  # data chunks left as they are, on members in service: still current
-            self.member(i).state in (DeviceState.ACTIVE, DeviceState.RECOVERING)
-            for i in range(self.k)
-            if i not in changed
-        )
-        await self._write_positions(slot, blocks, need=self.k - kept)
+        kept = sum(self.current(i, slot) for i in range(self.k) if i not in changed)
+        try:
+            await self._write_positions(slot, blocks, need=self.k - kept)
+        except Unwritable:
+            if first:
+                self._unmiss([slot])
+            raise
         self.written.add(slot)
+        self.lost.discard(slot)
         if self._degraded():
             self.dirty.add(slot)
 
@@ -374,14 +306,25 @@ class StripeArray(StripeLayout):
         every written slot, or with ``resync`` only the ones they missed)."""
         await Recovery(self).run(pace_s, resync)
 
-    def missed_by(self, positions: Sequence[int]) -> set[int]:
-        """The slots written without any of ``positions`` (rule 5)."""
-        return set().union(*(self.missed.get(p, set()) for p in positions))
-
     async def rebuild_run(self, first: int, n: int, targets: Sequence[int]) -> None:
-        """``_rebuild`` as one task of the array's pool (``run_op``)."""
+        """``_rebuild`` as one task of the array's pool (``run_op``); a run that cannot be
+        rebuilt whole is rebuilt slot by slot, and a slot fewer than ``k`` members hold is
+        lost (rule 8)."""
         rebuild = partial(self._rebuild, first, n, targets)  # waits for the slots' lock
-        await self._run_op("recover", n * self.chunk / 1024, rebuild)
+        try:
+            await self._run_op("recover", n * self.chunk / 1024, rebuild)
+        except Unreadable:
+            if n > 1:
+                for slot in range(first, first + n):
+                    await self.rebuild_run(slot, 1, targets)
+                return
+            if self.holders(first) >= self.k:
+                raise  # enough members keep it: it waits for them to come back
+            if first not in self.lost:
+                log.warning("array %s: slot %d is lost (rule 8)", self.name, first)
+            self.lost.add(first)
+            for p in targets:  # nothing to rebuild there: the slot stays lost until written
+                self.missed.get(p, set()).discard(first)
 
     async def _rebuild(self, first: int, n: int, targets: Sequence[int]) -> None:
         """Rebuild ``n`` consecutive written slots onto ``targets``: one I/O per member."""
@@ -400,6 +343,8 @@ class StripeArray(StripeLayout):
     async def check_slot(self, slot: int, repair: bool = False) -> tuple[bool, bool]:
         """``(readable, consistent)`` of a written slot from every readable block; with
         ``repair``, an inconsistent slot with every position active gets its parity rewritten."""
+        if slot in self.lost:
+            return False, True
         async with self._locks.hold(slot):
             blocks = await self._gather(slot, self.k + self.m)
             present = [p for p, b in enumerate(blocks) if b is not None]

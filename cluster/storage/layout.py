@@ -7,6 +7,12 @@ Rules:
    member. Logical byte ``L`` lives in slot ``L // (k·chunk)`` on data member ``(L // chunk) % k``.
 2. Positions ``0..k-1`` are the data members, ``k..k+m-1`` the parity members. A member is
    replaced whole (``set_state`` makes a new record), so a reader never sees a half-changed one.
+3. Which blocks are current: an ``active`` position holds every slot's current block; a
+   ``recovering`` one holds those of the slots it did not miss (``missed``: written without
+   it, or not yet rebuilt onto it); one that joined empty (``fresh``: a replacement or a new
+   parity member) holds only the slots written or rebuilt onto it since, until its recovery
+   ends. A read and a rebuild use exactly
+   the current blocks, so a member back from being away serves what it kept.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ class StripeLayout:
     ) -> None:
         self.name, self.chunk, self.slots = name, chunk, slots
         self.data, self.parity = list(data), list(parity)
+        self.missed: dict[int, set[int]] = {}  # position -> slots not current on it (rule 3)
+        self.fresh: dict[int, set[int]] = {}  # joined empty -> slots written since (rule 3)
 
     @property
     def k(self) -> int:
@@ -67,6 +75,38 @@ class StripeLayout:
             self.data[position] = member
         else:
             self.parity[position - self.k] = member
+
+    def join_fresh(self, position: int, member: ArrayMember) -> None:
+        """An empty device takes ``position``: ``recovering``, and current nowhere (rule 3)."""
+        self.set_member(position, replace(member, state=DeviceState.RECOVERING))
+        self.fresh[position] = set()
+        self.missed.pop(position, None)
+
+    def current(self, position: int, first: int, n: int = 1) -> bool:
+        """Does ``position`` hold the current blocks of slots ``first..first+n-1`` (rule 3)?"""
+        state = self.member(position).state
+        if state == DeviceState.ACTIVE:
+            return True
+        return state == DeviceState.RECOVERING and self._keeps(position, range(first, first + n))
+
+    def holders(self, slot: int) -> int:
+        """Positions that hold the current block of ``slot``, in service or not (rule 3): a
+        ``faulty`` member keeps what it did not miss, for when it comes back."""
+        return sum(
+            self.member(p).state != DeviceState.REMOVED and self._keeps(p, range(slot, slot + 1))
+            for p in self.positions()
+        )
+
+    def _keeps(self, position: int, slots: range) -> bool:
+        """Rule 3: does ``position`` hold the current blocks of ``slots``, whatever its state?"""
+        if position in self.fresh:
+            return self.fresh[position].issuperset(slots)
+        missed = self.missed.get(position)
+        return not missed or missed.isdisjoint(slots)
+
+    def missed_by(self, positions: Sequence[int]) -> set[int]:
+        """The slots not current on any of ``positions`` (rule 3)."""
+        return set().union(*(self.missed.get(p, set()) for p in positions))
 
     def positions(self) -> range:
         return range(self.k + self.m)

@@ -2,8 +2,9 @@
 
 Rules:
 1. A run rebuilds every written slot onto its targets (a new member), or, for a resync, only
-   the slots they missed while away (``array`` rule 5); then it catches up the slots they
-   missed while it ran, and only then marks them active. A run that a newer member change
+   the slots they missed while away (``array`` rule 5; a target that joined empty takes every
+   slot, ``layout`` rule 3); then it catches up the slots they missed while it ran, and only
+   then marks them active. A run that a newer member change
    overtook (``RecoveryProgress.generation``) leaves its targets to the next run.
 2. Paced (``pace_s`` > 0): the slots are walked in order in at most ``WALK_STEPS`` steps, each
    at least ``pace_s`` seconds, so a person can watch it; unpaced, runs of written slots are
@@ -38,6 +39,7 @@ class Recoverable(Protocol):
     written: set[int]
     dirty: set[int]
     missed: dict[int, set[int]]
+    fresh: dict[int, set[int]]
     recovery: RecoveryProgress
 
     @property
@@ -67,10 +69,9 @@ class Recovery:
         targets = [p for p in a.positions() if a.member(p).state == DeviceState.RECOVERING]
         if not targets:
             return
+        resync = resync and a.fresh.keys().isdisjoint(targets)  # an empty member takes every slot
         wanted = a.written & a.missed_by(targets) if resync else a.written
         slots = sorted(wanted)
-        for p in targets:  # what they miss from now on is caught up after the run (rule 1)
-            a.missed.get(p, set()).difference_update(slots)
         rec.active, rec.total, rec.in_flight, rec.rebuilt = True, a.slots, 0, len(slots)
         rec.completed = 0 if pace_s > 0 else a.slots - len(slots)
         limiter = trio.CapacityLimiter(PARALLEL_RUNS)
@@ -101,6 +102,7 @@ class Recovery:
             if a.member(p).state == DeviceState.RECOVERING:
                 a.set_state(p, DeviceState.ACTIVE)
                 a.missed.pop(p, None)
+                a.fresh.pop(p, None)
         if a.out_of_service() == 0:
             a.dirty.clear()
         log.info("array %s: recovery of %d written slots done", a.name, len(slots))
@@ -118,8 +120,6 @@ class Recovery:
             if not late:
                 await trio.sleep(0.01)
                 continue
-            for p in targets:
-                a.missed.get(p, set()).difference_update(late)
             for first, n in slot_runs(late, a.run_slots):
                 await a.rebuild_run(first, n, targets)
             if a.recovery.generation != generation:

@@ -20,10 +20,14 @@ Rules:
    long: a storage search judges the storage properties by default.
 5. Clock faults and added nodes are not drawn: the whole-node simulator runs one clock, and
    an added node holds no member.
-6. A member's node killed or restarted loses its RAM device with its process, and the array
-   draws no spare: at most as many member nodes as the array has parity members are killed
-   or restarted in a run (one), or the loss a search finds is the schedule's, not a bug; a
-   further kill or restart of another member's node is drawn as a pause.
+6. A member's node killed or restarted loses its RAM device with its process: at most as
+   many member nodes as the array has parity members are killed or restarted in a run (one),
+   or the loss a search finds is the schedule's, not a bug (a spare comes only after
+   ``replace_after``); a further kill or restart of another member's node is drawn as a pause.
+7. Half the runs (``SPARE_SHARE``) replace a member away ``REPLACE_AFTER_S`` seconds onto a
+   spare (the section's ``replace_after``): a member lost with its node's process comes back
+   on another node, and ``array_recovers`` judges it too. Drawn last, so the rest of a run
+   is what it was before spares were drawn.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from .drawing import MAX_FAULTS, Options, draw, finish
 
 __all__ = ["STORAGE_KINDS", "draw_any", "draw_storage"]
 
+SPARE_SHARE = 0.5  # rule 7
+REPLACE_AFTER_S = (3.0, 15.0)
 STORAGE_KINDS = ("kill", "pause", "restart", "partition", "cut", "loss", "delay")
 
 
@@ -110,20 +116,31 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
         t = max(t, round(until + 0.5, 3))
     steps.append({"at": t, "heal": True, "name": "final"})
     steps.extend({"at": t, "restart": i} for i in sorted(down))
-    every = rng.choice([0.2, 0.3, 0.5])
     return finish(
         {
             "name": f"explore storage run {seed}",
             "nodes": n,
             "seed": seed,
             "workload": "off",
-            "storage": {
-                "array": owner,
-                "members": members,
-                "parity": parity,
-                "capacity": "16M",
-                "writes": {"every": every, "records": rng.randint(1, 4), "size": 4096},
-            },
+            "storage": _section(rng, owner, members, parity),
             "steps": steps,
         }
     )
+
+
+def _section(
+    rng: random.Random, owner: int, members: list[int], parity: list[int]
+) -> dict[str, Any]:
+    """The run's ``storage:`` section: its writes (rule 2) and, in half the runs, its spares
+    (rule 7), drawn after the steps."""
+    every = rng.choice([0.2, 0.3, 0.5])
+    storage: dict[str, Any] = {
+        "array": owner,
+        "members": members,
+        "parity": parity,
+        "capacity": "16M",
+        "writes": {"every": every, "records": rng.randint(1, 4), "size": 4096},
+    }
+    if rng.random() < SPARE_SHARE:
+        storage["replace_after"] = round(rng.uniform(*REPLACE_AFTER_S), 1)
+    return storage

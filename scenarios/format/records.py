@@ -171,6 +171,7 @@ class StorageSpec:
     every: float  # seconds between two write requests
     records: int  # records one request writes
     size: int  # bytes of a record
+    replace_after: float | None = None  # seconds a member is away before a spare replaces it
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,13 +3,16 @@ on others, and the writes it takes through the run (what it does: ``play.storage
 is judged, ``no_lost_writes``: ``judge.durability``)::
 
     storage: {array: 0, members: [1, 2], parity: [3], capacity: 4M,
-              writes: {every: 0.5, records: 4, size: 8192}}
+              writes: {every: 0.5, records: 4, size: 8192}, replace_after: 10}
 
 Rules:
 1. ``array`` is the owner node; the member nodes (``members``, then ``parity``) are distinct
    nodes of the cluster at the start; ``capacity`` is each member device's size as written.
 2. ``writes``: a request every ``every`` seconds (0.05..60) of ``records`` records (1..100) of
    ``size`` bytes (1..1 MiB).
+3. ``replace_after`` (seconds, 1..86400; absent: never): a member away that long is replaced
+   onto a spare the array makes on a live node (``rt_safe_bdev``'s ``auto_replace_after_s``),
+   so a member lost with its node's process comes back too.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from .values import Checker
 
 __all__ = ["parse_storage"]
 
-_KEYS = {"array", "members", "parity", "capacity", "writes"}
+_KEYS = {"array", "members", "parity", "capacity", "writes", "replace_after"}
 _WRITE_KEYS = {"every", "records", "size"}
 
 
@@ -56,6 +59,9 @@ def parse_storage(c: Checker, raw: Any, nodes: int) -> StorageSpec | None:
         c.number(w.get("every", 0.5), "storage: writes.every", low=0.05, high=60),
         c.integer(w.get("records", 4), "storage: writes.records", low=1, high=100),
         c.integer(w.get("size", 8192), "storage: writes.size", low=1, high=1 << 20),
+        None
+        if raw.get("replace_after") is None
+        else c.number(raw["replace_after"], "storage: replace_after", low=1, high=86400),
     )
 
 

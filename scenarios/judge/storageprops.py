@@ -7,8 +7,8 @@ each a function of the run's trace: None when it holds, else one line saying wha
   storage schedules bring every node back before the end, ``explore.storagedraw`` rule 4),
   every member that was only away (its node paused, cut off, partitioned, slow) is active
   again: resynchronised. A member whose node was killed, stopped or restarted lost its RAM
-  device with its process; only a spare brings it back, and the storage schedules draw no
-  spare yet, so such a member is not judged.
+  device with its process; only a spare brings it back, so it is judged only when the array
+  replaces away members onto spares (``replace_after``, in the run's storage result).
 - ``forward_bounded``: every call a node made to a peer (a forward, a block operation of the
   array, a compose: ``cluster.node.peers`` rule 3) ended within the one forward bound
   (``FORWARD_TIMEOUT``, 5 s) plus ``SLACK``; a call still open at the end is judged by its age
@@ -51,7 +51,9 @@ def array_recovers(trace: Trace) -> str | None:
     up = set(trace.up_nodes(trace.end))
     if any(m.get("node_id") not in up for m in members):
         return None  # a member's node is down at the end: nothing could bring it back
-    lost = {n for a in trace.actions if a.kind in LOSE_DEVICES for n in a.nodes}
+    lost = set()
+    if (trace.storage or {}).get("replace_after") is None:  # no spare: a lost device stays lost
+        lost = {n for a in trace.actions if a.kind in LOSE_DEVICES for n in a.nodes}
     out = [m for m in members if m.get("state") != "active" and m.get("node_id") not in lost]
     if not out:
         return None

@@ -13,8 +13,8 @@ Rules:
 4. Over ``transport`` (an httpx transport; None: the network): whole nodes in the simulator
    take the same requests in memory (``cluster.sim.inmemoryhttp``). The membership simulator
    has no arrays: the section is ignored there.
-5. ``auto_replace_after_s`` (``Cluster.make_array``'s; None: off, as a scenario's array) goes
-   into the array's configuration as it stands: ``rt_safe_bdev`` checks it (1 s to a day)
+5. ``auto_replace_after_s`` (``Cluster.make_array``'s, a file's ``replace_after``; None: off)
+   goes into the array's configuration as it stands: ``rt_safe_bdev`` checks it (1 s to a day)
    and a refusal is the ``RuntimeError`` of rule 1.
 """
 
@@ -108,6 +108,7 @@ class StorageRun:
     async def check(self, url: Any) -> dict[str, Any]:
         """Rule 3: the owner's read-back of every acknowledged record."""
         out: dict[str, Any] = {"requests": self.sent, "requests_failed": self.failed}
+        out["replace_after"] = self.auto_replace_after_s  # ``array_recovers``: a spare exists
         base = url(self.spec.array)
         try:
             if base is None:

@@ -80,7 +80,9 @@ async def _storage(c: Cluster, scenario: Scenario) -> StorageRun | None:
 
     from .arrayrun import StorageRun
 
-    storage = StorageRun(scenario.storage, c.transport)
+    storage = StorageRun(
+        scenario.storage, c.transport, auto_replace_after_s=scenario.storage.replace_after
+    )
     try:
         await storage.set_up(c.dashboard_url)
     except (RuntimeError, httpx.HTTPError) as exc:

@@ -109,7 +109,9 @@ async def test_a_write_no_member_took_is_acknowledged_only_under_the_plant(plant
             array.set_state(position, DeviceState.FAULTY)
         payload = b"\x07" * STRIPE
         if not planted:
-            with pytest.raises(Unwritable, match="to 0 members only; it takes 2"):
+            with pytest.raises(
+                Unwritable, match="nowhere: 0 of its members in service; it takes 2"
+            ):
                 await array.write(STRIPE, payload)
             assert array.written == {0}
             return

@@ -30,6 +30,7 @@ from scenarios.explore.playing import scenario_of
 from scenarios.format.records import TRUSTED
 from scenarios.format.spec import ScenarioError
 from scenarios.judge import properties
+from scenarios.judge.properties import STORAGE_PROPERTIES
 from scenarios.play.sim import run_sim
 from scenarios.reporting.aggregate import run_line
 from tests.support.clusters import run_main
@@ -55,10 +56,14 @@ FOUND = sorted((Path(__file__).parent / "found").glob("failure-*.yaml"))
 
 @pytest.mark.parametrize("path", FOUND, ids=[p.stem for p in FOUND])
 def test_what_the_search_found_on_the_real_protocol_stays_fixed(path: Path) -> None:
+    """Its property holds; a storage file's array also ends healthy, forwards bounded."""
     sc = load_scenario(path, sim=True)
-    judged = properties.judged(sc, run_sim(sc))
+    trace = run_sim(sc)
+    judged = properties.judged(sc, trace)
     assert judged is not None
     assert judged["status"] == "pass", judged["detail"]
+    if sc.storage is not None:
+        assert properties.check(properties.Run(sc, trace), list(STORAGE_PROPERTIES)) is None
 
 
 def test_swim_ranges_are_drawn_within_bounds() -> None:

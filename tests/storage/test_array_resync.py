@@ -54,8 +54,9 @@ async def test_a_write_that_reaches_fewer_members_than_data_fails_and_is_not_ack
     await array.write(stripe, b"\x02" * stripe)  # one out: within the parity level
     array.set_state(1, DeviceState.FAULTY)
     for offset, size in ((2 * stripe, stripe), (3 * stripe + 7, 10)):  # a stripe, a piece
-        with pytest.raises(Unwritable, match="to 1 members only; it takes 2"):
+        with pytest.raises(Unwritable, match="nowhere: 1 of its members in service; it takes 2"):
             await array.write(offset, b"\x03" * size)
+    assert b"\x03" not in stores[0].data  # refused before it wrote: no slot of two versions
     assert array.written == {0, 1}  # neither refused write counts as written
     with pytest.raises(Unreadable):  # a piece of a written slot needs its stripe: unreadable
         await array.write(CHUNK // 2, b"\x04" * 10)

@@ -4,6 +4,7 @@ them, for tests of ``cluster.storage.array`` without modules or runtimes.
     stores = [Memory(), Memory(), Memory()]
     array = array_of(stores)           # data on stores 0 and 1, parity on store 2
     stores[2].gate = trio.Event()      # the next write to store 2 waits; ``held`` is set
+    stores[1].broken = True            # every write to store 1 fails
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Memory(BlockStore):
         self.data = bytearray(CHUNK * SLOTS)
         self.gate: trio.Event | None = None
         self.held = trio.Event()
+        self.broken = False  # every write fails (OSError), as a device gone bad does
 
     @property
     def capacity(self) -> int:
@@ -55,6 +57,8 @@ class Memory(BlockStore):
         return bytes(self.data[offset : offset + size])
 
     async def write(self, offset: int, data: Buffer) -> None:
+        if self.broken:
+            raise OSError("the device is broken")
         if self.gate is not None:
             self.held.set()
             await self.gate.wait()
@@ -65,10 +69,12 @@ async def _run_now(_method: str, _kib: float, fn: Any) -> Any:
     return await fn()
 
 
-def array_of(stores: list[Memory], run_op: RunOp = _run_now) -> StripeArray:
+def array_of(stores: list[Memory], run_op: RunOp = _run_now, spares: int = 0) -> StripeArray:
     """An array ``a`` of chunk ``CHUNK``: its data on the first two stores, parity on the
-    rest; ``run_op`` runs its tasks (in the caller's task by default)."""
+    rest but the last ``spares`` (devices it can open, ``m{i}`` of pool id ``900+i``, to
+    join it); ``run_op`` runs its tasks (in the caller's task by default)."""
     ids = [PoolId(900 + i, 0) for i in range(len(stores))]
     by_id = dict(zip(ids, stores, strict=True))
     members = [ArrayMember(f"m{i}", pid, 0) for i, pid in enumerate(ids)]
-    return StripeArray("a", CHUNK, SLOTS, members[:2], members[2:], by_id.get, run_op)
+    parity = members[2 : len(members) - spares]
+    return StripeArray("a", CHUNK, SLOTS, members[:2], parity, by_id.get, run_op)

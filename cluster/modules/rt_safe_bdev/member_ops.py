@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from typing import Any, Protocol
 
 from cluster.ground.errors import BadRequest, Conflict, NotFound, ValidationFailed
@@ -168,7 +167,7 @@ async def replace_member(c: MemberHost, failed_pool_id: str, req: MemberRequest)
         except Exception:
             await c.give_back(member.pool_id)
             raise
-        array.set_member(position, replace(member, state=DeviceState.RECOVERING))
+        array.join_fresh(position, member)
         array.recovery.generation += 1
         await c.release(old.pool_id)
     return {
