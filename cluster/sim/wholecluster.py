@@ -29,8 +29,8 @@ from __future__ import annotations
 import importlib
 import logging
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ class NodeSlot:
     events: list[dict[str, Any]] = field(default_factory=list)  # of instances that ended
     forwards: list[dict[str, Any]] = field(default_factory=list)  # of instances that ended
     starts: int = 0
+    requests: set[trio.CancelScope] = field(default_factory=set)  # HTTP it is answering
 
 
 class WholeCluster:
@@ -132,6 +133,8 @@ class WholeCluster:
             slot.forwards.extend(_forwards(slot.node, "killed"))
         if slot.scope is not None:
             slot.scope.cancel()
+        for request in slot.requests:  # its HTTP answers end with it (``inmemoryhttp`` rule 4)
+            request.cancel()
         slot.node, slot.asgi, slot.scope = None, None, None
 
     async def stop(self, i: int) -> None:
@@ -193,7 +196,18 @@ class WholeCluster:
 
     def transport(self) -> InMemoryHttp:
         """An httpx transport to every node's dashboard (``dashboard_url``), in memory."""
-        return InMemoryHttp(self._app_of, self.net.wait_thawed)
+        return InMemoryHttp(self._app_of, self.net.wait_thawed, self._serving)
+
+    @contextmanager
+    def _serving(self, i: int) -> Iterator[trio.CancelScope]:
+        """The scope node ``i`` answers one HTTP request in: its kill cancels it."""
+        requests = self.nodes[i].requests
+        with trio.CancelScope() as scope:
+            requests.add(scope)
+            try:
+                yield scope
+            finally:
+                requests.discard(scope)
 
     def dashboard_url(self, i: int) -> str:
         return f"http://127.0.0.1:{VIZ_BASE_PORT + i}"
@@ -228,14 +242,14 @@ class WholeCluster:
         """One HTTP request to node ``i``'s dashboard (its app, in memory: rule 1): the status
         and the JSON body (or the text when it is not JSON). A paused node answers once resumed
         (its server reads nothing before); ``TimeoutError`` when no answer came in ``timeout``
-        seconds, ``LookupError`` when the node is down."""
+        seconds, ``LookupError`` when the node is down or is killed before it answers."""
         import httpx
 
         client = httpx.AsyncClient(transport=self.transport(), timeout=timeout)
         try:
             async with client:
                 answer = await client.request(method, self.dashboard_url(i) + path, data=data)
-        except httpx.ConnectError as exc:
+        except (httpx.ConnectError, httpx.ReadError) as exc:  # down, or killed while answering
             raise LookupError(str(exc)) from None
         except httpx.TimeoutException:
             raise TimeoutError(

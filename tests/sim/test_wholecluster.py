@@ -146,3 +146,30 @@ def test_every_call_to_a_peer_is_recorded_with_how_it_ended() -> None:
     ]
     assert calls[1]["end"] - calls[1]["start"] == 5.0
     assert all(f["what"] == "monitor 'workers'" for f in calls)
+
+
+def test_a_node_killed_while_it_answers_stops_there_forward_and_all() -> None:
+    """``inmemoryhttp`` rule 4: node 0 forwards to paused node 2 (5 s to wait out) and is
+    killed 1 s in; the caller hears at once, and node 0's forward ends with it."""
+
+    async def body(c: WholeCluster) -> tuple[float, list[dict[str, Any]]]:
+        await trio.sleep(3)
+        c.pause(2)
+        t0 = trio.current_time()
+
+        async def kill_soon() -> None:
+            await trio.sleep(1)
+            c.kill(0)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(kill_soon)
+            with pytest.raises(LookupError, match="went down while answering"):
+                await c.request(0, "GET", "/api/nodes/2/workers")
+        took = trio.current_time() - t0
+        await trio.sleep(10)  # past the forward's bound: nothing of node 0 runs on
+        return took, [f for f in c.forwards() if f["node"] == 0 and f["peer"] == 2]
+
+    took, calls = in_sim(body, n=3)
+    assert took == pytest.approx(1.0, abs=0.05)
+    assert [f["outcome"] for f in calls] == ["killed"]
+    assert calls[0]["end"] - calls[0]["start"] == pytest.approx(1.0, abs=0.05)
