@@ -295,6 +295,6 @@ def _artifacts(c: Cluster, out: Path, name: str) -> list[str]:
     from .replay import write_failure
 
     try:
-        return write_failure(c, out, name).lines(c.mode)
+        return write_failure(c, out, name).lines(c.mode, whole=c.transport is not None)
     except Exception as exc:  # the report must not hide the test's own failure
         return [f"no scenario file or report: {type(exc).__name__}: {exc}"]

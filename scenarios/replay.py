@@ -139,9 +139,13 @@ class Failure:
         self.scenario = scenario
         self.report = report
 
-    def lines(self, mode: str) -> list[str]:
+    def lines(self, mode: str, whole: bool = False) -> list[str]:
+        """What to say of the artifacts; ``whole``: the cluster ran whole simulated nodes,
+        which the file (membership steps, no array) does not bring back."""
         flag = " --sim" if mode == "sim" else ""
         where = " on real processes, without namespaces" if mode == "netns" else ""
+        if whole:
+            where = " of its actions on the membership simulator; the pytest line replays this run"
         return [
             f"scenario: {self.scenario} (replay{where}: rt_cluster scenario {self.scenario}{flag})",
             "  (the file holds the test's actions, waits and checks, not its plain asserts: "

@@ -186,3 +186,13 @@ def test_a_real_section_says_what_its_seed_does_not_replay() -> None:
     assert "replay: pytest 't.py::test' --rt-mode sim --rt-seed 9 (the same events" in sim
     own = section(_Stand("real"), "t.py::test", [], fixture=False)  # type: ignore[arg-type]
     assert "rerun: pytest 't.py::test' (new real processes" in own
+
+
+def test_a_whole_sim_failure_says_its_file_replays_the_membership_only(tmp_path: Path) -> None:
+    """Whole nodes (``whole=True``) are not in the file (its steps, no array): the pytest line
+    replays the run; the file's --sim replay is of its actions on the membership simulator."""
+    from scenarios.replay import Failure
+
+    whole = Failure(tmp_path / "scenario.yaml", tmp_path).lines("sim", whole=True)[0]
+    assert "replay of its actions on the membership simulator; the pytest line replays" in whole
+    assert Failure(tmp_path / "s.yaml", tmp_path).lines("sim")[0].endswith("s.yaml --sim)")
