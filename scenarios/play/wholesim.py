@@ -19,6 +19,8 @@ Rules:
    one task (a test) and closed in another (its fixture's teardown) is still closed whole. A
    node's task that raises ends the cluster; the next ``advance_to`` raises ``ClusterError``
    naming it.
+7. A heal reaches a paused node when it is resumed (as a heal's frame waits in a stopped
+   process's socket): its disk faults end then, not before.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class WholeSimBackend:
         self.launched = 0.0
         self.t0 = 0.0
         self._now = 0.0
+        self._heal_on_resume: set[int] = set()  # paused at a heal (rule 7)
 
     @classmethod
     async def start(cls, n: int, seed: int, swim: dict[str, Any]) -> WholeSimBackend:
@@ -150,6 +153,9 @@ class WholeSimBackend:
     async def resume(self, i: int) -> None:
         self.cluster.resume(i)
         await trio.lowlevel.checkpoint()
+        if i in self._heal_on_resume and self.cluster.up(i):  # rule 7
+            self._heal_on_resume.discard(i)
+            await self.cluster.faults(i, "heal")
 
     async def restart(self, i: int) -> None:
         await self.cluster.restart(i)
@@ -165,7 +171,9 @@ class WholeSimBackend:
     async def heal(self) -> None:
         self.cluster.net.heal()
         for i in range(len(self.cluster.nodes)):  # as rt_cluster heal: disk faults too
-            if self.cluster.up(i) and i not in self.cluster.net.frozen:
+            if self.cluster.up(i) and i in self.cluster.net.frozen:
+                self._heal_on_resume.add(i)  # rule 7
+            elif self.cluster.up(i):
                 await self.cluster.faults(i, "heal")
 
     async def loss(self, percent: float, nodes: Sequence[int]) -> None:

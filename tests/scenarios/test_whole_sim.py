@@ -11,6 +11,7 @@ import trio
 from cluster.local import ClusterError
 from cluster.sim import VirtualClock
 from scenarios import open_cluster
+from scenarios.play.wholesim import WholeSimBackend
 from scenarios.pytest_plugin import OpenCluster
 
 
@@ -84,3 +85,27 @@ async def test_a_clock_fault_is_refused_on_whole_nodes(
     c = await rt_cluster(2, whole=True)
     with pytest.raises(ClusterError, match="one clock"):
         await c.clock(1, offset=60)
+
+
+async def test_a_heal_reaches_a_paused_node_when_it_is_resumed(
+    sim_clock: VirtualClock, rt_cluster: OpenCluster
+) -> None:
+    """``wholesim`` rule 7: node 1's disk fault outlasts a heal made while it was paused (the
+    heal's frame waits in its socket, as a stopped process's would) and ends at its resume."""
+    c = await rt_cluster(4, whole=True, seed=3)
+    await c.make_array(owner=0, members=[1, 2], parity=[3])
+    await c.disk(1, "rt_m1", latency_ms=50)
+    assert isinstance(c.backend, WholeSimBackend)
+    runtime = c.backend.cluster.node(1).runtime
+
+    def faulty() -> bool:
+        pool = runtime.pools.by_name("rt_m1")
+        assert pool is not None
+        return bool(pool.disk_fault.active)
+
+    assert faulty()
+    await c.pause(1)
+    await c.heal()
+    assert faulty()  # paused: the heal has not reached it
+    await c.resume(1)
+    assert not faulty()
