@@ -13,7 +13,8 @@ situation in one process (``tests/bench/test_storage_plants.py``).
   (``StripeArray._miss``), a resync rebuilds the ``dirty`` slots as they are when it starts
   (``StripeArray.missed_by``), a recovery marks its targets active as soon as its walk
   ends, with no catch-up of the slots they missed meanwhile (``Recovery._catch_up``), and
-  reads use only active members (``StripeArray.current``).
+  a member back from being away is read for every slot not ``dirty`` (``StripeArray.current``,
+  as ``missed`` is no longer noted).
   ``storage.array`` rule 5 and ``storage.recovery`` rule 1 are what it breaks.
 - ``ack_without_member``: a write acknowledged with fewer members holding it than it takes
   to read it back, or with none (at a heal, gossip from the cut-off side made the owner hold
@@ -42,6 +43,7 @@ from typing import Any
 from cluster.modules import remote
 from cluster.runtime import BlockCall
 from cluster.storage.array import StripeArray
+from cluster.storage.layout import StripeLayout
 from cluster.storage.recovery import Recovery
 from cluster.storage.roster import DeviceState
 
@@ -81,10 +83,13 @@ def _dirty_at_start(self: StripeArray, positions: Sequence[int]) -> set[int]:
     return set(self.dirty)
 
 
-def _active_only(self: StripeArray, position: int, first: int, n: int = 1) -> bool:
-    """As it was then: only an ``active`` member is read (a ``recovering`` one's kept blocks
-    were not trusted, since nothing said which it had missed)."""
-    return self.member(position).state == DeviceState.ACTIVE
+def _current_unless_dirty(self: StripeArray, position: int, first: int, n: int = 1) -> bool:
+    """What it knew then: a member back from being away missed the ``dirty`` slots and no
+    other (a write marked its slots dirty only if the array looked degraded at its end)."""
+    state = self.member(position).state
+    if state != DeviceState.RECOVERING or position in self.fresh:
+        return StripeLayout.current(self, position, first, n)
+    return self.dirty.isdisjoint(range(first, first + n))
 
 
 async def _no_catch_up(self: Recovery, targets: Sequence[int], generation: int) -> bool:
@@ -99,7 +104,7 @@ def write_races_return() -> Iterator[None]:
         stack.enter_context(_swapped(StripeArray, "_miss", _miss_nothing))
         stack.enter_context(_swapped(StripeArray, "missed_by", _dirty_at_start))
         stack.enter_context(_swapped(Recovery, "_catch_up", _no_catch_up))
-        stack.enter_context(_swapped(StripeArray, "current", _active_only))
+        stack.enter_context(_swapped(StripeArray, "current", _current_unless_dirty))
         yield
 
 

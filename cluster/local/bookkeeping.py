@@ -118,11 +118,12 @@ class TrackedCluster:
         forget(done)
 
     async def wait_recorded(self, timeout: float = RECORD_WAIT) -> None:
-        """Wait (at most ``timeout`` s) until every ended process's watcher recorded its end."""
+        """Wait (at most ``timeout`` s) until every ended process's watcher recorded its end
+        and exited: one that recorded it may still hold the cluster's directory a moment."""
         watchers = [
             Proc(m.watcher, m.watcher_started, m.log)
             for m in members(self.directory, self.record)
-            if m.watcher and m.ending is None and process_state(m.pid, m.started) == "gone"
+            if m.watcher and process_state(m.pid, m.started) == "gone"
         ]
         await self.processes.wait_gone(watchers, timeout)
 

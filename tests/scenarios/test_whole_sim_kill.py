@@ -93,3 +93,21 @@ async def test_a_bad_auto_replace_is_refused_by_the_array(
     c = await rt_cluster(4, whole=True, seed=1)
     with pytest.raises(RuntimeError, match="auto_replace_after_s"):
         await c.make_array(auto_replace_after_s=0.5)  # under a second
+
+
+async def test_a_member_replaced_after_its_node_came_back_lands_on_that_node(
+    sim_clock: VirtualClock, rt_cluster: OpenCluster
+) -> None:
+    """``rt_safe_bdev`` devices rule 4: node 2 restarted holds nothing of the array (its RAM
+    device died with it), so the spare goes there, not to the owner."""
+    c = await rt_cluster(4, whole=True, seed=7)
+    arr = await c.make_array(owner=0, members=[1, 2], parity=[3], auto_replace_after_s=15)
+    assert await arr.write(records=8) == 8
+    await c.kill(2)
+    await c.wait_dead(2)
+    await c.restart(2)
+    await c.wait_converged()
+    recovered = await arr.wait_recovered(timeout=60)
+    assert [m["node_id"] for m in recovered["members"]] == [1, 2, 3]
+    assert recovered["members"][1]["pool_name"] != "rt_m2"  # a spare, not the old member
+    assert (await arr.check()).ok

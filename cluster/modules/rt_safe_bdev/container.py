@@ -291,7 +291,8 @@ class SafeBdevContainer(ExtentDevice):
         name = f"{self.info.pool_name}_r{array.recovery.generation + 1}_{position}"
         spare: PoolId | None = None
         try:
-            req, spare = await self.devices.make_spare(array, name, array.slots * self.chunk)
+            size = array.slots * self.chunk
+            req, spare = await self.devices.make_spare(array, name, size, replacing=position)
             await self.replace_member(str(pool_id), req)
         except ApiError as exc:
             log.warning("array %s: no automatic replacement yet: %s", self.info.pool_name, exc)

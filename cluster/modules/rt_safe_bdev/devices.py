@@ -24,9 +24,9 @@ Rules:
    away member keeps the time it first went away until it is seen ``active`` again, so a
    device that keeps failing is replaced (rule 4) however often it is tried.
 4. With ``auto_replace_after_s``, a member away that long is replaced onto a spare made on a
-   live node (a peer holding no member of the array first, then this node, then any peer),
-   and recovery runs across the network. A spare that no replacement took is given back at
-   once (rule 5).
+   live node (a peer holding no member of the array first, then the replaced member's own
+   node, then this node, then any peer), and recovery runs across the network. A spare that
+   no replacement took is given back at once (rule 5).
 5. What the array made on peers it gives back (``give_back``), when a member change that
    made it is refused and when the array is destroyed: once its regions there are freed,
    the peer is asked to destroy the device (``remote`` rule 6), which it does only for this
@@ -267,16 +267,21 @@ class MemberDevices:
         return due
 
     async def make_spare(
-        self, array: StripeArray, name: str, size: int
+        self, array: StripeArray, name: str, size: int, replacing: int | None = None
     ) -> tuple[MemberRequest, PoolId | None]:
         """Rule 4: a device of ``size`` bytes named ``name`` on a live node, for a member
         to be replaced onto: a peer that holds none of the array's members if one answers,
-        else this node, else any live peer. A request naming it, and the pool id of the
-        device made on a peer (None: the replacement makes it here)."""
-        holding = {array.member(p).node_id for p in array.positions()}
-        holding = {self.runtime.node_id if n is None else n for n in holding}
+        else this node, else any live peer. The node of the member at position ``replacing``
+        comes after the other peers that hold none (its device failed or died with it), and
+        before this node. A request naming it, and the pool id of the device made on a peer
+        (None: the replacement makes it here)."""
         me, alive = self.runtime.node_id, self.runtime.alive_nodes()
-        order = [n for n in alive if n not in holding and n != me] + [me]
+        node_of = [array.member(p).node_id for p in array.positions()]
+        node_of = [me if n is None else n for n in node_of]
+        gone = None if replacing is None else node_of[replacing]
+        holding = {n for p, n in enumerate(node_of) if p != replacing}
+        free = [n for n in alive if n not in holding and n != me]
+        order = [*sorted(free, key=lambda n: n == gone), me]  # the replaced one's node last
         order += [n for n in alive if n in holding and n != me]
         why = "no live node"
         for node_id in order:
