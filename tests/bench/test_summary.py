@@ -114,9 +114,9 @@ def test_the_explore_figures_have_their_rows(
     ) in text
     assert "whole command: runs per second, 5 nodes, --jobs 1" not in text  # a figure, no row
     assert (
-        "| explore: planted bugs found (within the budget) | 1 of 2 | a 0.5 s, b - s; with the old fault kinds only: none found, as it should be |"
-        in text
-    )  # noqa: E501
+        "| explore: planted bugs found (within the budget) | 1 of 2 | a 0.5 s, b - s; "
+        "with the old fault kinds only: none found, as it should be |"
+    ) in text
     assert "| 3 / 1.5 | replays with the same digest: 10 of 10 (fewest) |" in text
     clean = "| explore: violations on the unmutated protocol in 30 min, sizes 3-5 | 0 | 9000 runs, "
     assert f"{clean}0 seeds of the clock () | 0 in 120 min, sizes 3-7 | **no** |" in text
