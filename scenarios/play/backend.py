@@ -47,6 +47,7 @@ class Backend(Protocol):
     directory: Path | None  # real: the cluster directory (logs, event logs); else None
     boots: dict[int, list[int]] | None  # sim: each node's boots in the order made
     restart_stops: bool  # a restart stops a running process first, as a step of its own
+    transport: Any  # an httpx transport to the dashboards (whole sim: in memory); None: network
 
     def now(self) -> float:
         """The trace clock, seconds (virtual in sim)."""
@@ -58,6 +59,11 @@ class Backend(Protocol):
 
     async def views(self, observers: Sequence[int]) -> dict[int, dict[int, str] | None]:
         """Each observer's view ``{subject: state}``; None for one that did not answer."""
+        ...
+
+    def forwards(self) -> list[dict[str, Any]] | None:
+        """Every call a node made to a peer (``cluster.node.peers`` rule 3), each with its
+        ``node``; None where the nodes do not report theirs (processes, the membership sim)."""
         ...
 
     def views_nowait(self, observers: Sequence[int]) -> dict[int, dict[int, str] | None]:

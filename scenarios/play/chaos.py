@@ -128,7 +128,7 @@ class Cluster(Recorded, Waits, FaultCalls):
     def transport(self) -> Any:
         """How HTTP reaches the dashboards: an httpx transport (whole nodes in the simulator:
         their apps in memory), or None (the network)."""
-        return getattr(self.backend, "transport", None)
+        return self.backend.transport
 
     def state(self, i: int) -> str:
         """Node ``i``'s process as this cluster left it: ``running``, ``paused`` or ``down``

@@ -61,13 +61,12 @@ async def play(
     events = await c.backend.events()
     checked = await storage.check(c.dashboard_url) if storage is not None else None
     trace = c.trace(events, end)
-    forwards = getattr(c.backend, "forwards", None)  # whole simulated nodes record them
     return replace(
         trace,
         t0=t0,
         collection=c.backend.collection(t0),
         storage=checked,
-        forwards=forwards() if forwards is not None else None,
+        forwards=c.backend.forwards(),
     )
 
 

@@ -67,6 +67,10 @@ class ProcessBackend:
     boots: dict[int, list[int]] | None = None  # the nodes' events name their boots
     restart_stops = True  # a running process leaves gracefully before its restart
     directory: Path | None = None
+    transport: Any = None  # dashboards over the network
+
+    def forwards(self) -> list[dict[str, Any]] | None:
+        return None  # a node process does not report its calls
 
     def __init__(
         self,

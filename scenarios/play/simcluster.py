@@ -49,6 +49,10 @@ class SimBackend:
     mode = "sim"
     directory: Path | None = None  # nothing on disk
     restart_stops = False  # a restart replaces the machine at once
+    transport: Any = None  # no dashboards
+
+    def forwards(self) -> list[dict[str, Any]] | None:
+        return None  # membership only: no node RPC
 
     def __init__(self, net: swim.SimNetwork) -> None:
         self.net = net
