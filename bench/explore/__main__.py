@@ -135,6 +135,35 @@ def bench_command(runs: int, jobs: int, work: Path) -> dict[str, Any]:
     return row
 
 
+def _found(
+    status: int, files: list[Path], lines: list[str], took: float, replays: int
+) -> dict[str, Any]:
+    """A plant's search as figures: found or what it searched; when found, the first failure,
+    the shrunk file's steps, the shrink's seconds and ``replays`` replays' digests (all the
+    same and failing: ``replays``, else 0)."""
+    if status != 1 or not files:
+        return {"found": False, "searched": _searched(lines)[0]}
+    first = next(line for line in lines if " violated (+" in line)
+    data = yaml.safe_load(files[0].read_text())
+    replay = {k: v for k, v in data.items() if k != "property"}
+    digests = set()
+    for _ in range(replays):
+        got = play(replay, [data["property"]])
+        digests.add(got.digest if got.failed else "passed")
+    shrink = next(line for line in lines if line.startswith("failure-"))
+    return {
+        "found": True,
+        "first_failure": first,
+        "found_after_s": float(first.split("(+")[1].split(" s)")[0]),
+        "property": data["property"],
+        "steps": len(data["steps"]),
+        "nodes": data["nodes"],
+        "shrink_s": float(shrink.split(" in ")[1].split(" s")[0]),
+        "search_and_shrink_s": round(took, 1),
+        "replays_same_digest": replays if len(digests) == 1 and "passed" not in digests else 0,
+    }
+
+
 def bench_plant(
     name: str, seconds: float, jobs: int, work: Path, faults: tuple[str, ...] = FAULT_KINDS
 ) -> dict[str, Any]:
@@ -153,27 +182,7 @@ def bench_plant(
         files = sorted(out.glob("failure-*.yaml"))
         row: dict[str, Any] = {"plant": name, "faults": shown, "when": time.strftime("%H:%M")}
         row["swim"] = "compiled" if swim.native.IN_USE else "python"  # the file's may differ
-        row["found"] = status == 1 and bool(files)
-        if not row["found"]:
-            row["searched"] = _searched(lines)[0]
-        if row["found"]:
-            first = next(line for line in lines if " violated (+" in line)
-            data = yaml.safe_load(files[0].read_text())
-            digests = set()
-            for _ in range(10):
-                got = play({k: v for k, v in data.items() if k != "property"}, [data["property"]])
-                digests.add(got.digest if got.failed else "passed")
-            shrink = next(line for line in lines if line.startswith("failure-"))
-            row.update(
-                first_failure=first,
-                found_after_s=float(first.split("(+")[1].split(" s)")[0]),
-                property=data["property"],
-                steps=len(data["steps"]),
-                nodes=data["nodes"],
-                shrink_s=float(shrink.split(" in ")[1].split(" s")[0]),
-                search_and_shrink_s=round(took, 1),
-                replays_same_digest=10 if len(digests) == 1 and "passed" not in digests else 0,
-            )
+        row.update(_found(status, files, lines, took, replays=10))
     print(f"  {name}: {row}")
     return row
 
@@ -197,28 +206,7 @@ def bench_storage_plant(name: str, seconds: float, jobs: int, work: Path) -> dic
         took = time.monotonic() - t
         files = sorted(out.glob("failure-*.yaml"))
         row: dict[str, Any] = {"plant": name, "when": time.strftime("%H:%M")}
-        row["found"] = status == 1 and bool(files)
-        if not row["found"]:
-            row["searched"] = _searched(lines)[0]
-        else:
-            first = next(line for line in lines if " violated (+" in line)
-            data = yaml.safe_load(files[0].read_text())
-            replay = {k: v for k, v in data.items() if k != "property"}
-            digests = set()
-            for _ in range(3):
-                got = play(replay, [data["property"]])
-                digests.add(got.digest if got.failed else "passed")
-            shrink = next(line for line in lines if line.startswith("failure-"))
-            row.update(
-                first_failure=first,
-                found_after_s=float(first.split("(+")[1].split(" s)")[0]),
-                property=data["property"],
-                steps=len(data["steps"]),
-                nodes=data["nodes"],
-                shrink_s=float(shrink.split(" in ")[1].split(" s")[0]),
-                search_and_shrink_s=round(took, 1),
-                replays_same_digest=3 if len(digests) == 1 and "passed" not in digests else 0,
-            )
+        row.update(_found(status, files, lines, took, replays=3))  # seconds a replay here
     row["met"] = row["found"] and row["found_after_s"] <= GOAL_STORAGE_FIND_S
     print(f"  storage {name}: {row}")
     return row
