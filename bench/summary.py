@@ -360,6 +360,32 @@ def _memberlist(d: Any) -> Iterator[Row]:
     )
 
 
+STORAGE_FILES = ("array_partition", "member_disk_fails", "member_node_dies", "member_node_paused")
+
+
+def _verdicts(d: Any) -> Iterator[Row]:
+    """Issue 47: the library's storage scenarios give the same verdict over their many runs
+    in the simulator (whole nodes) and on real processes (every run passed, or not)."""
+    scenarios = d.get("scenarios", {})
+    shown, agree = [], 0
+    for name in STORAGE_FILES:
+        sim, real = (scenarios.get(name, {}).get(m) for m in ("sim", "real"))
+        if sim is None or real is None:
+            shown.append(f"{name} {'no sim' if sim is None else 'no real'} runs")
+            continue
+        same = (sim["passed"] == sim["runs"]) == (real["passed"] == real["runs"])
+        agree += same
+        counts = f"{sim['passed']}/{sim['runs']} sim, {real['passed']}/{real['runs']} real"
+        shown.append(f"{name} {counts}")
+    yield (
+        "storage scenarios: the same verdict in sim (whole nodes) and real, over many runs",
+        f"{agree} of {len(STORAGE_FILES)}",
+        "; ".join(shown),
+        "all agree",
+        agree == len(STORAGE_FILES),
+    )
+
+
 SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("idle", _idle),
     ("cluster", _cluster),
@@ -371,6 +397,7 @@ SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("chaos", _chaos),
     ("explore", _explore),
     ("memberlist", _memberlist),
+    ("verdicts", _verdicts),
 )
 
 
@@ -382,7 +409,7 @@ def table() -> str:
     taken = []
     for name, rows in SOURCES:
         d = _load(name)
-        when = (d or {}).get("when", "")
+        when = (d or {}).get("when") or (d or {}).get("updated") or ""
         if when:
             taken.append(f"`bench.{name}` {when[:16].replace('T', ' ')}")
         try:
