@@ -343,7 +343,12 @@ def main(argv: list[str] | None = None) -> int:
             args.storage_clean_s, args.jobs, work, (4, 5), args.clean_segment_s, storage=True
         )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    try:  # what another invocation saved meanwhile is kept: only this one's figures change
+        latest = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    except ValueError:
+        latest = {}
+    measured = {k: v for k, v in out.items() if k not in old or old[k] != v}
+    RESULTS.write_text(json.dumps({**latest, **measured}, indent=2) + "\n")
     print(f"saved {RESULTS}")
     return 0
 

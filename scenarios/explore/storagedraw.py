@@ -20,10 +20,16 @@ Rules:
    long: a storage search judges the storage properties by default.
 5. Clock faults and added nodes are not drawn: the whole-node simulator runs one clock, and
    an added node holds no member.
-6. A member's node killed or restarted loses its RAM device with its process: at most as
-   many member nodes as the array has parity members are killed or restarted in a run (one),
-   or the loss a search finds is the schedule's, not a bug (a spare comes only after
-   ``replace_after``); a further kill or restart of another member's node is drawn as a pause.
+6. One member is struck at a time: a fault that would keep a member from the owner (its node
+   killed, paused or restarted, partitioned or cut from the owner, lossy or slowed) is drawn
+   only when no other member is away, or was in the last ``RESYNC_S`` seconds, and a fault
+   that would keep more members than the parity level away at once (a partition, the owner
+   lossy or slowed) is not drawn. Two members away at once on a 2+1 array can lose a write
+   acknowledged while one was away (a later write that reached one member only tears its
+   stripe): that is the schedule's doing, not a bug, and the array's documented limit. A
+   killed or restarted member node loses its RAM device; at most as many as the array has
+   parity members are, and never the owner's node (the array lives in its process): such a
+   kill or restart is drawn as a pause.
 7. Half the runs (``SPARE_SHARE``) replace a member away ``REPLACE_AFTER_S`` seconds onto a
    spare (the section's ``replace_after``): a member lost with its node's process comes back
    on another node, and ``array_recovers`` judges it too. Drawn last, so the rest of a run
@@ -43,6 +49,8 @@ from .drawing import MAX_FAULTS, Options, draw, finish
 __all__ = ["STORAGE_KINDS", "draw_any", "draw_storage"]
 
 SPARE_SHARE = 0.5  # rule 7
+RESYNC_S = 10.0  # rule 6: seconds a member back from being away takes to be whole again
+FOREVER = float("inf")  # a fault the final heal ends
 REPLACE_AFTER_S = (3.0, 15.0)
 STORAGE_KINDS = ("kill", "pause", "restart", "partition", "cut", "loss", "delay")
 
@@ -71,46 +79,38 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
     down: list[int] = []
     paused: dict[int, float] = {}
     lost: set[int] = set()  # member nodes killed or restarted: their RAM devices are gone
+    away: dict[int, float] = {}  # member node -> until when it may be out of the array
     t = round(rng.uniform(2.0, 6.0), 3)
     for _ in range(rng.randint(1, MAX_FAULTS)):
         live = [i for i in range(n) if i not in down and i not in paused]
         targets = [i for i in holders if i in live] if rng.random() < 0.75 else live
         target = rng.choice(targets or live)
         kind = rng.choice(kinds)
+        if kind in ("kill", "restart") and target == owner:
+            kind = "pause"  # rule 6: the array lives in its owner's process
         if kind in ("kill", "pause") and len(live) <= 2:
             kind = "delay"
-        if kind in ("kill", "restart") and target in holders and target not in lost:
-            if len(lost) >= len(parity):  # rule 6: no more devices lost than parity covers
-                kind = "pause"
-            else:
-                lost.add(target)
-        if kind == "kill":
-            steps.append({"at": t, "kill": target})
-            down.append(target)
-        elif kind == "pause":
-            dur = round(rng.uniform(0.5, 3.0) * suspicion, 3)
-            steps.append({"at": t, "pause": target, "for": dur})
-            paused[target] = t + dur
-        elif kind == "restart":
-            i = rng.choice(down) if down and rng.random() < 0.6 else target  # down: lost already
-            steps.append({"at": t, "restart": i})
-            if i in down:
-                down.remove(i)
-        elif kind == "partition":
-            ids = list(range(n))
-            rng.shuffle(ids)
-            cut = rng.randint(1, n - 1)
-            steps.append({"at": t, "partition": [sorted(ids[:cut]), sorted(ids[cut:])]})
-            if rng.random() < 0.6:
-                t = round(t + rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
-                steps.append({"at": t, "heal": True})
-        elif kind == "cut":
-            others = [i for i in range(n) if i != target]
-            steps.append({"at": t, "cut": {"from": [target], "to": [rng.choice(others)]}})
-        elif kind == "loss":
-            steps.append({"at": t, "loss": {"node": target, "percent": rng.choice([10, 30, 60])}})
+        if kind in ("kill", "restart") and target in holders and len(lost) >= len(parity):
+            kind = "pause"  # rule 6: no more devices lost than the parity covers
+        start = t
+        if kind in ("kill", "pause", "restart"):
+            made, hit, until = _process_step(rng, kind, t, target, down, suspicion)
         else:
-            steps.append({"at": t, "delay": {"node": target, "ms": rng.choice([50, 200, 800])}})
+            made, t, hit, until = _network_step(rng, kind, t, n, owner, target, config)
+        hit = [h for h in hit if h in holders]
+        busy = [h for h in holders if h not in hit and away.get(h, -1.0) + RESYNC_S > start]
+        if len(hit) <= len(parity) and not busy:  # rule 6: one member struck at a time
+            steps.extend(made)
+            for h in hit:
+                away[h] = max(away.get(h, 0.0), until)
+            for step in made:
+                if "kill" in step:
+                    down.append(step["kill"])
+                elif "pause" in step:
+                    paused[step["pause"]] = step["at"] + step["for"]
+                elif "restart" in step and step["restart"] in down:
+                    down.remove(step["restart"])
+            lost.update(h for h in hit if until == FOREVER and kind in ("kill", "restart"))
         t = round(t + rng.uniform(1.0, 12.0), 3)
     for until in paused.values():
         t = max(t, round(until + 0.5, 3))
@@ -126,6 +126,49 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
             "steps": steps,
         }
     )
+
+
+def _process_step(
+    rng: random.Random, kind: str, t: float, target: int, down: list[int], suspicion: float
+) -> tuple[list[dict[str, Any]], list[int], float]:
+    """A kill, a pause or a restart at ``t``: its step, the node it keeps from the array and
+    until when (rule 6; a killed or restarted node's device is gone: ``FOREVER``)."""
+    if kind == "kill":
+        return [{"at": t, "kill": target}], [target], FOREVER
+    if kind == "pause":
+        dur = round(rng.uniform(0.5, 3.0) * suspicion, 3)
+        return [{"at": t, "pause": target, "for": dur}], [target], t + dur
+    i = rng.choice(down) if down and rng.random() < 0.6 else target
+    return [{"at": t, "restart": i}], [] if i in down else [i], FOREVER  # down: lost already
+
+
+def _network_step(
+    rng: random.Random, kind: str, t: float, n: int, owner: int, target: int, config: SwimConfig
+) -> tuple[list[dict[str, Any]], float, list[int], float]:
+    """A partition, a cut, loss or delay at ``t``: its steps, the time after them, and the
+    nodes it may keep from the owner until when (rule 6; ``FOREVER``: the final heal)."""
+    if kind == "partition":
+        ids = list(range(n))
+        rng.shuffle(ids)
+        cut = rng.randint(1, n - 1)
+        made: list[dict[str, Any]] = [
+            {"at": t, "partition": [sorted(ids[:cut]), sorted(ids[cut:])]}
+        ]
+        apart = ids[cut:] if owner in ids[:cut] else ids[:cut]
+        if rng.random() >= 0.6:
+            return made, t, apart, FOREVER
+        t = round(t + rng.uniform(1.0, 1.5 * config.gossip_to_the_dead_time), 3)
+        return [*made, {"at": t, "heal": True}], t, apart, t
+    if kind == "cut":
+        to = rng.choice([i for i in range(n) if i != target])
+        apart = [to] if target == owner else [target] if to == owner else []
+        return [{"at": t, "cut": {"from": [target], "to": [to]}}], t, apart, FOREVER
+    if kind == "loss":
+        fault = {"node": target, "percent": rng.choice([10, 30, 60])}
+    else:
+        fault = {"node": target, "ms": rng.choice([50, 200, 800])}
+    apart = list(range(n)) if target == owner else [target]  # a slow owner: every member
+    return [{"at": t, kind: fault}], t, apart, FOREVER
 
 
 def _section(
