@@ -3,6 +3,7 @@ judge them (``no_lost_writes``, ``array_recovers``, ``forward_bounded``)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from cluster.sim import VirtualClock
 from scenarios import open_cluster
 from scenarios.explore import Options, Search, play, run_search
 from scenarios.explore.playing import scenario_of
-from scenarios.explore.storagedraw import draw_storage
+from scenarios.explore.storagedraw import RESYNC_S, draw_storage
 from scenarios.judge.properties import STORAGE_PROPERTIES
 from scenarios.judge.storageprops import array_recovers, forward_bounded
 from scenarios.judge.trace import Action, Trace
@@ -36,6 +37,26 @@ def test_storage_schedules_are_drawn_from_their_seed_and_bring_every_node_back()
             s["restart"] for s in m["steps"][:final] if "restart" in s
         }
         assert not {"clock", "add"} & {k for s in m["steps"] for k in s}
+        owner = sc.storage.array
+        assert owner not in {s.get("kill", s.get("restart")) for s in m["steps"]}  # rule 6
+        struck = sorted(_member_spans(m["steps"], holders))
+        for (_, end, a), (start, _, b) in itertools.pairwise(struck):
+            assert a == b or end + RESYNC_S <= start, (seed, m["steps"])  # one at a time
+        for step in (s for s in m["steps"] if "partition" in s):
+            apart = next(g for g in step["partition"] if owner not in g)
+            assert len(holders & set(apart)) <= 1, (seed, step)
+
+
+def _member_spans(steps: list[dict[str, Any]], holders: set[int]) -> list[tuple[float, float, int]]:
+    """(start, end, member node) of each pause and kill of a member's node (a kill: to the
+    end); the spans ``storagedraw`` rule 6 keeps apart."""
+    spans = []
+    for s in steps:
+        if s.get("pause") in holders:
+            spans.append((s["at"], s["at"] + s["for"], s["pause"]))
+        elif s.get("kill") in holders:
+            spans.append((s["at"], float("inf"), s["kill"]))
+    return spans
 
 
 def test_a_storage_run_plays_the_same_events_twice_and_is_judged_by_the_storage_properties() -> (
