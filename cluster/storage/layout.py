@@ -11,8 +11,8 @@ Rules:
    ``recovering`` one holds those of the slots it did not miss (``missed``: written without
    it, or not yet rebuilt onto it); one that joined empty (``fresh``: a replacement or a new
    parity member) holds only the slots written or rebuilt onto it since, until its recovery
-   ends. A read and a rebuild use exactly
-   the current blocks, so a member back from being away serves what it kept.
+   ends. A read and a rebuild use exactly the current blocks, so a member back from being
+   away serves what it kept.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Rules:
 1. A run rebuilds every written slot onto its targets (a new member), or, for a resync, only
    the slots they missed while away (``array`` rule 5; a target that joined empty takes every
    slot, ``layout`` rule 3); then it catches up the slots they missed while it ran, and only
-   then marks them active. A run that a newer member change
-   overtook (``RecoveryProgress.generation``) leaves its targets to the next run.
+   then marks them active. A run that a newer member change overtook
+   (``RecoveryProgress.generation``) leaves its targets to the next run. A slot that cannot be
+   rebuilt because fewer than ``k`` members hold it is lost (``array`` rule 8), not retried.
 2. Paced (``pace_s`` > 0): the slots are walked in order in at most ``WALK_STEPS`` steps, each
    at least ``pace_s`` seconds, so a person can watch it; unpaced, runs of written slots are
    rebuilt ``PARALLEL_RUNS`` at a time. Progress counts slots either way.
