@@ -168,6 +168,11 @@ STORE = "storage: {array: 0, members: [1], parity: [2]}\n"
         ("storage: {members: [1], writes: {records: 1000}}\n", "storage: writes.records"),
         ("storage: {members: [1], writes: {size: 99999999}}\n", "storage: writes.size"),
         ("storage: {members: [1], writes: {burst: 1}}\n", "storage: writes"),
+        ("storage: {members: [1], replace_after: 0.5}\n", "storage: replace_after"),
+        ("storage: {members: [1], replace_after: 1e9}\n", "storage: replace_after"),
+        ("storage: {members: [1], replace_after: soon}\n", "storage: replace_after"),
+        ("storage: {members: [1], replace_after: true}\n", "storage: replace_after"),
+        ("storage: {members: [1], replace_after: .nan}\n", "storage: replace_after"),
         ("expect:\n  - {no_lost_writes: true}\n", "no_lost_writes needs a storage section"),
         (STORE + "expect:\n  - {no_lost_writes: 3}\n", "expected true"),
     ],
@@ -183,6 +188,7 @@ def test_a_storage_section_plays_on_whole_simulated_nodes_in_sim() -> None:
     sc = parse_scenario(text, "s.yaml")
     assert sc.storage is not None
     assert (sc.storage.array, sc.storage.members, sc.storage.parity) == (0, (1,), (2,))
+    assert sc.storage.replace_after is None  # no spare unless the file asks for one
     assert sc.expectations[0].kind == "no_lost_writes"
     whole = "nodes: 4\nstorage: {array: 0, members: [1, 2], parity: [3]}\n" + text.split("\n", 2)[2]
     results, trace = run_scenario(parse_scenario(whole, "s.yaml", sim=True), sim=True)
