@@ -80,6 +80,7 @@ class Search:
     out: Path = Path("explore-out")
     properties: list[str] = field(default_factory=lambda: list(BUILT_IN))
     overwrite: bool = False  # rule 5: write over an earlier search's failures
+    first_only: bool = False  # stop drawing at the first failure (benchmarks time the find)
 
     def run_seed(self, k: int) -> int:
         return run_seed(self.seed, k)
@@ -134,7 +135,7 @@ def run_search(search: Search, say: Any = print) -> int:
                     f"runs {done}, {done / wall:.1f}/s, {virtual / wall:.0f} virtual s per wall s, "
                     f"failures {len(failures)}",
                 )
-            if stop_at is not None and now >= stop_at:
+            if (stop_at is not None and now >= stop_at) or (search.first_only and failures):
                 break
     wall = max(time.monotonic() - started, 1e-9)
     rate = f"{done / wall:.1f}/s, {virtual / wall:.0f}x real time"

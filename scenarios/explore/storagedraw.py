@@ -24,7 +24,9 @@ Rules:
    killed, paused or restarted, partitioned or cut from the owner, lossy or slowed) is drawn
    only when no other member is away, or was in the last ``RESYNC_S`` seconds, and a fault
    that would keep more members than the parity level away at once (a partition, the owner
-   lossy or slowed) is not drawn. Two members away at once on a 2+1 array can lose a write
+   lossy or slowed) is not drawn. Mild loss or delay (``MILD_LOSS`` percent, ``MILD_DELAY_MS``)
+   keeps nobody away (a probe still answers within its timeout) and is drawn at any time: it
+   only slows the array's calls. Two members away at once on a 2+1 array can lose a write
    acknowledged while one was away (a later write that reached one member only tears its
    stripe): that is the schedule's doing, not a bug, and the array's documented limit. A
    killed or restarted member node loses its RAM device; at most as many as the array has
@@ -34,6 +36,10 @@ Rules:
    spare (the section's ``replace_after``): a member lost with its node's process comes back
    on another node, and ``array_recovers`` judges it too. Drawn last, so the rest of a run
    is what it was before spares were drawn.
+8. Half the runs (``SLOW_SHARE``) slow the owner's network mildly from ``SLOW_AT`` to the
+   final heal (``MILD_DELAY_MS``, rule 6): each of the array's calls then takes a round trip
+   of a tenth of a second or so, so a write is still under way when a member comes back or
+   goes away, as on a real network. Drawn after the rest, as spares are.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ __all__ = ["STORAGE_KINDS", "draw_any", "draw_storage"]
 SPARE_SHARE = 0.5  # rule 7
 RESYNC_S = 10.0  # rule 6: seconds a member back from being away takes to be whole again
 FOREVER = float("inf")  # a fault the final heal ends
+SLOW_SHARE, SLOW_AT = 0.5, 1.0  # rule 8
+MILD_LOSS, MILD_DELAY_MS = 10, 50  # rule 6: under SWIM's probe timeout and its indirect probes
 REPLACE_AFTER_S = (3.0, 15.0)
 STORAGE_KINDS = ("kill", "pause", "restart", "partition", "cut", "loss", "delay")
 
@@ -116,13 +124,16 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
         t = max(t, round(until + 0.5, 3))
     steps.append({"at": t, "heal": True, "name": "final"})
     steps.extend({"at": t, "restart": i} for i in sorted(down))
+    section = _section(rng, owner, members, parity)
+    if rng.random() < SLOW_SHARE:  # rule 8
+        steps.insert(0, {"at": SLOW_AT, "delay": {"node": owner, "ms": MILD_DELAY_MS}})
     return finish(
         {
             "name": f"explore storage run {seed}",
             "nodes": n,
             "seed": seed,
             "workload": "off",
-            "storage": _section(rng, owner, members, parity),
+            "storage": section,
             "steps": steps,
         }
     )
@@ -167,6 +178,8 @@ def _network_step(
         fault = {"node": target, "percent": rng.choice([10, 30, 60])}
     else:
         fault = {"node": target, "ms": rng.choice([50, 200, 800])}
+    if fault.get("percent") == MILD_LOSS or fault.get("ms") == MILD_DELAY_MS:
+        return [{"at": t, kind: fault}], t, [], t  # rule 6: nobody is kept away
     apart = list(range(n)) if target == owner else [target]  # a slow owner: every member
     return [{"at": t, kind: fault}], t, apart, FOREVER
 
