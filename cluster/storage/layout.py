@@ -77,10 +77,11 @@ class StripeLayout:
             self.parity[position - self.k] = member
 
     def join_fresh(self, position: int, member: ArrayMember) -> None:
-        """An empty device takes ``position``: ``recovering``, and current nowhere (rule 3)."""
+        """An empty device takes ``position``: ``recovering``, and current nowhere (rule 3).
+        What the position missed stays noted: a write under way that skipped the member it
+        replaces is caught up onto it too (``recovery`` rule 1)."""
         self.set_member(position, replace(member, state=DeviceState.RECOVERING))
         self.fresh[position] = set()
-        self.missed.pop(position, None)
 
     def current(self, position: int, first: int, n: int = 1) -> bool:
         """Does ``position`` hold the current blocks of slots ``first..first+n-1`` (rule 3)?"""

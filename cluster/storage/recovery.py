@@ -38,6 +38,7 @@ class Recoverable(Protocol):
     name: str
     slots: int
     written: set[int]
+    lost: set[int]
     dirty: set[int]
     missed: dict[int, set[int]]
     fresh: dict[int, set[int]]
@@ -114,7 +115,7 @@ class Recovery:
         False to leave the rest to the next run."""
         a = self.a
         for _ in range(CATCH_UP_ROUNDS):
-            missed = a.missed_by(targets)
+            missed = self._behind(targets)
             if not missed:
                 return True
             late = sorted(missed & a.written)  # a first write under way: the next round
@@ -125,7 +126,18 @@ class Recovery:
                 await a.rebuild_run(first, n, targets)
             if a.recovery.generation != generation:
                 return False
-        return not a.missed_by(targets)
+        return not self._behind(targets)
+
+    def _behind(self, targets: Sequence[int]) -> set[int]:
+        """The slots ``targets`` do not hold yet: those they missed, and for one that joined
+        empty every written slot not written or rebuilt onto it since (a write under way when
+        it joined skipped the member it replaced), the lost ones aside (``array`` rule 8)."""
+        a = self.a
+        behind = a.missed_by(targets)
+        for p in targets:
+            if p in a.fresh:
+                behind |= a.written - a.fresh[p] - a.lost
+        return behind
 
     async def _walk(self, targets: Sequence[int], pace_s: float, wanted: set[int]) -> None:
         """Every slot in order, in steps of ``ceil(slots / WALK_STEPS)`` slots, at least

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from cluster.ground.ids import PoolId
 from cluster.storage import ArrayMember, DeviceState
@@ -151,3 +152,25 @@ async def test_a_fresh_member_holds_what_was_written_onto_it_since_it_joined() -
     assert [array.member(p).state for p in array.positions()] == [DeviceState.ACTIVE] * 3
     assert await array.read(0, STRIPE) == b"\x01" * STRIPE
     assert await array.read(4 * STRIPE, STRIPE) == b"\x05" * STRIPE
+
+
+async def test_a_first_write_under_way_when_a_spare_joins_is_rebuilt_onto_it() -> None:
+    """Found by ``explore --storage`` (seed 1, run 145 of the plants bench): a member's node
+    was killed and a spare replaced it while the first write of a slot was under way, having
+    skipped the old member; the spare's recovery ended without that slot, and the slot's
+    chunk read back as the spare's zeros."""
+    stores = [Memory(), Memory(), Memory(), Memory()]
+    array = array_of(stores, spares=1)
+    await array.write(0, b"\x01" * STRIPE)
+    array.set_state(0, DeviceState.FAULTY)
+    stores[1].gate = trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(array.write, 3 * STRIPE, b"\x03" * STRIPE)
+        await stores[1].held.wait()  # the old member 0 skipped; member 1's write held
+        array.join_fresh(0, ArrayMember("m3", PoolId(903, 0), 0))
+        nursery.start_soon(array.recover, 0.0, True)
+        await trio.testing.wait_all_tasks_blocked()
+        stores[1].gate.set()
+    assert array.member(0).state == DeviceState.ACTIVE
+    assert stores[3].data[3 * CHUNK : 4 * CHUNK] == b"\x03" * CHUNK
+    assert await array.read(3 * STRIPE, STRIPE) == b"\x03" * STRIPE
