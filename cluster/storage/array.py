@@ -26,10 +26,14 @@ Rules:
    dirty. With more members out than the parity level, every write fails so, before it
    writes anything: a write that only some members took would leave the slot's blocks of two
    versions, fewer than ``k`` of either, and lose what the slot held.
-8. A slot whose current blocks are fewer than ``k`` (a write that failed part-way took only
-   some members, and the rest missed it) is ``lost``: a rebuild skips it, a read or a partial
-   write of it is ``Unreadable``, and only a write of its whole stripe makes it whole again.
-   Its bytes are never made up from blocks of two versions.
+8. A write that failed part-way can leave a written slot with fewer than ``k`` current blocks
+   (some members took it; the rest missed it, or may hold either version). Such a slot is
+   ``torn``: the owner keeps the stripe that write meant to write (the slot's acknowledged
+   bytes are in it too), up to ``TORN_BYTES`` an array; reads and partial writes use it, a
+   rebuild writes the targets' blocks from it, and it is dropped once ``k`` members hold
+   the slot again. A torn slot not kept (past the bound) is ``lost``: a rebuild skips it, a
+   read or a partial write of it is ``Unreadable``, and only a write of its whole stripe makes
+   it whole again. Its bytes are never made up from blocks of two versions.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ __all__ = ["StripeArray", "Unreadable", "Unwritable"]
 log = logging.getLogger(__name__)
 RunOp = Callable[[str, float, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 PARALLEL_SLOTS = 8
+TORN_BYTES = 16 << 20  # rule 8: torn stripes kept on the owner, at most this many bytes
 
 
 class Unreadable(Conflict):
@@ -83,6 +88,7 @@ class StripeArray(MemberIO):
         self.codec = Codec(len(self.data), len(self.parity))
         self._run_op = run_op
         self.written: set[int] = set()
+        self.torn: dict[int, list[bytes]] = {}  # slot -> its k data chunks, kept (rule 8)
         self.lost: set[int] = set()  # written slots with fewer than k current blocks (rule 8)
         self.recovery = RecoveryProgress()
         self._locks = SlotLocks()
@@ -134,6 +140,8 @@ class StripeArray(MemberIO):
         if slot not in self.written:
             return dict.fromkeys(indices, self._zero)
         self._refuse_lost(slot, 1)
+        if slot in self.torn:
+            return {i: self.torn[slot][i] for i in indices}
         direct = [i for i in indices if self.current(i, slot)]
         if len(direct) == len(indices):
             got = await self._read_positions(slot, direct)
@@ -191,6 +199,9 @@ class StripeArray(MemberIO):
                     dst[:] = bytes(len(dst))
                     return
                 self._refuse_lost(first, n)
+                if self._torn_in(first, n):
+                    dst[:] = b"".join(self.torn[first])
+                    return
                 blocks = await self._gather(first, k, n, buf)
                 try:
                     data = self.codec.rebuild(blocks, range(k))
@@ -239,13 +250,45 @@ class StripeArray(MemberIO):
                 unwritten = [s for s in range(first, first + n) if s not in self.written]
                 try:
                     await self._write_positions(first, blocks, need=self.k)
-                except Unwritable:
+                except Unwritable as exc:
                     self._unmiss(unwritten)
+                    sb = self.stripe_bytes
+                    for s in set(range(first, first + n)) - set(unwritten) if exc.partial else ():
+                        stripe = stripes[(s - first) * sb : (s - first + 1) * sb]
+                        self._tear(
+                            s,
+                            [stripe[i * self.chunk : (i + 1) * self.chunk] for i in range(self.k)],
+                        )
                     raise
             self.written.update(range(first, first + n))
             self.lost.difference_update(range(first, first + n))
+            for s in self._torn_in(first, n, whole=False):
+                del self.torn[s]
             if self._degraded():
                 self.dirty.update(range(first, first + n))
+
+    def _torn_in(self, first: int, n: int, whole: bool = True) -> list[int]:
+        """The torn slots of ``first..first+n-1``; with ``whole``, ``Unreadable`` when a run
+        of several slots has one (the caller goes slot by slot)."""
+        if not self.torn:
+            return []
+        torn = sorted(self.torn.keys() & range(first, first + n))
+        if torn and whole and n > 1:
+            raise Unreadable(f"slot {torn[0]} of array {self.name} is torn: one slot at a time")
+        return torn
+
+    def _tear(self, slot: int, data: Sequence[Buffer]) -> None:
+        """Rule 8: a written slot that a failed write left with fewer than ``k`` current
+        blocks keeps ``data`` (its ``k`` chunks as that write meant them) on the owner."""
+        if self.holders(slot) >= self.k:
+            self.torn.pop(slot, None)
+        elif slot in self.torn or len(self.torn) * self.stripe_bytes < TORN_BYTES:
+            self.torn[slot] = [bytes(c) for c in data]
+
+    def _settle(self, slot: int) -> None:
+        """Rule 8: a torn slot that ``k`` members hold again is dropped from the owner."""
+        if slot in self.torn and self.holders(slot) >= self.k:
+            del self.torn[slot]
 
     def _unmiss(self, slots: Sequence[int]) -> None:
         """Rule 3: a slot never written holds nothing to miss; the members a failed first
@@ -284,18 +327,21 @@ class StripeArray(MemberIO):
         for index, within, n, at in pieces:
             chunks[index][within : within + n] = buf[at : at + n]
         data = [bytes(c) for c in chunks]
-        changed = range(self.k) if first else sorted(touched)
+        changed = range(self.k) if first or slot in self.torn else sorted(touched)
         blocks = [(i, data[i]) for i in changed]
         blocks += [(self.k + j, p) for j, p in enumerate(self.codec.encode(data))]
         kept = sum(self.current(i, slot) for i in range(self.k) if i not in changed)
         try:
             await self._write_positions(slot, blocks, need=self.k - kept)
-        except Unwritable:
+        except Unwritable as exc:
             if first:
                 self._unmiss([slot])
+            elif exc.partial:
+                self._tear(slot, data)
             raise
         self.written.add(slot)
         self.lost.discard(slot)
+        self.torn.pop(slot, None)
         if self._degraded():
             self.dirty.add(slot)
 
@@ -331,6 +377,13 @@ class StripeArray(MemberIO):
         rows, size = self.k + self.m, n * self.chunk
         with self._scratch.take(rows + len(targets), size) as buf:
             async with self._locks.hold_run(first, n):
+                if self._torn_in(first, n):  # rule 8: its blocks come from the owner's copy
+                    data = self.torn[first]
+                    await self._write_positions(
+                        first, [(p, self.codec.block(data, p)) for p in targets]
+                    )
+                    self._settle(first)
+                    return
                 runs = await self._gather(first, self.k, n, buf[:rows])
                 if sum(b is not None for b in runs) < self.k:
                     raise Unreadable(
@@ -346,6 +399,8 @@ class StripeArray(MemberIO):
         if slot in self.lost:
             return False, True
         async with self._locks.hold(slot):
+            if slot in self.torn:  # rule 8: readable from the owner; its recovery rewrites it
+                return True, False
             blocks = await self._gather(slot, self.k + self.m)
             present = [p for p, b in enumerate(blocks) if b is not None]
             if len(present) < self.k:

@@ -46,7 +46,10 @@ def _nbytes(block: Buffer | Rows) -> int:
 
 
 class Unwritable(Conflict):
-    """A write that reached fewer members than it takes to read it back (rule 3)."""
+    """A write that reached fewer members than it takes to read it back (rule 3); ``partial``
+    when it was not refused before writing anything, so some members may have taken it."""
+
+    partial = True
 
 
 class MemberIO(StripeLayout):
@@ -154,9 +157,11 @@ class MemberIO(StripeLayout):
         took = 0
         serving = sum(self.member(p).state in IN_SERVICE for p, _ in blocks)
         if serving < need:
-            raise self._unwritable(
+            refused = self._unwritable(
                 slot, f"wrote slot {slot} nowhere: {serving} of its members in service"
             )
+            refused.partial = False
+            raise refused
         if all(_nbytes(b) <= SMALL_IO for _, b in blocks):
             for p, block in blocks:
                 took += await self._write_one(slot, p, block)

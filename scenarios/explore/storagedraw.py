@@ -31,7 +31,9 @@ Rules:
    stripe): that is the schedule's doing, not a bug, and the array's documented limit. A
    killed or restarted member node loses its RAM device; at most as many as the array has
    parity members are, and never the owner's node (the array lives in its process): such a
-   kill or restart is drawn as a pause.
+   kill or restart is drawn as a pause. A paused owner strikes no member while no other is
+   away, but its calls to every member time out (array rule 8 keeps what that tears), so each
+   is away until ``RESYNC_S`` after the pause.
 7. Half the runs (``SPARE_SHARE``) replace a member away ``REPLACE_AFTER_S`` seconds onto a
    spare (the section's ``replace_after``): a member lost with its node's process comes back
    on another node, and ``array_recovers`` judges it too. Drawn last, so the rest of a run
@@ -109,7 +111,7 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
         busy = [h for h in holders if h not in hit and away.get(h, -1.0) + RESYNC_S > start]
         if len(hit) <= len(parity) and not busy:  # rule 6: one member struck at a time
             steps.extend(made)
-            for h in hit:
+            for h in holders if kind == "pause" and target == owner else hit:
                 away[h] = max(away.get(h, 0.0), until)
             for step in made:
                 if "kill" in step:

@@ -39,7 +39,7 @@ def test_storage_schedules_are_drawn_from_their_seed_and_bring_every_node_back()
         assert not {"clock", "add"} & {k for s in m["steps"] for k in s}
         owner = sc.storage.array
         assert owner not in {s.get("kill", s.get("restart")) for s in m["steps"]}  # rule 6
-        struck = sorted(_member_spans(m["steps"], holders))
+        struck = sorted(_member_spans(m["steps"], holders, owner))
         for (_, end, a), (start, _, b) in itertools.pairwise(struck):
             assert a == b or end + RESYNC_S <= start, (seed, m["steps"])  # one at a time
         for step in (s for s in m["steps"] if "partition" in s):
@@ -47,12 +47,15 @@ def test_storage_schedules_are_drawn_from_their_seed_and_bring_every_node_back()
             assert len(holders & set(apart)) <= 1, (seed, step)
 
 
-def _member_spans(steps: list[dict[str, Any]], holders: set[int]) -> list[tuple[float, float, int]]:
+def _member_spans(
+    steps: list[dict[str, Any]], holders: set[int], owner: int
+) -> list[tuple[float, float, int]]:
     """(start, end, member node) of each pause and kill of a member's node (a kill: to the
-    end); the spans ``storagedraw`` rule 6 keeps apart."""
+    end), and of each pause of the owner (which keeps every member away); the spans
+    ``storagedraw`` rule 6 keeps apart."""
     spans = []
     for s in steps:
-        if s.get("pause") in holders:
+        if s.get("pause") in holders or s.get("pause") == owner:
             spans.append((s["at"], s["at"] + s["for"], s["pause"]))
         elif s.get("kill") in holders:
             spans.append((s["at"], float("inf"), s["kill"]))

@@ -14,6 +14,7 @@ import trio.testing
 
 from cluster.ground.ids import PoolId
 from cluster.storage import ArrayMember, DeviceState
+from cluster.storage import array as array_module
 from cluster.storage.array import Unreadable, Unwritable
 from tests.support.memstore import CHUNK, Memory, array_of
 
@@ -68,10 +69,76 @@ async def test_a_partial_write_counts_a_stale_recovering_member_as_not_holding_i
         await array.write(5, b"\x03" * 10)
 
 
-async def test_a_slot_fewer_than_k_members_hold_is_lost_and_recovery_ends() -> None:
+async def test_a_torn_slot_is_kept_on_the_owner_until_its_members_hold_it_again() -> None:
+    """Rule 8, found by the hour's storage search (``failure-storage-3.yaml``): a piece of
+    slot 0 failed on both members it went to (the owner paused: its calls timed out). Member
+    0 keeps the slot's other record, acknowledged before; no two members hold one version of
+    the stripe. The owner keeps the stripe that write meant: the acknowledged record reads
+    back, a write while the members are away is refused, and once they are back the recovery
+    writes their blocks from the owner's copy and drops it."""
+    stores = [Memory(), Memory(), Memory()]
+    array = array_of(stores)
+    await array.write(0, b"\x01" * STRIPE)
+    stores[1].broken = stores[2].broken = True
+    with pytest.raises(Unwritable, match="to 0 members only"):
+        await array.write(CHUNK, b"\x02" * CHUNK)  # chunk 1 and the parity: both fail
+    assert set(array.torn) == {0} and array.holders(0) == 1
+    assert await array.read(0, CHUNK) == b"\x01" * CHUNK  # the acknowledged neighbour
+    with pytest.raises(Unwritable, match="nowhere"):  # a torn slot is written whole
+        await array.write(0, b"\x03" * 10)
+    stores[1].broken = stores[2].broken = False
+    for p in (1, 2):
+        array.set_state(p, DeviceState.RECOVERING)
+    await array.recover(resync=True)
+    assert [array.member(p).state for p in array.positions()] == [DeviceState.ACTIVE] * 3
+    assert array.torn == {} and array.lost == set()
+    assert await array.check_slot(0) == (True, True)
+    assert await array.read(0, STRIPE) == b"\x01" * CHUNK + b"\x02" * CHUNK
+    assert stores[1].data[:CHUNK] == b"\x02" * CHUNK  # from the owner's copy
+
+
+async def test_a_torn_slot_reads_and_writes_through_the_owners_copy() -> None:
+    """Rule 8: reads in whole runs go slot by slot around torn slots; a partial write of one,
+    with every member back, writes its whole stripe and makes it whole; a check counts a
+    torn slot readable but not consistent; the recovery rebuilds the rest from the copies."""
+    stores = [Memory(), Memory(), Memory()]
+    array = array_of(stores)
+    await array.write(0, b"\x01" * 3 * STRIPE)
+    stores[0].broken = stores[2].broken = True
+    with pytest.raises(Unwritable):
+        await array.write(STRIPE, b"\x04" * 10)  # slot 1: chunk 0 and the parity fail
+    stores[0].broken = stores[2].broken = False
+    for p in (0, 2):
+        array.set_state(p, DeviceState.RECOVERING)  # back, not yet resynchronised
+    stores[1].broken = stores[2].broken = True
+    with pytest.raises(Unwritable):
+        await array.write(2 * STRIPE + CHUNK, b"\x05" * 10)  # slot 2: chunk 1 and the parity
+    stores[1].broken = stores[2].broken = False
+    for p in (1, 2):
+        array.set_state(p, DeviceState.RECOVERING)
+    assert set(array.torn) == {1, 2}
+    want = bytearray(b"\x01" * 3 * STRIPE)
+    want[STRIPE : STRIPE + 10] = b"\x04" * 10
+    want[2 * STRIPE + CHUNK : 2 * STRIPE + CHUNK + 10] = b"\x05" * 10
+    assert await array.read(0, 3 * STRIPE) == want
+    assert await array.check_slot(1) == (True, False)  # its members disagree
+    await array.write(STRIPE + 20, b"\x06" * 5)  # every member in service: whole again
+    want[STRIPE + 20 : STRIPE + 25] = b"\x06" * 5
+    assert set(array.torn) == {2}
+    await array.recover(resync=True)
+    assert array.torn == {} and array.lost == set()
+    assert [await array.check_slot(s) for s in range(3)] == [(True, True)] * 3
+    assert await array.read(0, 3 * STRIPE) == want
+
+
+async def test_a_slot_fewer_than_k_members_hold_is_lost_and_recovery_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Rule 8: a whole-stripe write that failed on two members of three took one; nothing
-    holds either version of the slot twice, so it is lost: recovery ends without it, a read
-    says so, and a write of the whole stripe makes it whole again."""
+    holds either version of the slot twice and the owner keeps no torn stripes (its bound is
+    reached), so it is lost: recovery ends without it, a read says so, and a write of the
+    whole stripe makes it whole again."""
+    monkeypatch.setattr(array_module, "TORN_BYTES", 0)
     stores = [Memory(), Memory(), Memory()]
     array = array_of(stores)
     await array.write(0, b"\x01" * 2 * STRIPE)
