@@ -82,7 +82,8 @@ async def test_a_torn_slot_is_kept_on_the_owner_until_its_members_hold_it_again(
     stores[1].broken = stores[2].broken = True
     with pytest.raises(Unwritable, match="to 0 members only"):
         await array.write(CHUNK, b"\x02" * CHUNK)  # chunk 1 and the parity: both fail
-    assert set(array.torn) == {0} and array.holders(0) == 1
+    assert set(array.torn) == {0}
+    assert array.holders(0) == 1
     assert await array.read(0, CHUNK) == b"\x01" * CHUNK  # the acknowledged neighbour
     with pytest.raises(Unwritable, match="nowhere"):  # a torn slot is written whole
         await array.write(0, b"\x03" * 10)
@@ -91,7 +92,8 @@ async def test_a_torn_slot_is_kept_on_the_owner_until_its_members_hold_it_again(
         array.set_state(p, DeviceState.RECOVERING)
     await array.recover(resync=True)
     assert [array.member(p).state for p in array.positions()] == [DeviceState.ACTIVE] * 3
-    assert array.torn == {} and array.lost == set()
+    assert array.torn == {}
+    assert array.lost == set()
     assert await array.check_slot(0) == (True, True)
     assert await array.read(0, STRIPE) == b"\x01" * CHUNK + b"\x02" * CHUNK
     assert stores[1].data[:CHUNK] == b"\x02" * CHUNK  # from the owner's copy
@@ -126,7 +128,8 @@ async def test_a_torn_slot_reads_and_writes_through_the_owners_copy() -> None:
     want[STRIPE + 20 : STRIPE + 25] = b"\x06" * 5
     assert set(array.torn) == {2}
     await array.recover(resync=True)
-    assert array.torn == {} and array.lost == set()
+    assert array.torn == {}
+    assert array.lost == set()
     assert [await array.check_slot(s) for s in range(3)] == [(True, True)] * 3
     assert await array.read(0, 3 * STRIPE) == want
 
