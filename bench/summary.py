@@ -1,8 +1,9 @@
 """``python -m bench.summary [--readme]``: the scale-and-cost table from the saved figures.
 
 Reads what the benchmarks saved under bench/results/ (``idle``, ``cluster``, ``sim``,
-``wholesim``, ``storage``, ``api``, ``chaos``, ``explore``, ``memberlist``), one row per goal:
-the figure, the peer or limit it is held against, the goal and whether the saved run met it.
+``wholesim``, ``storage``, ``api``, ``chaos``, ``explore``, ``memberlist``, ``verdicts``), one
+row per goal: the figure, the peer or limit it is held against, the goal and whether the saved
+run met it (the search benchmarks' rows are ``bench.searchrows``'s).
 Prints the table as Markdown; ``--readme`` also writes it into README.md between the
 ``bench:start`` and ``bench:end`` markers. ``make bench`` runs it last, so the README shows
 the latest figures. A benchmark not run yet shows as "not measured". Nothing is measured here.
@@ -17,11 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.searchrows import Row, explore_rows, verdict_rows
+
 RESULTS = Path(__file__).resolve().parent / "results"
 README = Path(__file__).resolve().parents[1] / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-
-Row = tuple[str, str, str, str, bool | None]  # figure, rtsim, peer or limit, goal, met
 
 
 def _load(name: str) -> Any:
@@ -260,85 +261,6 @@ def _chaos(d: Any) -> Iterator[Row]:
         )
 
 
-def _explore(d: Any) -> Iterator[Row]:
-    r = d["speed"]
-    yield (
-        f"explore: runs per second, 5 nodes, --jobs {r['jobs']}",
-        f"{r['runs_per_s']:.1f}",
-        f"{r['virtual_x']:.0f}x real time",
-        ">= 10",
-        r["runs_per_s"] >= 10.0,
-    )
-    for r in d.get("command", []):
-        if r["jobs"] < 2:
-            continue
-        yield (
-            f"explore, whole command: runs per second, 5 nodes, --jobs {r['jobs']}",
-            f"{r['runs_per_s']:.1f}",
-            f"{r['runs_per_cpu_s']:.1f} per CPU s, {r['runs']} runs",
-            ">= 100",
-            bool(r["met"]),
-        )
-    rows = d["plants"]
-    plants = [p for p in rows if p.get("faults", "all") != "old_kinds"]
-    found = [p for p in plants if p["found"]]
-    blind = [p["plant"] for p in rows if p.get("faults") == "old_kinds" and p["found"]]
-    yield (
-        "explore: planted bugs found (within the budget)",
-        f"{len(found)} of {len(plants)}",
-        ", ".join(f"{p['plant']} {p.get('found_after_s', '-')} s" for p in plants)
-        + "; with the old fault kinds only: "
-        + (", ".join(blind) + " found" if blind else "none found, as it should be"),
-        "all, within 10 min",
-        len(found) == len(plants) and not blind,
-    )
-    if found:
-        steps, shrink = max(p["steps"] for p in found), max(p["shrink_s"] for p in found)
-        same = min(p["replays_same_digest"] for p in found)
-        yield (
-            "explore: steps after shrinking (most) / shrink s (longest)",
-            f"{steps} / {shrink:.1f}",
-            f"replays with the same digest: {same} of 10 (fewest)",
-            "<= 5 steps, <= 60 s, 10 of 10",
-            steps <= 5 and shrink <= 60 and same == 10,
-        )
-    c = d["clean"]
-    seeds = c.get("seeds", [])
-    yield (
-        f"explore: violations on the unmutated protocol in {c['seconds'] / 60:.0f} min, "
-        f"sizes {c.get('sizes', '3-5')}",
-        str(len(c["violations"])),
-        f"{c['runs']} runs, {len(seeds)} seeds of the clock ({', '.join(map(str, seeds[:3]))}"
-        f"{', ...' if len(seeds) > 3 else ''})",
-        "0 in 120 min, sizes 3-7",
-        not c["violations"] and c["seconds"] >= 7200 and c.get("sizes") == "3-7",
-    )
-    yield from _explore_storage(d)
-
-
-def _explore_storage(d: Any) -> Iterator[Row]:
-    """Issue 47's rows: the storage plants' find times, and main searched with storage."""
-    plants = d.get("storage") or []
-    if plants:
-        met = [p for p in plants if p.get("met")]
-        yield (
-            "explore --storage: planted storage bugs found within 10 min, --jobs 2",
-            f"{len(met)} of {len(plants)}",
-            ", ".join(f"{p['plant']} {p.get('found_after_s', '-')} s" for p in plants),
-            "all 3, within 10 min",
-            len(met) == len(plants) == 3,
-        )
-    c = d.get("storage_clean")
-    if c:
-        yield (
-            f"explore --storage: violations on main in {c['seconds'] / 60:.0f} min",
-            str(len(c["violations"])),
-            f"{c['runs']} runs, {len(c.get('seeds', []))} seeds of the clock",
-            "0 in 60 min",
-            not c["violations"] and c["seconds"] >= 3600,
-        )
-
-
 def _memberlist(d: Any) -> Iterator[Row]:
     s = d["summary"]
     ours, serf = s["killed_agent_dead_at_rtsim_s"], s["killed_agent_dead_at_first_other_agent_s"]
@@ -360,32 +282,6 @@ def _memberlist(d: Any) -> Iterator[Row]:
     )
 
 
-STORAGE_FILES = ("array_partition", "member_disk_fails", "member_node_dies", "member_node_paused")
-
-
-def _verdicts(d: Any) -> Iterator[Row]:
-    """Issue 47: the library's storage scenarios give the same verdict over their many runs
-    in the simulator (whole nodes) and on real processes (every run passed, or not)."""
-    scenarios = d.get("scenarios", {})
-    shown, agree = [], 0
-    for name in STORAGE_FILES:
-        sim, real = (scenarios.get(name, {}).get(m) for m in ("sim", "real"))
-        if sim is None or real is None:
-            shown.append(f"{name} {'no sim' if sim is None else 'no real'} runs")
-            continue
-        same = (sim["passed"] == sim["runs"]) == (real["passed"] == real["runs"])
-        agree += same
-        counts = f"{sim['passed']}/{sim['runs']} sim, {real['passed']}/{real['runs']} real"
-        shown.append(f"{name} {counts}")
-    yield (
-        "storage scenarios: the same verdict in sim (whole nodes) and real, over many runs",
-        f"{agree} of {len(STORAGE_FILES)}",
-        "; ".join(shown),
-        "all agree",
-        agree == len(STORAGE_FILES),
-    )
-
-
 SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("idle", _idle),
     ("cluster", _cluster),
@@ -395,9 +291,9 @@ SOURCES: tuple[tuple[str, Callable[[Any], Iterator[Row]]], ...] = (
     ("storage", _storage),
     ("api", _api),
     ("chaos", _chaos),
-    ("explore", _explore),
+    ("explore", explore_rows),
     ("memberlist", _memberlist),
-    ("verdicts", _verdicts),
+    ("verdicts", verdict_rows),
 )
 
 
