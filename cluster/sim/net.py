@@ -15,7 +15,8 @@ Rules:
    the net's seeded generator, plus both ends' delays.
 3. TCP needs both directions: a connect across a partition or a cut waits, as SYNs are
    retransmitted, until the fault is gone or the caller gives up; bytes of an open stream
-   wait the same way, and arrive in order once the way is open. A connect to an address with
+   wait the same way, and arrive in order at the sender's first retransmission after the way
+   opens (a kernel's backoff, ``simsocket`` rule 3). A connect to an address with
    no listener is refused (ECONNREFUSED) after one latency.
 4. A paused host (``freeze``) reads nothing: datagrams and bytes wait in its buffers, and its
    listener accepts nothing, until ``thaw``; what its tasks send meanwhile is lost (a stopped
@@ -127,10 +128,12 @@ class SimNet(trio.abc.SocketFactory):
         return (src, dst) not in self.cuts and src not in self.frozen
 
     def partition(self, groups: Sequence[Sequence[int]]) -> None:
+        self._land()
         self.groups = {host: g for g, members in enumerate(groups) for host in members}
         self._wake()
 
     def cut(self, src: int, dst: int) -> None:
+        self._land()
         self.cuts.add((src, dst))
         self._wake()
 
@@ -141,10 +144,12 @@ class SimNet(trio.abc.SocketFactory):
         self.delays[host] = ms / 1000
 
     def freeze(self, host: int) -> None:
+        self._land()
         self.frozen.add(host)
         self._wake()
 
     def thaw(self, host: int) -> None:
+        self._land()
         self.frozen.discard(host)
         self._wake()
 
@@ -155,6 +160,7 @@ class SimNet(trio.abc.SocketFactory):
 
     def heal(self) -> None:
         """Every fault between hosts gone (a pause is not a network fault: ``thaw`` ends it)."""
+        self._land()
         self.groups.clear()
         self.cuts.clear()
         self.losses.clear()
@@ -223,6 +229,13 @@ class SimNet(trio.abc.SocketFactory):
         held = self._sockets.get(sock.host)
         if held is not None and sock in held:
             held.remove(sock)
+
+    def _land(self) -> None:
+        """Before a fault changes: what each stream has been sent by now lands or is held
+        (``simsocket`` rule 3), judged by the faults that stood while it came."""
+        for held in self._sockets.values():
+            for sock in held:
+                sock.settle()
 
     def _wake(self) -> None:
         """A fault changed: every waiting socket looks again (in the order they were made)."""

@@ -7,10 +7,15 @@ Rules:
    with its arrival time, in order; the reader waits until the head has arrived and the way
    from the sender is open (``Wire.passes``), then reads. ``shutdown(SHUT_WR)`` and ``close``
    queue the end of the stream behind the bytes already sent.
-3. A listener queues connects; ``accept`` hands out the oldest once its host reads.
-4. Every wait is on the socket's own event, which ``poke`` sets (data arrived, a fault changed)
+3. Bytes a fault between the hosts held (a partition, a cut: not a paused sender, whose code
+   sends nothing meanwhile) land at the sender's first retransmission after the way opens
+   again, as a kernel's: ``RTO_S`` after they were first held, doubling to ``RTO_MAX_S``
+   (``retransmission_at``); then everything that had arrived by then lands with them. Bytes
+   that landed before a fault are read through it.
+4. A listener queues connects; ``accept`` hands out the oldest once its host reads.
+5. Every wait is on the socket's own event, which ``poke`` sets (data arrived, a fault changed)
    and the arrival time of the head, so a waiting task wakes exactly when it can go on.
-5. Only what the node's code, trio's SocketStream and SocketListener and ``open_tcp_stream``
+6. Only what the node's code, trio's SocketStream and SocketListener and ``open_tcp_stream``
    call is here; anything else is a ``NotImplementedError`` naming it.
 """
 
@@ -25,11 +30,22 @@ from typing import Any, Protocol
 
 import trio
 
-__all__ = ["Address", "SimSocket", "Wire"]
+__all__ = ["RTO_MAX_S", "RTO_S", "Address", "SimSocket", "Wire", "retransmission_at"]
 
 Address = tuple[str, int]
 _FAKE_FD = 1 << 24  # what fileno() says of an open socket: no descriptor anything can use
 _END = b""  # the end of a stream, queued behind its bytes
+RTO_S, RTO_MAX_S = 0.2, 120.0  # rule 3: Linux's first retransmission timeout, and its cap
+
+
+def retransmission_at(first: float, now: float) -> float:
+    """Rule 3: the first retransmission at or after ``now`` of a segment first sent at
+    ``first`` (``RTO_S`` later, then twice as long each time, up to ``RTO_MAX_S``)."""
+    at, rto = first, RTO_S
+    while at < now:
+        at += rto
+        rto = min(2 * rto, RTO_MAX_S)
+    return at
 
 
 def _error(code: int) -> OSError:
@@ -68,7 +84,10 @@ class SimSocket(trio.socket.SocketType):
         self._shut_wr = False
         self._datagrams: list[tuple[float, int, bytes, Address]] = []  # rule 1
         self._bytes: deque[tuple[float, bytes]] = deque()  # rule 2 (b"" is the end)
-        self._connects: deque[SimSocket] = deque()  # rule 3
+        self._connects: deque[SimSocket] = deque()  # rule 4
+        self._landed_until = float("-inf")  # rule 3: the bytes that arrived by then landed
+        self._held_from: float | None = None  # rule 3: when a fault first held the head
+        self._resent_at = float("inf")  # rule 3: the held head's next retransmission
         self._event = trio.Event()
 
     # ---- what the socket is -----------------------------------------------------------------
@@ -200,7 +219,7 @@ class SimSocket(trio.socket.SocketType):
                 return data[:bufsize], src
             await self._wait(head if head > now else float("inf"))
 
-    # ---- streams (rules 2 and 3) ------------------------------------------------------------
+    # ---- streams (rules 2 to 4) ------------------------------------------------------------
 
     def arrive_bytes(self, at: float, data: bytes) -> None:
         if not self.closed:
@@ -266,8 +285,7 @@ class SimSocket(trio.socket.SocketType):
                 raise _error(errno.EBADF)
             now = trio.current_time()
             head = self._bytes[0][0] if self._bytes else float("inf")
-            sender = self.peer.host if self.peer is not None else None
-            if head <= now and not self._paused() and self._net.passes(sender, self.host):
+            if head <= now and self._landed(head, now) and not self._paused():
                 at, data = self._bytes.popleft()
                 if len(data) > bufsize:
                     self._bytes.appendleft((at, data[bufsize:]))
@@ -276,4 +294,29 @@ class SimSocket(trio.socket.SocketType):
                     self._bytes.appendleft((at, _END))  # the end stays the end
                 await trio.lowlevel.checkpoint()
                 return data
-            await self._wait(head if head > now else float("inf"))
+            await self._wait(head if head > now else self._resent_at)
+
+    def settle(self) -> None:
+        """Rule 3, called before a fault changes: what has arrived by now lands, or is held."""
+        now = trio.current_time()
+        arrived = [at for at, _ in self._bytes if at <= now]
+        if arrived:
+            self._landed(arrived[-1], now)
+
+    def _landed(self, at: float, now: float) -> bool:
+        """Rule 3: has the chunk that arrived at ``at`` landed at this end by ``now``?"""
+        if at <= self._landed_until:
+            return True
+        sender = self.peer.host if self.peer is not None else None
+        if not self._net.passes(sender, self.host):
+            if sender not in self._net.frozen and self._held_from is None:
+                first = next(a for a, _ in self._bytes if a > self._landed_until)
+                self._held_from = first  # a fault holds it: the sender retransmits it
+            self._resent_at = float("inf")  # until the way opens (a poke)
+            return False
+        if self._held_from is not None:
+            self._resent_at = retransmission_at(self._held_from, now)
+            if self._resent_at > now:
+                return False
+        self._held_from, self._resent_at, self._landed_until = None, float("inf"), now
+        return True

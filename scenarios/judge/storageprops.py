@@ -8,7 +8,11 @@ each a function of the run's trace: None when it holds, else one line saying wha
   every member that was only away (its node paused, cut off, partitioned, slow) is active
   again: resynchronised. A member whose node was killed, stopped or restarted lost its RAM
   device with its process; only a spare brings it back, so it is judged only when the array
-  replaces away members onto spares (``replace_after``, in the run's storage result).
+  replaces away members onto spares (``replace_after``, in the run's storage result). An
+  array whose members are all active is whole only when its blocks agree too: the owner's
+  ``verify`` at the end finds no unreadable slot and no parity mismatch (a stale block, as a
+  write that landed after its member's resync leaves, would lose a record at the next loss
+  of a member).
 - ``forward_bounded``: every call a node made to a peer (a forward, a block operation of the
   array, a compose: ``cluster.node.peers`` rule 3) ended within the one forward bound
   (``FORWARD_TIMEOUT``, 5 s) plus ``SLACK``; a call still open at the end is judged by its age
@@ -21,6 +25,8 @@ Rules:
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from cluster.ground.bounds import FORWARD_TIMEOUT
 
@@ -56,11 +62,27 @@ def array_recovers(trace: Trace) -> str | None:
         lost = {n for a in trace.actions if a.kind in LOSE_DEVICES for n in a.nodes}
     out = [m for m in members if m.get("state") != "active" and m.get("node_id") not in lost]
     if not out:
-        return None
+        whole = all(m.get("state") == "active" for m in members)
+        return _inconsistent(trace, array.get("verify")) if whole else None
     shown = ", ".join(f"{m.get('pool_name')}@{m.get('node_id')} {m.get('state')}" for m in out)
     return (
         f"the array is not whole at the end (+{trace.end - trace.t0:.1f} s) though every "
         f"member's node is up: {shown} (recovery_state {array.get('recovery_state')})"
+    )
+
+
+def _inconsistent(trace: Trace, verify: dict[str, Any] | None) -> str | None:
+    """``array_recovers``: every member active, yet the blocks disagree (the owner's
+    ``verify`` at the end: unreadable slots, parity mismatches)."""
+    if not verify:
+        return None
+    unreadable, mismatches = verify.get("unreadable_slots", 0), verify.get("parity_mismatches", 0)
+    if not unreadable and not mismatches:
+        return None
+    return (
+        f"the array's members are all active at the end (+{trace.end - trace.t0:.1f} s) but "
+        f"its blocks disagree: {mismatches} parity mismatches, {unreadable} unreadable slots "
+        "(verify); the next loss of a member would lose records"
     )
 
 

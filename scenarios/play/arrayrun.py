@@ -8,7 +8,8 @@ Rules:
    of ``size`` bytes (``rt_safe_bdev``'s ``durability`` route). The owner keeps the ledger of
    the writes it acknowledged; a request that fails or times out is counted, never retried.
 3. After the run, the owner reads every acknowledged record back (judged by
-   ``judge.durability``) and says how the array stands (its ``stats``, under ``array``:
+   ``judge.durability``) and says how the array stands (its ``stats``, under ``array``, and
+   what its ``verify`` found of every written slot's blocks, under ``array.verify``:
    ``array_recovers``).
 4. Over ``transport`` (an httpx transport; None: the network): whole nodes in the simulator
    take the same requests in memory (``cluster.sim.inmemoryhttp``). The membership simulator
@@ -118,9 +119,15 @@ class StorageRun:
                     f"{base}/api/pools/{ARRAY_POOL}/monitor", params={"query": "stats"}
                 )
                 body = await post_form(client, base, _durability(), {"op": "check"})
+                verify = await client.get(
+                    f"{base}/api/pools/{ARRAY_POOL}/monitor", params={"query": "verify"}
+                )
             if stats.status_code == 200:
                 (answer,) = stats.json()["results"].values()
                 out["array"] = {k: answer.get(k) for k in ARRAY_STATE}
+                if verify.status_code == 200:  # rule 3: every written slot, every block read
+                    (checked,) = verify.json()["results"].values()
+                    out["array"]["verify"] = dict(checked)
         except (RuntimeError, httpx.HTTPError) as exc:
             return {**out, "error": f"the array's owner did not answer: {exc}"}
         return {**out, **body}

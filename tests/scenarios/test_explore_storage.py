@@ -128,6 +128,21 @@ def test_array_recovers_judges_members_that_were_only_away() -> None:
     assert array_recovers(killed) is None  # its RAM device went with its process
 
 
+def test_array_recovers_requires_the_blocks_of_a_whole_array_to_agree() -> None:
+    """A stale parity block (a write that landed after its member's resync) leaves an array
+    whose members are all active but whose next member loss would lose a record."""
+    members = [{"pool_name": f"rt_m{i}", "node_id": i, "state": "active"} for i in (1, 2, 3)]
+    verify = {"slots_checked": 4096, "unreadable_slots": 0, "parity_mismatches": 1}
+    array: dict[str, Any] = {"members": members, "verify": verify}
+    trace = Trace("sim", 0.0, 40.0, (0, 1, 2, 3), [], storage={"checked": 1, "array": array})
+    assert "1 parity mismatches, 0 unreadable slots" in (array_recovers(trace) or "")
+    verify["parity_mismatches"] = 0
+    assert array_recovers(trace) is None
+    verify["parity_mismatches"], members[2]["state"] = 1, "faulty"  # degraded: not judged so
+    trace.actions = [Action(5.0, "kill", "kill3", (3,))]  # its device is gone, no spare
+    assert array_recovers(trace) is None
+
+
 def test_a_forward_past_the_bound_fails_forward_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """The property can fail: peers whose bound is 9 s instead of 5 s are caught."""
 

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from cluster.sim import SimNet, VirtualClock, on_host
+from cluster.sim.simsocket import RTO_MAX_S, retransmission_at
 
 
 def run(body: Callable[[SimNet], Awaitable[Any]]) -> Any:
@@ -145,3 +146,34 @@ def test_a_connect_across_a_partition_waits_for_the_heal_and_a_paused_listener_f
 async def _heal_at(net: SimNet, when: float) -> None:
     await trio.sleep_until(when)
     net.heal()
+
+
+def test_bytes_a_cut_held_land_at_the_senders_next_retransmission_after_the_heal() -> None:
+    """``simsocket`` rule 3: a kernel retransmits a held segment 0.2 s after it first went,
+    then after 0.4 s, 0.8 s...: bytes held 10 s land at the retransmission 12.6 s after they
+    were first sent, not at the heal. Bytes that landed before the cut are read through it."""
+    assert retransmission_at(0.0, 10.0) == pytest.approx(12.6)
+    assert retransmission_at(5.0, 5.0) == 5.0
+    assert retransmission_at(0.0, 1e6) - retransmission_at(0.0, 1e6 - 1) <= RTO_MAX_S
+
+    async def body(net: SimNet) -> None:
+        async with trio.open_nursery() as nursery:
+            listener = await echo_server(net, 1, 9000, nursery)
+            with on_host(0):
+                stream = await trio.open_tcp_stream("127.0.0.1", 9000)
+            await stream.send_all(b"early")
+            await trio.sleep(0.1)  # it went to the server and came back, unread
+            net.cut(1, 0)
+            assert await stream.receive_some(10) == b"early"  # it had landed: read through
+            net.heal()
+            net.cut(0, 1)
+            sent = trio.current_time()
+            await stream.send_all(b"late")
+            nursery.start_soon(_heal_at, net, sent + 10)
+            assert await stream.receive_some(10) == b"late"
+            back = trio.current_time() - sent
+            assert 12.6 <= back <= 12.7, back  # the retransmission after the heal, then the echo
+            listener.cancel()
+            nursery.cancel_scope.cancel()
+
+    run(body)
