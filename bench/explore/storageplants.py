@@ -1,7 +1,9 @@
 """Planted storage bugs for ``bench.explore``: the three data-loss bugs that arrays across the
 cluster once had, each put back for the ``with`` block exactly as it was before its fix
-(forked search workers inherit it). Every one loses an acknowledged write, so the property
-that catches each is ``no_lost_writes`` (``scenarios.judge.durability``). They are searched
+(forked search workers inherit it). Every one loses an acknowledged write: the property that
+catches the first two is ``no_lost_writes`` (``scenarios.judge.durability``); the third leaves
+a stale block that loses a record at the next loss of a member, which ``array_recovers``
+catches (the owner's ``verify``), or ``no_lost_writes`` when the block held data. They are searched
 once the whole-node simulator runs arrays (issue 47); until then the tests replay each one's
 situation in one process (``tests/bench/test_storage_plants.py``).
 
@@ -22,10 +24,11 @@ situation in one process (``tests/bench/test_storage_plants.py``).
   with no member holding them). Put back as before commit d49f6a5: a write goes to the
   positions in service and returns, whatever number took it (``StripeArray._write_positions``
   with no ``need``). ``storage.array`` rule 7 is what it breaks.
-- ``stale_after_resync``: a write that lay in a paused node's socket, long given up by the
-  array (the call timed out, the member turned faulty and missed the slot), lands on the
-  member's device after the member was resynchronised and overwrites the slot's current
-  bytes with old ones. Put back as before commit d49f6a5: a device takes every write,
+- ``stale_after_resync``: a write that lay in a paused or cut-off node's socket, long given up
+  by the array (the call timed out, the member turned faulty and missed the slot), lands on
+  the member's device after the member was resynchronised and overwrites the slot's current
+  bytes with old ones (in the simulator: bytes a partition held land at the sender's next
+  retransmission after the heal, ``cluster.sim.simsocket`` rule 3). Put back as before commit d49f6a5: a device takes every write,
   whatever its writer's epoch (``remote.fenced`` judges nothing and records nothing).
   ``remote`` rule 2 is what it breaks.
 

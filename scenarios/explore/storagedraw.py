@@ -11,7 +11,9 @@ Rules:
    failures), the rest anywhere: kill, pause (0.5 to 3 times the longest suspicion, so it
    often outlasts a death), restart (a killed node brought back, or a running one crashed and
    started again), a partition, a one-way cut, loss or delay, each from 2 s on and 1 to 12 s
-   apart; at least two nodes keep running.
+   apart; at least two nodes keep running. A partition or a cut aimed at a member's node is
+   on its path to the owner: the partition puts it on the side without the owner, the cut
+   runs between the two, either way (a write then lies in the stream as on a real network).
 4. The schedule ends with every node back: the final heal, then every killed node restarted;
    the run goes on ``drawing.STORAGE_SETTLE_S`` after it (``drawing.finish``), so the
    restarted nodes have joined and an array whose members all came back has had time to be
@@ -106,7 +108,8 @@ def draw_storage(seed: int, options: Options) -> dict[str, Any]:
         if kind in ("kill", "pause", "restart"):
             made, hit, until = _process_step(rng, kind, t, target, down, suspicion)
         else:
-            made, t, hit, until = _network_step(rng, kind, t, n, owner, target, config)
+            on_path = target in holders  # rule 3: a member's own link to the owner
+            made, t, hit, until = _network_step(rng, kind, t, n, owner, target, config, on_path)
         hit = [h for h in hit if h in holders]
         busy = [h for h in holders if h not in hit and away.get(h, -1.0) + RESYNC_S > start]
         if len(hit) <= len(parity) and not busy:  # rule 6: one member struck at a time
@@ -156,14 +159,26 @@ def _process_step(
 
 
 def _network_step(
-    rng: random.Random, kind: str, t: float, n: int, owner: int, target: int, config: SwimConfig
+    rng: random.Random,
+    kind: str,
+    t: float,
+    n: int,
+    owner: int,
+    target: int,
+    config: SwimConfig,
+    on_path: bool = False,
 ) -> tuple[list[dict[str, Any]], float, list[int], float]:
     """A partition, a cut, loss or delay at ``t``: its steps, the time after them, and the
-    nodes it may keep from the owner until when (rule 6; ``FOREVER``: the final heal)."""
+    nodes it may keep from the owner until when (rule 6; ``FOREVER``: the final heal). With
+    ``on_path`` (rule 3), a partition puts ``target`` on the far side, and a cut is between
+    it and the owner, either way."""
     if kind == "partition":
-        ids = list(range(n))
+        ids = [i for i in range(n) if i != target] if on_path else list(range(n))
         rng.shuffle(ids)
         cut = rng.randint(1, n - 1)
+        if on_path:  # the target and the first cut - 1 of the others, apart from the rest
+            ids = [target, *ids]
+            cut = min(cut, ids.index(owner))
         made: list[dict[str, Any]] = [
             {"at": t, "partition": [sorted(ids[:cut]), sorted(ids[cut:])]}
         ]
@@ -174,6 +189,8 @@ def _network_step(
         return [*made, {"at": t, "heal": True}], t, apart, t
     if kind == "cut":
         to = rng.choice([i for i in range(n) if i != target])
+        if on_path:
+            target, to = (owner, target) if rng.random() < 0.5 else (target, owner)
         apart = [to] if target == owner else [target] if to == owner else []
         return [{"at": t, "cut": {"from": [target], "to": [to]}}], t, apart, FOREVER
     if kind == "loss":

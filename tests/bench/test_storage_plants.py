@@ -29,6 +29,10 @@ from cluster.runtime.testing import FakeMembership
 from cluster.storage import DeviceState
 from cluster.storage.array import StripeArray, Unreadable, Unwritable
 from cluster.storage.recovery import Recovery
+from scenarios.format.spec import load_scenario
+from scenarios.judge import properties
+from scenarios.judge.properties import STORAGE_PROPERTIES
+from scenarios.play.sim import run_sim
 from tests.support import wait_for_async
 from tests.support.linked import Linked, linked_runtimes
 from tests.support.memstore import CHUNK, Memory, array_of
@@ -216,6 +220,51 @@ async def test_a_write_that_lay_in_a_paused_nodes_socket_lands_over_the_resync_o
         assert got[4] == new[: RECORD // 2] + old[RECORD // 2 :]  # m2's chunk is old's
     else:
         assert lost == []
+
+
+STALE_RUN = """
+name: a write held in a cut-off parity member's stream
+nodes: 4
+seed: 5
+workload: 'off'
+storage:
+  array: 0
+  members: [1, 2]
+  parity: [3]
+  capacity: 16M
+  writes: {every: 0.2, records: 4, size: 4096}
+steps:
+- {at: 1.0, delay: {node: 0, ms: 50}}
+- {at: 5.02, partition: [[0, 1, 2], [3]]}
+- {at: 15.0, heal: true, name: final}
+duration: 55.0
+property: no_lost_writes
+"""
+
+
+@FIXED_AND_PLANTED
+def test_a_parity_write_held_by_a_partition_lands_after_the_resync_in_whole_sim(
+    planted: bool, tmp_path: Path
+) -> None:
+    """On whole simulated nodes: the owner's parity write lies in node 3's stream when the
+    partition starts; node 3's member is resynchronised soon after the heal, and the held
+    bytes land at the owner's next retransmission (``simsocket`` rule 3), later still.
+    Planted, the device takes them: the parity no longer agrees with the data, which only the
+    owner's ``verify`` shows (``array_recovers``); fixed, the fence refuses them."""
+    path = tmp_path / "stale.yaml"
+    path.write_text(STALE_RUN)
+    sc = load_scenario(path, sim=True)
+    with maybe(stale_after_resync, planted):
+        trace = run_sim(sc)
+    assert trace.storage is not None
+    assert trace.storage["lost_count"] == 0  # every record reads back while all members serve
+    failed = properties.check(properties.Run(sc, trace), list(STORAGE_PROPERTIES))
+    if planted:
+        assert failed is not None
+        assert failed[0] == "array_recovers"
+        assert "1 parity mismatches" in failed[1]
+    else:
+        assert failed is None
 
 
 # -- the table, and the product after the block ------------------------------------------------
