@@ -88,7 +88,7 @@ class StripeArray(MemberIO):
         self.codec = Codec(len(self.data), len(self.parity))
         self._run_op = run_op
         self.written: set[int] = set()
-        self.torn: dict[int, list[bytes]] = {}  # slot -> its k data chunks, kept (rule 8)
+        self.torn: dict[int, bytes] = {}  # slot -> its stripe, kept on the owner (rule 8)
         self.lost: set[int] = set()  # written slots with fewer than k current blocks (rule 8)
         self.recovery = RecoveryProgress()
         self._locks = SlotLocks()
@@ -141,7 +141,7 @@ class StripeArray(MemberIO):
             return dict.fromkeys(indices, self._zero)
         self._refuse_lost(slot, 1)
         if slot in self.torn:
-            return {i: self.torn[slot][i] for i in indices}
+            return {i: self._torn_chunks(slot)[i] for i in indices}
         direct = [i for i in indices if self.current(i, slot)]
         if len(direct) == len(indices):
             got = await self._read_positions(slot, direct)
@@ -200,7 +200,7 @@ class StripeArray(MemberIO):
                     return
                 self._refuse_lost(first, n)
                 if self._torn_in(first, n):
-                    dst[:] = b"".join(self.torn[first])
+                    dst[:] = self.torn[first]
                     return
                 blocks = await self._gather(first, k, n, buf)
                 try:
@@ -253,12 +253,9 @@ class StripeArray(MemberIO):
                 except Unwritable as exc:
                     self._unmiss(unwritten)
                     sb = self.stripe_bytes
-                    for s in set(range(first, first + n)) - set(unwritten) if exc.partial else ():
-                        stripe = stripes[(s - first) * sb : (s - first + 1) * sb]
-                        self._tear(
-                            s,
-                            [stripe[i * self.chunk : (i + 1) * self.chunk] for i in range(self.k)],
-                        )
+                    for s in sorted(set(range(first, first + n)) - set(unwritten)):
+                        if exc.partial:  # rule 8 (a refused write wrote nothing)
+                            self._tear(s, stripes[(s - first) * sb : (s - first + 1) * sb])
                     raise
             self.written.update(range(first, first + n))
             self.lost.difference_update(range(first, first + n))
@@ -277,13 +274,17 @@ class StripeArray(MemberIO):
             raise Unreadable(f"slot {torn[0]} of array {self.name} is torn: one slot at a time")
         return torn
 
-    def _tear(self, slot: int, data: Sequence[Buffer]) -> None:
+    def _tear(self, slot: int, stripe: Buffer) -> None:
         """Rule 8: a written slot that a failed write left with fewer than ``k`` current
-        blocks keeps ``data`` (its ``k`` chunks as that write meant them) on the owner."""
+        blocks keeps ``stripe`` (as that write meant it) on the owner."""
         if self.holders(slot) >= self.k:
             self.torn.pop(slot, None)
         elif slot in self.torn or len(self.torn) * self.stripe_bytes < TORN_BYTES:
-            self.torn[slot] = [bytes(c) for c in data]
+            self.torn[slot] = bytes(stripe)
+
+    def _torn_chunks(self, slot: int) -> list[bytes]:
+        stripe, c = self.torn[slot], self.chunk
+        return [stripe[i * c : (i + 1) * c] for i in range(self.k)]
 
     def _settle(self, slot: int) -> None:
         """Rule 8: a torn slot that ``k`` members hold again is dropped from the owner."""
@@ -337,7 +338,7 @@ class StripeArray(MemberIO):
             if first:
                 self._unmiss([slot])
             elif exc.partial:
-                self._tear(slot, data)
+                self._tear(slot, b"".join(data))
             raise
         self.written.add(slot)
         self.lost.discard(slot)
@@ -378,7 +379,7 @@ class StripeArray(MemberIO):
         with self._scratch.take(rows + len(targets), size) as buf:
             async with self._locks.hold_run(first, n):
                 if self._torn_in(first, n):  # rule 8: its blocks come from the owner's copy
-                    data = self.torn[first]
+                    data = self._torn_chunks(first)
                     await self._write_positions(
                         first, [(p, self.codec.block(data, p)) for p in targets]
                     )
