@@ -28,8 +28,9 @@ situation in one process (``tests/bench/test_storage_plants.py``).
   by the array (the call timed out, the member turned faulty and missed the slot), lands on
   the member's device after the member was resynchronised and overwrites the slot's current
   bytes with old ones (in the simulator: bytes a partition held land at the sender's next
-  retransmission after the heal, ``cluster.sim.simsocket`` rule 3). Put back as before commit d49f6a5: a device takes every write,
-  whatever its writer's epoch (``remote.fenced`` judges nothing and records nothing).
+  retransmission after the heal, ``cluster.sim.simsocket`` rule 3). Put back as before commit
+  d49f6a5: a device takes every write, whatever its writer's epoch (``remote.fenced`` judges
+  nothing and records nothing).
   ``remote`` rule 2 is what it breaks.
 
 Each plant patches product code from here (class attributes and one module function) and
